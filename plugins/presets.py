@@ -1,0 +1,70 @@
+"""The built-in presets: the seed guide's two Qwen3-4B set-ups, and a tiny Qwen3 built locally."""
+
+from grpo_skill import LoraSettings, Preset, hookimpl
+from grpo_skill.registry import QWEN3_LORA_TARGETS
+
+# The seed's GRPOConfig: 1 prompt x 4 generations per step, lr 10x below SFT, a KL penalty of 0.1.
+SEED_GRPO = {
+    "learning_rate": 1e-5,
+    "beta": 0.1,
+    "num_generations": 4,
+    "max_completion_length": 128,
+    "per_device_train_batch_size": 1,
+    "gradient_accumulation_steps": 4,
+    "max_steps": 100,
+    "optim": "adamw_8bit",
+    "logging_steps": 1,
+}
+
+
+def build_tiny_model() -> str:
+    from grpo_skill import modelbuild  # imports torch/transformers: only when a run needs the model
+
+    return str(modelbuild.build("tiny", opens_think=True))
+
+
+@hookimpl
+def register_presets(register):
+    register(Preset(
+        name="standard",
+        description="Qwen3-4B, 4-bit, 512 tokens: general GRPO with the length and format rewards.",
+        model_id="unsloth/Qwen3-4B-unsloth-bnb-4bit",
+        max_seq_length=512,
+        load_in_4bit=True,
+        grpo=SEED_GRPO,
+        rewards=(("length", 0.5), ("format", 0.5)),
+    ))
+    register(Preset(
+        name="thinking",
+        description="Qwen3-4B-Thinking-2507, 4-bit, 1024 tokens: rewards the reasoning before </think>.",
+        model_id="unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit",
+        max_seq_length=1024,  # room for the thinking
+        load_in_4bit=True,
+        grpo=SEED_GRPO,
+        rewards=(("thinking", 1.0),),
+        template_opens_think=True,
+    ))
+    register(Preset(
+        name="tiny",
+        description="A tiny Qwen3 built on this machine (no download): learns the thinking reward on a CPU in minutes.",
+        model_id="grpo-skill/tiny-qwen3",
+        max_seq_length=256,
+        load_in_4bit=False,
+        grpo={
+            "learning_rate": 1e-2,
+            "lr_scheduler_type": "constant",
+            "beta": 0.0,
+            "num_generations": 8,
+            "max_completion_length": 32,
+            "per_device_train_batch_size": 8,
+            "gradient_accumulation_steps": 1,
+            "max_steps": 60,
+            "optim": "adamw_torch",
+            "logging_steps": 1,
+        },
+        rewards=(("thinking", 1.0),),
+        # lm_head too: in a 64-wide model the tied output layer must move for </think> to become likely
+        lora=LoraSettings(target_modules=QWEN3_LORA_TARGETS + ("lm_head",), gradient_checkpointing=False),
+        template_opens_think=True,
+        build_model=build_tiny_model,
+    ))

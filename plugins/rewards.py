@@ -1,0 +1,151 @@
+"""The built-in rewards: the seed guide's rule-based and thinking rewards, plus exact-match accuracy.
+
+Each factory returns a TRL reward function. Completions arrive as strings, or as chat messages when the
+dataset's prompts are conversations; ``text_of`` reads both.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grpo_skill import Reward, hookimpl
+from grpo_skill.registry import QWEN3_THINK_END_ID
+
+
+def text_of(completion) -> str:
+    if isinstance(completion, str):
+        return completion
+    return completion[-1]["content"]  # conversational: the assistant's message
+
+
+def length_factory(context):
+    too_short, long_from = context.params["too_short"], context.params["long_from"]
+
+    def length(completions, prompts=None, **kwargs):
+        scores = []
+        for completion in completions:
+            words = len(text_of(completion).split())
+            scores.append(-1.0 if words < too_short else 1.0 if words < long_from else 0.5)
+        return scores
+
+    return length
+
+
+def format_factory(context):
+    def format(completions, prompts=None, **kwargs):
+        scores = []
+        for completion in completions:
+            text = text_of(completion)
+            scores.append(0.5 * text.endswith(".") + 0.5 * (not text.startswith(" ")))
+        return scores
+
+    return format
+
+
+def _thinking_parts(context, completions, completion_ids):
+    """(thinking token count or None when </think> is missing, thinking text) per completion."""
+    think_end = context.params["think_end_token"]
+    end_id = context.token_id(think_end, qwen3_default=QWEN3_THINK_END_ID)
+    texts = [text_of(c) for c in completions]
+    ids = completion_ids if completion_ids is not None else context.encode(texts)
+    for text, token_ids in zip(texts, ids):
+        token_ids = list(token_ids)
+        if end_id in token_ids:
+            # tokens before </think>; the thinking-2507 template opens <think> in the prompt
+            yield token_ids.index(end_id), text.split(think_end)[0]
+        else:
+            yield None, text
+
+
+def thinking_factory(context):
+    def thinking(completions, prompts=None, completion_ids=None, **kwargs):
+        scores = []
+        for length, thought in _thinking_parts(context, completions, completion_ids):
+            if length is None:
+                scores.append(-1.0)
+                continue
+            asks_itself = 0.1 if "?" in thought else 0.0
+            if length < 10:
+                scores.append(0.3)
+            elif length < 30:
+                scores.append(0.7 + asks_itself)
+            else:
+                scores.append(1.0 + asks_itself)
+        return scores
+
+    return thinking
+
+
+STEP_WORDS = ("first", "then", "next", "finally")
+
+
+def thinking_comprehensive_factory(context):
+    def thinking_comprehensive(completions, prompts=None, completion_ids=None, **kwargs):
+        scores = []
+        for length, thought in _thinking_parts(context, completions, completion_ids):
+            if length is None:
+                scores.append(-0.5)
+                continue
+            score = 0.3  # closed its thinking
+            score += 0.3 if length >= 20 else 0.2 if length >= 10 else 0.0
+            score += 0.2 if thought.count(".") + thought.count("!") >= 2 else 0.0
+            score += 0.1 if "?" in thought else 0.0
+            score += 0.1 if any(word in thought.lower() for word in STEP_WORDS) else 0.0
+            scores.append(score)
+        return scores
+
+    return thinking_comprehensive
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def final_answer(text: str, think_end: str = "</think>") -> str | None:
+    """The last number after the thinking, or None."""
+    numbers = NUMBER.findall(text.split(think_end)[-1])
+    return numbers[-1] if numbers else None
+
+
+def accuracy_factory(context):
+    column, think_end = context.params["answer_column"], context.params["think_end_token"]
+
+    def accuracy(completions, prompts=None, **kwargs):
+        if column not in kwargs:
+            raise KeyError(f"accuracy reward: the dataset has no {column!r} column; set params.answer_column")
+        scores = []
+        for completion, expected in zip(completions, kwargs[column]):
+            answer = final_answer(text_of(completion), think_end)
+            scores.append(1.0 if answer is not None and float(answer) == float(expected) else 0.0)
+        return scores
+
+    return accuracy
+
+
+@hookimpl
+def register_rewards(register):
+    register(Reward(
+        "length", length_factory,
+        "Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on.",
+        params={"too_short": 5, "long_from": 50},
+    ))
+    register(Reward(
+        "format", format_factory,
+        "+0.5 when the completion ends with '.', +0.5 when it does not start with a space.",
+    ))
+    register(Reward(
+        "thinking", thinking_factory,
+        "Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
+        "(+0.1 when the thinking asks a '?', from 10 tokens on).",
+        params={"think_end_token": "</think>"},
+    ))
+    register(Reward(
+        "thinking_comprehensive", thinking_comprehensive_factory,
+        "Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
+        "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally).",
+        params={"think_end_token": "</think>"},
+    ))
+    register(Reward(
+        "accuracy", accuracy_factory,
+        "1.0 when the last number after </think> equals the dataset's answer column, else 0.0.",
+        params={"answer_column": "answer", "think_end_token": "</think>"},
+    ))

@@ -1,0 +1,71 @@
+"""Trainer callbacks for generated projects: a rich progress bar with per-step reward/KL, and metrics.jsonl.
+
+Imports transformers: use it only after unsloth has been imported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+
+class JsonlMetrics(TrainerCallback):
+    """Appends every log (one per logging step) to a JSON-lines file, with its step."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+class RichProgress(TrainerCallback):
+    """One progress bar, and one short line per logged step instead of the raw log dict."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.progress = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.progress = Progress(
+                TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                TextColumn("{task.fields[status]}"), console=self.console, transient=False,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("train", total=state.max_steps, status="")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.progress:
+            self.progress.update(self.task, completed=state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not self.progress or not logs or "reward" not in logs:
+            return
+        line = f"reward {logs['reward']:+.3f} ± {logs.get('reward_std', 0):.3f}"
+        if "kl" in logs:
+            line += f"  kl {logs['kl']:.4f}"
+        line += f"  len {logs.get('completions/mean_length', 0):.0f}"
+        self.progress.console.print(f"step {state.global_step:>4}  {line}")
+        self.progress.update(self.task, status=line)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.progress:
+            self.progress.stop()
+
+
+def install(trainer, metrics_path: str | Path) -> None:
+    """Replace the trainer's default printing with RichProgress, and record metrics."""
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(RichProgress())
+    trainer.add_callback(JsonlMetrics(metrics_path))

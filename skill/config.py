@@ -1,0 +1,207 @@
+"""A generated project's config.toml: loading and validation, before anything heavy is imported.
+
+Every error names the field and says how to fix it, on one line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import plugins
+from .registry import Preset, RegistryError
+
+CONFIG_FILE = "config.toml"
+BACKENDS = ("auto", "unsloth", "trl")
+LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+class ConfigError(Exception):
+    """A config that cannot run; the message names the field and the fix."""
+
+
+@dataclass
+class RewardChoice:
+    name: str
+    weight: float = 1.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProjectConfig:
+    path: Path
+    model: dict[str, Any]
+    lora: dict[str, Any]
+    dataset: dict[str, Any]
+    rewards: list[RewardChoice]
+    grpo: dict[str, Any]
+
+    @property
+    def project_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def preset(self) -> Preset:
+        return plugins.get_preset(self.model["preset"])
+
+    @property
+    def reward_weights(self) -> list[float]:
+        return [choice.weight for choice in self.rewards]
+
+    def dataset_file(self) -> Path | None:
+        """The local data file, or None when ``dataset.path`` names a hub dataset."""
+        candidate = self.project_dir / self.dataset["path"]
+        return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
+
+
+def _require(table: dict, section: str, key: str, kind: type | tuple[type, ...], hint: str):
+    if key not in table:
+        raise ConfigError(f"{section}.{key} is missing; add it to [{section}] ({hint})")
+    value = table[key]
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise ConfigError(f"{section}.{key} = {value!r} must be a number ({hint})")
+    if not isinstance(value, kind):
+        raise ConfigError(f"{section}.{key} = {value!r} has the wrong type ({hint})")
+    return value
+
+
+def load(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
+    """Read and validate a project's config; ``overrides`` maps "section.key" to a value (CLI flags)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file; run this inside a project made by 'grpo-skill new'")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML ({error}); fix that line") from None
+    for dotted, value in (overrides or {}).items():
+        section, key = dotted.split(".", 1)
+        raw.setdefault(section, {})[key] = value
+
+    for section in ("model", "lora", "dataset", "grpo"):
+        if not isinstance(raw.get(section), dict):
+            raise ConfigError(f"{path}: section [{section}] is missing; copy it from a freshly generated project")
+    if not isinstance(raw.get("rewards"), list) or not raw["rewards"]:
+        raise ConfigError(f"{path}: no [[rewards]] given; add at least one, e.g. [[rewards]] name = \"thinking\"")
+
+    plugins.register_project(path.parent)
+    config = ProjectConfig(
+        path=path,
+        model=raw["model"],
+        lora=raw["lora"],
+        dataset=raw["dataset"],
+        rewards=[_reward_choice(i, table) for i, table in enumerate(raw["rewards"])],
+        grpo=raw["grpo"],
+    )
+    validate(config)
+    return config
+
+
+def _reward_choice(index: int, table: Any) -> RewardChoice:
+    where = f"rewards[{index}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table: [[rewards]] name = \"...\" weight = 1.0")
+    name = _require(table, where, "name", str, "a reward from 'grpo-skill rewards'")
+    weight = table.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ConfigError(f"{where}.weight = {weight!r} must be a number, e.g. weight = 0.5")
+    params = table.get("params", {})
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}.params must be a table: [rewards.params] key = value")
+    unknown = set(table) - {"name", "weight", "params"}
+    if unknown:
+        raise ConfigError(f"{where}.{sorted(unknown)[0]} is not a reward setting; use name, weight and params")
+    return RewardChoice(name, float(weight), params)
+
+
+def validate(config: ProjectConfig) -> None:
+    model, grpo = config.model, config.grpo
+    _require(model, "model", "name", str, "a hub id or a local path")
+    _require(model, "model", "preset", str, "one of 'grpo-skill presets'")
+    backend = model.get("backend", "auto")
+    if backend not in BACKENDS:
+        raise ConfigError(f"model.backend = {backend!r} is not one of {', '.join(BACKENDS)}; pick one")
+    try:
+        config.preset
+        for index, choice in enumerate(config.rewards):
+            _check_params(index, choice)
+    except RegistryError as error:
+        field = "model.preset" if "preset" in str(error) else "rewards"
+        raise ConfigError(f"{field}: {error}") from None
+
+    max_seq = _require(model, "model", "max_seq_length", int, "prompt + completion tokens")
+    completion = _require(grpo, "grpo", "max_completion_length", int, "tokens generated per completion")
+    if completion >= max_seq:
+        raise ConfigError(
+            f"grpo.max_completion_length ({completion}) leaves no room for the prompt in model.max_seq_length "
+            f"({max_seq}); lower it or raise max_seq_length"
+        )
+    generations = _require(grpo, "grpo", "num_generations", int, "completions per prompt, at least 2")
+    if generations < 2:
+        raise ConfigError(f"grpo.num_generations = {generations}: GRPO compares completions, use at least 2")
+    batch = grpo.get("per_device_train_batch_size", 8) * grpo.get("gradient_accumulation_steps", 1)
+    if batch % generations:
+        raise ConfigError(
+            f"grpo: per_device_train_batch_size x gradient_accumulation_steps = {batch} is not divisible by "
+            f"num_generations = {generations}; make the batch a multiple of {generations}"
+        )
+    if "reward_weights" in grpo and len(grpo["reward_weights"]) != len(config.rewards):
+        raise ConfigError(
+            f"grpo.reward_weights has {len(grpo['reward_weights'])} weights for {len(config.rewards)} rewards; "
+            f"remove it and set weight in each [[rewards]] instead"
+        )
+    _require(config.dataset, "dataset", "path", str, "a local .jsonl/.json/.csv/.parquet file or a hub dataset id")
+    _require(config.dataset, "dataset", "prompt_column", str, "the column that holds the prompts")
+    check_dataset_columns(config)
+
+
+def _check_params(index: int, choice: RewardChoice) -> None:
+    reward = plugins.get_reward(choice.name)
+    unknown = set(choice.params) - set(reward.params)
+    if unknown:
+        raise ConfigError(
+            f"rewards[{index}].params.{sorted(unknown)[0]}: reward {choice.name!r} takes "
+            f"{', '.join(sorted(reward.params)) or 'no params'}"
+        )
+
+
+def check_dataset_columns(config: ProjectConfig) -> None:
+    """For a local file, check that the prompt column (and the reward's columns) are there."""
+    data_file = config.dataset_file()
+    if data_file is None:
+        return  # hub datasets are checked after loading, in train.py
+    if not data_file.is_file():
+        raise ConfigError(f"dataset.path: {data_file} does not exist; point it at your prompts file")
+    columns = _first_row_columns(data_file)
+    if columns is None:
+        return
+    wanted = [("dataset.prompt_column", config.dataset["prompt_column"])]
+    for choice in config.rewards:
+        if "answer_column" in choice.params or choice.name == "accuracy":
+            column = choice.params.get("answer_column", plugins.get_reward(choice.name).params.get("answer_column"))
+            wanted.append((f"{choice.name} reward's answer_column", column))
+    for what, column in wanted:
+        if column not in columns:
+            raise ConfigError(
+                f"{what}: column {column!r} is not in {data_file.name} (it has: {', '.join(sorted(columns))}); "
+                f"fix the name or the file"
+            )
+
+
+def _first_row_columns(data_file: Path) -> set[str] | None:
+    with data_file.open(encoding="utf-8") as handle:
+        if data_file.suffix == ".jsonl":
+            first = next((line for line in handle if line.strip()), None)
+            return set(json.loads(first)) if first else set()
+        if data_file.suffix == ".csv":
+            return set(next(csv.reader(handle), []))
+        if data_file.suffix == ".json":
+            rows = json.load(handle)
+            return set(rows[0]) if isinstance(rows, list) and rows else None
+    return None  # parquet: checked after loading

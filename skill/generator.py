@@ -1,0 +1,101 @@
+"""Renders a GRPO project from templates/project with copier, after validating every input."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+
+from . import __version__, config, plugins
+from .registry import RegistryError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+LANGS = ("en", "zh-CN")
+
+
+class GenerateError(Exception):
+    """Bad input for `grpo-skill new`; nothing has been written."""
+
+
+def template_dir() -> Path:
+    return Path(str(resources.files("grpo_skill.templates").joinpath("project")))
+
+
+def parse_reward(option: str) -> tuple[str, float]:
+    """"name" or "name:weight"."""
+    name, _, weight = option.partition(":")
+    if not weight:
+        return name, 1.0
+    try:
+        return name, float(weight)
+    except ValueError:
+        raise GenerateError(f"--reward {option!r}: weight {weight!r} is not a number; write NAME:0.5") from None
+
+
+def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en") -> dict:
+    if not NAME_PATTERN.match(name):
+        raise GenerateError(
+            f"project name {name!r} is not allowed: use letters, digits, '-' and '_', starting with a letter "
+            f"(at most 64 characters)"
+        )
+    if backend not in config.BACKENDS:
+        raise GenerateError(f"--backend {backend!r} is not one of {', '.join(config.BACKENDS)}")
+    if lang not in LANGS:
+        raise GenerateError(f"--lang {lang!r} is not one of {', '.join(LANGS)}")
+    try:
+        preset = plugins.get_preset(preset_name)
+        rewards = [parse_reward(option) for option in reward_options] or list(preset.rewards)
+        for reward_name, _ in rewards:
+            plugins.get_reward(reward_name)
+    except RegistryError as error:
+        raise GenerateError(str(error)) from None
+    if len({reward_name for reward_name, _ in rewards}) != len(rewards):
+        raise GenerateError("a reward is given twice; give each --reward once, with its weight")
+    if model and Path(model).expanduser().exists():
+        model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
+    lora = asdict(preset.lora)
+    lora["target_modules"] = list(lora["target_modules"])
+    return {
+        "project_name": name,
+        "preset": preset.name,
+        "model_name": model or preset.model_id,
+        "backend": backend,
+        "max_seq_length": preset.max_seq_length,
+        "load_in_4bit": preset.load_in_4bit,
+        "lora": lora,
+        "grpo": dict(preset.grpo),
+        "rewards": [{"name": reward_name, "weight": weight} for reward_name, weight in rewards],
+        "lang": lang,
+        "grpo_skill_version": __version__,
+    }
+
+
+def render(name: str, parent: str | Path = ".", *, force: bool = False, **options) -> tuple[Path, list[str]]:
+    """Validate, render into a scratch folder, check the result's config, then copy it into place."""
+    import copier
+
+    data = answers(name, **options)
+    target = Path(parent) / name
+    if target.exists() and not target.is_dir():
+        raise GenerateError(f"{target} exists and is not a folder; choose another name")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise GenerateError(f"{target} is not empty; choose another name, or pass --force to write into it")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rendered = Path(scratch) / name
+        copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True)
+        plugin_name = None
+        try:
+            plugin_name = plugins.register_project(rendered)
+            config.load(rendered / config.CONFIG_FILE)
+        except config.ConfigError as error:
+            raise GenerateError(f"preset {data['preset']!r} makes an invalid config: {error}") from None
+        finally:
+            if plugin_name:
+                plugins.unregister(plugin_name)
+        files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
+        shutil.copytree(rendered, target, dirs_exist_ok=True)
+    return target, files

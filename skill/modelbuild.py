@@ -1,0 +1,180 @@
+"""Builds Qwen3 models and tokenizers on this machine, with no download.
+
+``tiny`` is small enough to train with GRPO on two CPU cores and learnable: its byte-level BPE vocabulary
+has a few hundred tokens, so a random model samples ``</think>`` often enough for a thinking reward to vary.
+``qwen3-4b`` has Qwen3-4B's exact shape and puts the special tokens at Qwen3's ids (``</think>`` = 151668):
+random weights, but real compute and memory for GPU tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+CACHE_ENV = "GRPO_SKILL_CACHE"
+BUILDER_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Shape:
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int | None  # None: just the learned vocabulary and the special tokens
+    bpe_vocab: int
+    max_position_embeddings: int
+    # id of <|endoftext|>; the other special tokens follow at Qwen3's offsets. None: right after the BPE vocab.
+    first_special_id: int | None = None
+    # Wider than the usual 0.02 for tiny: with 64 dimensions, small embeddings cap every logit near zero and
+    # LoRA cannot move the sampling distribution far enough to learn.
+    initializer_range: float = 0.02
+
+
+SHAPES = {
+    "tiny": Shape(64, 128, 2, 4, 2, 16, None, 400, 1024, initializer_range=0.1),
+    "qwen3-4b": Shape(2560, 9728, 36, 32, 8, 128, 151936, 4000, 40960, first_special_id=151643),
+}
+
+# Offsets from <|endoftext|> in Qwen3's vocabulary; the ids in between hold other control tokens.
+SPECIAL_OFFSETS = {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2, "<think>": 24, "</think>": 25}
+THINKING_TOKENS = ("<think>", "</think>")  # added tokens, but not "special": decoding keeps them
+
+# Qwen3-style ChatML. With opens_think the generation prompt already holds "<think>\n", as in
+# Qwen3-4B-Thinking-2507, so a completion contains only the closing </think>.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{- '<|im_start|>assistant\\n' -}}"
+    "{%- if OPENS_THINK %}{{- '<think>\\n' -}}"
+    "{%- elif enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' -}}"
+    "{%- endif -%}"
+    "{%- endif -%}"
+)
+
+
+def cache_dir() -> Path:
+    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "grpo-skill"
+    return Path(root) / "models"
+
+
+def _corpus() -> list[str]:
+    prompts = resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl").read_text()
+    lines = [json.loads(line)["prompt"] for line in prompts.splitlines() if line.strip()]
+    thinking = [
+        "First, let me think about what is being asked. Then I check each step. Next, is that right? "
+        "Finally, I write the answer.",
+        "The answer is 42. Let me check: 6 times 7 is 42. So the answer is 42.",
+    ]
+    return lines + thinking + ["0 1 2 3 4 5 6 7 8 9 + - * / = ? ! . , : ;"]
+
+
+def build_tokenizer(shape: Shape, opens_think: bool):
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=shape.bpe_vocab, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    bpe.train_from_iterator(_corpus(), trainer)
+
+    model = json.loads(bpe.to_str())["model"]
+    vocab, merges = model["vocab"], [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    first_special = shape.first_special_id if shape.first_special_id is not None else len(vocab)
+    # Unreachable filler entries push the special tokens up to Qwen3's ids.
+    for filler in range(len(vocab), first_special):
+        vocab[f"<|filler_{filler}|>"] = filler
+    tokenizer = Tokenizer(models.BPE(vocab, merges))
+    tokenizer.pre_tokenizer, tokenizer.decoder = bpe.pre_tokenizer, bpe.decoder
+
+    next_offset = 0
+    for token, offset in SPECIAL_OFFSETS.items():
+        for reserved in range(next_offset, offset):  # Qwen3 keeps other control tokens there
+            tokenizer.add_special_tokens([AddedToken(f"<|reserved_{reserved}|>", special=True)])
+        is_special = token not in THINKING_TOKENS
+        tokenizer.add_tokens([AddedToken(token, special=is_special, normalized=False)])
+        next_offset = offset + 1
+    for token, offset in SPECIAL_OFFSETS.items():
+        assert tokenizer.token_to_id(token) == first_special + offset, token
+
+    template = CHAT_TEMPLATE.replace("OPENS_THINK", "true" if opens_think else "false")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+        chat_template=template,
+        model_max_length=shape.max_position_embeddings,
+    )
+
+
+def build_model(shape: Shape, tokenizer, dtype: str, seed: int = 0):
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    vocab_size = shape.vocab_size or len(tokenizer)
+    config = Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.num_hidden_layers,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        head_dim=shape.head_dim,
+        max_position_embeddings=shape.max_position_embeddings,
+        rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        initializer_range=shape.initializer_range,
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        torch_dtype=dtype,
+    )
+    with torch.device("cuda" if shape.vocab_size and torch.cuda.is_available() else "cpu"):
+        model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
+    model.generation_config = GenerationConfig(
+        eos_token_id=[tokenizer.eos_token_id, config.bos_token_id],
+        pad_token_id=tokenizer.pad_token_id,
+        do_sample=True,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+    )
+    return model
+
+
+def build(shape_name: str = "tiny", opens_think: bool = True, dest: str | Path | None = None) -> Path:
+    """Build (or find in the cache) a Qwen3 model + tokenizer; returns the folder to load it from."""
+    shape = SHAPES[shape_name]
+    dtype = "bfloat16" if shape.vocab_size else "float32"
+    key = hashlib.sha256(json.dumps([BUILDER_VERSION, asdict(shape), opens_think, dtype]).encode()).hexdigest()[:12]
+    target = Path(dest) if dest else cache_dir() / f"qwen3-{shape_name}-{'think' if opens_think else 'chat'}-{key}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
+    try:
+        tokenizer = build_tokenizer(shape, opens_think)
+        tokenizer.save_pretrained(staging)
+        build_model(shape, tokenizer, dtype).save_pretrained(staging)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)  # whole or not at all: a half-built model is never found in the cache
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

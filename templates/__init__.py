@@ -1,0 +1,1 @@
+"""Copier templates shipped with grpo-skill (package data)."""
