@@ -1,6 +1,7 @@
 """The built-in presets: the seed guide's two Qwen3-4B set-ups, and a tiny Qwen3 built locally."""
 
 from grpo_skill import LoraSettings, Preset, hookimpl
+from grpo_skill.i18n import N_  # descriptions are translated where they are shown (grpo-skill presets)
 from grpo_skill.registry import QWEN3_LORA_TARGETS
 
 # The seed's GRPOConfig: 1 prompt x 4 generations per step, lr 10x below SFT, a KL penalty of 0.1.
@@ -27,7 +28,7 @@ def build_tiny_model() -> str:
 def register_presets(register):
     register(Preset(
         name="standard",
-        description="Qwen3-4B, 4-bit, 512 tokens: general GRPO with the length and format rewards.",
+        description=N_("Qwen3-4B, 4-bit, 512 tokens: general GRPO with the length and format rewards."),
         model_id="unsloth/Qwen3-4B-unsloth-bnb-4bit",
         max_seq_length=512,
         load_in_4bit=True,
@@ -36,7 +37,7 @@ def register_presets(register):
     ))
     register(Preset(
         name="thinking",
-        description="Qwen3-4B-Thinking-2507, 4-bit, 1024 tokens: rewards the reasoning before </think>.",
+        description=N_("Qwen3-4B-Thinking-2507, 4-bit, 1024 tokens: rewards the reasoning before </think>."),
         model_id="unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit",
         max_seq_length=1024,  # room for the thinking
         load_in_4bit=True,
@@ -46,7 +47,9 @@ def register_presets(register):
     ))
     register(Preset(
         name="tiny",
-        description="A tiny Qwen3 built on this machine (no download): learns the thinking reward on a CPU in minutes.",
+        description=N_(
+            "A tiny Qwen3 built on this machine (no download): learns the thinking reward on a CPU in minutes."
+        ),
         model_id="grpo-skill/tiny-qwen3",
         max_seq_length=256,
         load_in_4bit=False,

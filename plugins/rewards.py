@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from grpo_skill import Reward, hookimpl
+from grpo_skill.i18n import N_  # descriptions are translated where they are shown (grpo-skill rewards)
 from grpo_skill.registry import QWEN3_THINK_END_ID
 
 
@@ -125,27 +126,27 @@ def accuracy_factory(context):
 def register_rewards(register):
     register(Reward(
         "length", length_factory,
-        "Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on.",
+        N_("Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on."),
         params={"too_short": 5, "long_from": 50},
     ))
     register(Reward(
         "format", format_factory,
-        "+0.5 when the completion ends with '.', +0.5 when it does not start with a space.",
+        N_("+0.5 when the completion ends with '.', +0.5 when it does not start with a space."),
     ))
     register(Reward(
         "thinking", thinking_factory,
-        "Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
-        "(+0.1 when the thinking asks a '?', from 10 tokens on).",
+        N_("Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
+           "(+0.1 when the thinking asks a '?', from 10 tokens on)."),
         params={"think_end_token": "</think>"},
     ))
     register(Reward(
         "thinking_comprehensive", thinking_comprehensive_factory,
-        "Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
-        "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally).",
+        N_("Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
+           "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally)."),
         params={"think_end_token": "</think>"},
     ))
     register(Reward(
         "accuracy", accuracy_factory,
-        "1.0 when the last number after </think> equals the dataset's answer column, else 0.0.",
+        N_("1.0 when the last number after </think> equals the dataset's answer column, else 0.0."),
         params={"answer_column": "answer", "think_end_token": "</think>"},
     ))

@@ -1,12 +1,21 @@
 """The grpo-skill command line. Heavy libraries (torch, TRL, Unsloth) are imported only by the verbs that
-need them, so `grpo-skill --help` and the listings start fast."""
+need them, so `grpo-skill --help` and the listings start fast.
+
+Every message is English in the source and translated through gettext (grpo_skill.i18n): help texts are
+marked with N_() and translated when shown, in the language of `--lang` (before the command) or the locale.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
 import click
+
+from . import i18n
+from .i18n import LANGS, N_, _
+from .skillfiles import DEFAULT_SKILLS_DIR
 
 
 def fail(message: str) -> None:
@@ -24,59 +33,148 @@ def warn_broken_plugins() -> None:
     from . import plugins
 
     for info in plugins.failures():
-        click.echo(f"warning: plugin {info.name!r} failed to load: {info.error}", err=True)
+        click.echo(_("warning: plugin {name!r} failed to load: {error}").format(name=info.name, error=info.error),
+                   err=True)
+
+
+# Table headers: the JSON keys, translated for the text listings.
+HEADERS = {
+    "name": N_("name"), "model": N_("model"), "max_seq_length": N_("max_seq_length"), "rewards": N_("rewards"),
+    "plugin": N_("plugin"), "description": N_("description"), "source": N_("source"), "version": N_("version"),
+    "hooks": N_("hooks"), "error": N_("error"),
+}
 
 
 def table(rows: list[dict], columns: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    view = Table(*columns, show_lines=False)
+    view = Table(*(_(HEADERS.get(column, column)) for column in columns), show_lines=False)
     for row in rows:
         view.add_row(*(str(row.get(column, "")) for column in columns))
     Console(width=max(100, Console().width)).print(view)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="grpo-skill")
+@contextlib.contextmanager
+def _translated(*items):
+    """Show ``items``' help (and a textual show_default) in the current language while a help page is drawn."""
+    saved = [(item, item.help, getattr(item, "show_default", None)) for item in items]
+    try:
+        for item, help_text, show_default in saved:
+            if help_text:
+                item.help = _(help_text)
+            if isinstance(show_default, str):
+                item.show_default = _(show_default)
+        yield
+    finally:
+        for item, help_text, show_default in saved:
+            item.help = help_text
+            if isinstance(show_default, str):
+                item.show_default = show_default
+
+
+class _TranslatedHelp:
+    """Commands whose help texts are msgids, translated when a help page or the command list is drawn."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.help = N_("Show this message and exit.")  # click made it once, in the language of that time
+        return option
+
+    def format_help_text(self, ctx, formatter):
+        with _translated(self):
+            super().format_help_text(ctx, formatter)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        with _translated(self):
+            return super().get_short_help_str(limit)
+
+    def format_options(self, ctx, formatter):
+        with _translated(*self.get_params(ctx)):
+            super().format_options(ctx, formatter)
+
+
+class Command(_TranslatedHelp, click.Command):
+    pass
+
+
+class Group(_TranslatedHelp, click.Group):
+    command_class = Command
+    group_class = type  # subgroups are Groups too
+
+    def main(self, args=None, *rest, **kwargs):
+        """Choose the language before parsing, so that `--help` and parse errors already speak it."""
+        previous = i18n.chosen()
+        i18n.set_language(_lang_before_command(sys.argv[1:] if args is None else args))
+        try:
+            return super().main(args, *rest, **kwargs)
+        finally:
+            i18n.set_language(previous)
+
+
+def _lang_before_command(args) -> str | None:
+    """The group's --lang, if given before the command name (after it, options are the command's own)."""
+    args = list(args)
+    for index, arg in enumerate(args):
+        if arg == "--lang" or arg.startswith("--lang="):
+            value = arg.partition("=")[2] or (args[index + 1] if index + 1 < len(args) else "")
+            return value if value in LANGS else None
+        if arg == "--" or not arg.startswith("-"):
+            return None
+    return None
+
+
+def _set_language(ctx, param, value):
+    if value:
+        i18n.set_language(value)
+    return value
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
+             help=N_("Set up GRPO training of LLMs with TRL and Unsloth: scaffold projects, list presets and rewards."))
+@click.version_option(package_name="grpo-skill", help=N_("Show the version and exit."))
+@click.option("--lang", type=click.Choice(LANGS), is_eager=True, expose_value=False, callback=_set_language,
+              help=N_("Language of messages; default: the locale's (LANG=zh_CN.UTF-8 gives zh-CN), else en."))
 def main():
-    """Set up GRPO training of LLMs with TRL and Unsloth: scaffold projects, list presets and rewards."""
+    pass
 
 
-@main.command()
+@main.command(help=N_("Create a runnable GRPO project NAME from a preset."))
 @click.argument("name")
-@click.option("--preset", "-p", default="standard", show_default=True, help="See `grpo-skill presets`.")
+@click.option("--preset", "-p", default="standard", show_default=True, help=N_("See `grpo-skill presets`."))
 @click.option("--reward", "-r", "rewards", multiple=True, metavar="NAME[:WEIGHT]",
-              help="A reward and its weight; repeat for several. Default: the preset's.")
-@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "unsloth", "trl"]))
-@click.option("--model", help="A hub id or a local model folder instead of the preset's model.")
-@click.option("--lang", default="en", show_default=True, type=click.Choice(["en", "zh-CN"]),
-              help="Language of the project's README and comments.")
-@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False), help="Where to create NAME.")
-@click.option("--force", is_flag=True, help="Write into a folder that is not empty, overwriting same-named files.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+              help=N_("A reward and its weight; repeat for several. Default: the preset's."))
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "unsloth", "trl"]),
+              help=N_("auto: Unsloth when a CUDA GPU and unsloth are there, else TRL + peft."))
+@click.option("--model", help=N_("A hub id or a local model folder instead of the preset's model."))
+@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+              help=N_("Language of the project's README and comments."))
+@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False), help=N_("Where to create NAME."))
+@click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty, overwriting same-named files."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def new(name, preset, rewards, backend, model, lang, output_dir, force, as_json):
-    """Create a runnable GRPO project NAME from a preset."""
     from .generator import GenerateError, render
 
+    lang = lang or i18n.current()
     try:
         target, files = render(name, output_dir, force=force, preset_name=preset, reward_options=rewards,
                                backend=backend, model=model, lang=lang)
     except GenerateError as error:
         fail(str(error))
-    result = {"project": str(target.resolve()), "preset": preset, "files": files}
+    result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files}
 
     def text(data):
-        click.echo(f"Created {data['project']} ({len(files)} files, preset {preset}).")
-        click.echo(f"Next:  cd {target} && python train.py")
+        click.echo(_("Created {project} ({count} files, preset {preset}).").format(
+            project=data["project"], count=len(files), preset=preset))
+        click.echo(_("Next:  cd {project} && python train.py").format(project=target))
 
     emit(result, as_json, text)
 
 
-@main.command()
-@click.option("--json", "as_json", is_flag=True)
+@main.command(help=N_("List the model presets."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def presets(as_json):
-    """List the model presets."""
     from . import plugins
 
     rows = [
@@ -90,11 +188,11 @@ def presets(as_json):
     emit(rows, as_json, lambda data: table(data, ["name", "model", "max_seq_length", "rewards", "plugin"]))
 
 
-@main.command()
-@click.option("--project", type=click.Path(exists=True, file_okay=False), help="Also list this project's rewards.py.")
-@click.option("--json", "as_json", is_flag=True)
+@main.command(help=N_("List the reward functions."))
+@click.option("--project", type=click.Path(exists=True, file_okay=False),
+              help=N_("Also list this project's rewards.py."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def rewards(project, as_json):
-    """List the reward functions."""
     from . import plugins
 
     if project:
@@ -104,13 +202,16 @@ def rewards(project, as_json):
         for name, reg in sorted(plugins.rewards().items())
     ]
     warn_broken_plugins()
-    emit(rows, as_json, lambda data: table(data, ["name", "plugin", "description"]))
+    # Built-in descriptions are in the catalog; a third-party plugin's pass through unchanged.
+    emit(rows, as_json, lambda data: table(
+        [{**row, "description": _(row["description"]) if row["description"] else ""} for row in data],
+        ["name", "plugin", "description"],
+    ))
 
 
-@main.command("plugins")
-@click.option("--json", "as_json", is_flag=True)
+@main.command("plugins", help=N_("List the loaded plugins and the hooks each implements."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plugins_command(as_json):
-    """List the loaded plugins and the hooks each implements."""
     from dataclasses import asdict
 
     from . import plugins
@@ -124,32 +225,32 @@ def plugins_command(as_json):
     ))
 
 
-@main.command()
+@main.command(help=N_("Validate a project's config.toml without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
 def check(project):
-    """Validate a project's config.toml without loading any model."""
     from . import config
 
     try:
         loaded = config.load(project)
     except config.ConfigError as error:
         fail(str(error))
-    click.echo(f"{loaded.path}: OK (preset {loaded.model['preset']}, rewards "
-               f"{', '.join(f'{c.name}:{c.weight:g}' for c in loaded.rewards)})")
+    click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
+        path=loaded.path, preset=loaded.model["preset"],
+        rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
 
 
-@main.command()
+@main.command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end."))
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--plot", type=click.Path(dir_okay=False), help="Also draw reward and KL to this PNG.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--plot", type=click.Path(dir_okay=False), help=N_("Also draw reward and KL to this PNG."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def metrics(run_dir, plot, as_json):
-    """Summarise a run's metrics.jsonl: reward at the start and the end."""
     from . import runtime
 
     try:
         rows = runtime.read_metrics(run_dir)
     except FileNotFoundError:
-        fail(f"{run_dir} has no {runtime.METRICS_FILE}; pass the run's output folder (e.g. outputs)")
+        fail(_("{run_dir} has no {file}; pass the run's output folder (e.g. outputs)").format(
+            run_dir=run_dir, file=runtime.METRICS_FILE))
     summary = runtime.reward_trend(rows)
     if plot:
         summary["plot"] = str(runtime.plot_metrics(rows, plot))
@@ -158,15 +259,101 @@ def metrics(run_dir, plot, as_json):
     ))
 
 
-@main.command("build-model")
-@click.option("--shape", default="tiny", show_default=True, type=click.Choice(["tiny", "qwen3-4b"]))
-@click.option("--chat", is_flag=True, help="A template that does not open <think> (like Qwen3-4B, not Thinking-2507).")
-@click.option("--out", type=click.Path(file_okay=False), help="Folder to write; default: the cache.")
+@main.command("build-model",
+              help=N_("Build a random-weight Qwen3 and its tokenizer locally (no download); print its folder."))
+@click.option("--shape", default="tiny", show_default=True, type=click.Choice(["tiny", "qwen3-4b"]),
+              help=N_("tiny: trains on a CPU; qwen3-4b: Qwen3-4B's exact shape, random weights."))
+@click.option("--chat", is_flag=True,
+              help=N_("A template that does not open <think> (like Qwen3-4B, not Thinking-2507)."))
+@click.option("--out", type=click.Path(file_okay=False), help=N_("Folder to write; default: the cache."))
 def build_model(shape, chat, out):
-    """Build a random-weight Qwen3 and its tokenizer locally (no download); print its folder."""
     from . import modelbuild
 
     click.echo(modelbuild.build(shape, opens_think=not chat, dest=out))
+
+
+@main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references."))
+def skill_group():
+    pass
+
+
+@skill_group.command("install", help=N_(
+    "Copy the skill (SKILL.md + references/) into DEST/grpo-skill/, where an assistant looks for skills. "
+    "The default DEST, ~/.claude/skills, is Claude Code's folder for personal skills; "
+    "use --dest .claude/skills for one project, or your assistant's skills folder."))
+@click.option("--dest", type=click.Path(file_okay=False), show_default=True, default=DEFAULT_SKILLS_DIR,
+              help=N_("The skills folder to install into."))
+@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+              help=N_("Install the English SKILL.md or its Chinese twin."))
+@click.option("--force", is_flag=True, help=N_("Replace an existing copy that differs from this one."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def skill_install(dest, lang, force, as_json):
+    from . import skillfiles
+
+    try:
+        installed = skillfiles.install(dest, lang or i18n.current(), force=force)
+    except skillfiles.InstallError as error:
+        fail(str(error))
+    result = {"path": str(installed.path), "lang": installed.lang, "status": installed.status,
+              "files": installed.files}
+    messages = {
+        "installed": N_("Installed the skill ({lang}, {count} files) in {path}"),
+        "replaced": N_("Replaced the skill in {path} ({lang}, {count} files)"),
+        "unchanged": N_("{path} already holds this skill ({lang}); nothing to do"),
+    }
+    emit(result, as_json, lambda data: click.echo(_(messages[data["status"]]).format(
+        path=data["path"], lang=data["lang"], count=len(data["files"]))))
+
+
+def _translate_click() -> None:
+    """Send click's own messages (Usage:, Options, Error: ...) through our catalog and language too."""
+    import click.core
+    import click.decorators
+    import click.exceptions
+    import click.formatting
+    import click.parser
+    import click.types
+
+    for module in (click.core, click.decorators, click.exceptions, click.formatting, click.parser, click.types):
+        if hasattr(module, "_"):
+            module._ = _
+        if hasattr(module, "ngettext"):
+            module.ngettext = i18n.ngettext
+
+
+def _click_messages():  # never called: marks the click messages our catalog translates (see tests/test_i18n.py)
+    _("Usage:")
+    _("Options")
+    _("Commands")
+    _("Error: {message}")
+    _("Try '{command} {option}' for help.")
+    _("Missing command.")
+    _("Missing argument")
+    _("Missing option")
+    _("Missing parameter")
+    _("Missing parameter: {param_name}")
+    _("No such option {name!r}.")
+    _("No such command {name!r}.")
+    _("Invalid value: {message}")
+    _("Invalid value for {param_hint}: {message}")
+    _("Option {name!r} does not take a value.")
+    _("{value!r} is not a valid {number_type}.")
+    _("{name} {filename!r} does not exist.")
+    _("{name} {filename!r} is a file.")
+    _("{name} {filename!r} is a directory.")
+    _("file")
+    _("directory")
+    _("path")
+    _("default: {default}")
+    _("required")
+    _("Aborted!")
+    i18n.ngettext("Got unexpected extra argument ({args})", "Got unexpected extra arguments ({args})", 1)
+    i18n.ngettext("Did you mean {possibility}?", "(Did you mean one of: {possibilities}?)", 1)
+    i18n.ngettext("Option {name!r} requires an argument.", "Option {name!r} requires {nargs} arguments.", 1)
+    i18n.ngettext("{value!r} is not {choice}.", "{value!r} is not one of {choices}.", 1)
+
+
+_translate_click()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins
+from .i18n import N_, _
 from .registry import Preset, RegistryError
 
 CONFIG_FILE = "config.toml"
@@ -59,13 +60,24 @@ class ProjectConfig:
 
 
 def _require(table: dict, section: str, key: str, kind: type | tuple[type, ...], hint: str):
+    hint = _(hint)
     if key not in table:
-        raise ConfigError(f"{section}.{key} is missing; add it to [{section}] ({hint})")
+        raise ConfigError(
+            _("{section}.{key} is missing; add it to [{section}] ({hint})").format(section=section, key=key, hint=hint)
+        )
     value = table[key]
     if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise ConfigError(f"{section}.{key} = {value!r} must be a number ({hint})")
+        raise ConfigError(
+            _("{section}.{key} = {value!r} must be a number ({hint})").format(
+                section=section, key=key, value=value, hint=hint
+            )
+        )
     if not isinstance(value, kind):
-        raise ConfigError(f"{section}.{key} = {value!r} has the wrong type ({hint})")
+        raise ConfigError(
+            _("{section}.{key} = {value!r} has the wrong type ({hint})").format(
+                section=section, key=key, value=value, hint=hint
+            )
+        )
     return value
 
 
@@ -75,20 +87,28 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectCo
     if path.is_dir():
         path = path / CONFIG_FILE
     if not path.is_file():
-        raise ConfigError(f"{path}: no such config file; run this inside a project made by 'grpo-skill new'")
+        raise ConfigError(
+            _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=path)
+        )
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML ({error}); fix that line") from None
+        raise ConfigError(_("{path}: not valid TOML ({error}); fix that line").format(path=path, error=error)) from None
     for dotted, value in (overrides or {}).items():
         section, key = dotted.split(".", 1)
         raw.setdefault(section, {})[key] = value
 
     for section in ("model", "lora", "dataset", "grpo"):
         if not isinstance(raw.get(section), dict):
-            raise ConfigError(f"{path}: section [{section}] is missing; copy it from a freshly generated project")
+            raise ConfigError(
+                _("{path}: section [{section}] is missing; copy it from a freshly generated project").format(
+                    path=path, section=section
+                )
+            )
     if not isinstance(raw.get("rewards"), list) or not raw["rewards"]:
-        raise ConfigError(f"{path}: no [[rewards]] given; add at least one, e.g. [[rewards]] name = \"thinking\"")
+        raise ConfigError(
+            _("{path}: no [[rewards]] given; add at least one, e.g. [[rewards]] name = \"thinking\"").format(path=path)
+        )
 
     plugins.register_project(path.parent)
     config = ProjectConfig(
@@ -106,58 +126,79 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectCo
 def _reward_choice(index: int, table: Any) -> RewardChoice:
     where = f"rewards[{index}]"
     if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table: [[rewards]] name = \"...\" weight = 1.0")
-    name = _require(table, where, "name", str, "a reward from 'grpo-skill rewards'")
+        raise ConfigError(_("{where} must be a table: [[rewards]] name = \"...\" weight = 1.0").format(where=where))
+    name = _require(table, where, "name", str, N_("a reward from 'grpo-skill rewards'"))
     weight = table.get("weight", 1.0)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ConfigError(f"{where}.weight = {weight!r} must be a number, e.g. weight = 0.5")
+        raise ConfigError(
+            _("{where}.weight = {weight!r} must be a number, e.g. weight = 0.5").format(where=where, weight=weight)
+        )
     params = table.get("params", {})
     if not isinstance(params, dict):
-        raise ConfigError(f"{where}.params must be a table: [rewards.params] key = value")
+        raise ConfigError(_("{where}.params must be a table: [rewards.params] key = value").format(where=where))
     unknown = set(table) - {"name", "weight", "params"}
     if unknown:
-        raise ConfigError(f"{where}.{sorted(unknown)[0]} is not a reward setting; use name, weight and params")
+        raise ConfigError(
+            _("{where}.{key} is not a reward setting; use name, weight and params").format(
+                where=where, key=sorted(unknown)[0]
+            )
+        )
     return RewardChoice(name, float(weight), params)
 
 
 def validate(config: ProjectConfig) -> None:
     model, grpo = config.model, config.grpo
-    _require(model, "model", "name", str, "a hub id or a local path")
-    _require(model, "model", "preset", str, "one of 'grpo-skill presets'")
+    _require(model, "model", "name", str, N_("a hub id or a local path"))
+    _require(model, "model", "preset", str, N_("one of 'grpo-skill presets'"))
     backend = model.get("backend", "auto")
     if backend not in BACKENDS:
-        raise ConfigError(f"model.backend = {backend!r} is not one of {', '.join(BACKENDS)}; pick one")
+        raise ConfigError(
+            _("model.backend = {backend!r} is not one of {choices}; pick one").format(
+                backend=backend, choices=", ".join(BACKENDS)
+            )
+        )
     try:
         config.preset
+    except RegistryError as error:
+        raise ConfigError(f"model.preset: {error}") from None
+    try:
         for index, choice in enumerate(config.rewards):
             _check_params(index, choice)
     except RegistryError as error:
-        field = "model.preset" if "preset" in str(error) else "rewards"
-        raise ConfigError(f"{field}: {error}") from None
+        raise ConfigError(f"rewards: {error}") from None
 
-    max_seq = _require(model, "model", "max_seq_length", int, "prompt + completion tokens")
-    completion = _require(grpo, "grpo", "max_completion_length", int, "tokens generated per completion")
+    max_seq = _require(model, "model", "max_seq_length", int, N_("prompt + completion tokens"))
+    completion = _require(grpo, "grpo", "max_completion_length", int, N_("tokens generated per completion"))
     if completion >= max_seq:
         raise ConfigError(
-            f"grpo.max_completion_length ({completion}) leaves no room for the prompt in model.max_seq_length "
-            f"({max_seq}); lower it or raise max_seq_length"
+            _("grpo.max_completion_length ({completion}) leaves no room for the prompt in model.max_seq_length "
+              "({max_seq}); lower it or raise max_seq_length").format(completion=completion, max_seq=max_seq)
         )
-    generations = _require(grpo, "grpo", "num_generations", int, "completions per prompt, at least 2")
+    generations = _require(grpo, "grpo", "num_generations", int, N_("completions per prompt, at least 2"))
     if generations < 2:
-        raise ConfigError(f"grpo.num_generations = {generations}: GRPO compares completions, use at least 2")
+        raise ConfigError(
+            _("grpo.num_generations = {generations}: GRPO compares completions, use at least 2").format(
+                generations=generations
+            )
+        )
     batch = grpo.get("per_device_train_batch_size", 8) * grpo.get("gradient_accumulation_steps", 1)
     if batch % generations:
         raise ConfigError(
-            f"grpo: per_device_train_batch_size x gradient_accumulation_steps = {batch} is not divisible by "
-            f"num_generations = {generations}; make the batch a multiple of {generations}"
+            _("grpo: per_device_train_batch_size x gradient_accumulation_steps = {batch} is not divisible by "
+              "num_generations = {generations}; make the batch a multiple of {generations}").format(
+                batch=batch, generations=generations
+            )
         )
     if "reward_weights" in grpo and len(grpo["reward_weights"]) != len(config.rewards):
         raise ConfigError(
-            f"grpo.reward_weights has {len(grpo['reward_weights'])} weights for {len(config.rewards)} rewards; "
-            f"remove it and set weight in each [[rewards]] instead"
+            _("grpo.reward_weights has {weights} weights for {rewards} rewards; "
+              "remove it and set weight in each [[rewards]] instead").format(
+                weights=len(grpo["reward_weights"]), rewards=len(config.rewards)
+            )
         )
-    _require(config.dataset, "dataset", "path", str, "a local .jsonl/.json/.csv/.parquet file or a hub dataset id")
-    _require(config.dataset, "dataset", "prompt_column", str, "the column that holds the prompts")
+    _require(config.dataset, "dataset", "path", str,
+             N_("a local .jsonl/.json/.csv/.parquet file or a hub dataset id"))
+    _require(config.dataset, "dataset", "prompt_column", str, N_("the column that holds the prompts"))
     check_dataset_columns(config)
 
 
@@ -166,8 +207,10 @@ def _check_params(index: int, choice: RewardChoice) -> None:
     unknown = set(choice.params) - set(reward.params)
     if unknown:
         raise ConfigError(
-            f"rewards[{index}].params.{sorted(unknown)[0]}: reward {choice.name!r} takes "
-            f"{', '.join(sorted(reward.params)) or 'no params'}"
+            _("rewards[{index}].params.{param}: reward {name!r} takes {params}").format(
+                index=index, param=sorted(unknown)[0], name=choice.name,
+                params=", ".join(sorted(reward.params)) or _("no params"),
+            )
         )
 
 
@@ -177,7 +220,9 @@ def check_dataset_columns(config: ProjectConfig) -> None:
     if data_file is None:
         return  # hub datasets are checked after loading, in train.py
     if not data_file.is_file():
-        raise ConfigError(f"dataset.path: {data_file} does not exist; point it at your prompts file")
+        raise ConfigError(
+            _("dataset.path: {path} does not exist; point it at your prompts file").format(path=data_file)
+        )
     columns = _first_row_columns(data_file)
     if columns is None:
         return
@@ -185,12 +230,13 @@ def check_dataset_columns(config: ProjectConfig) -> None:
     for choice in config.rewards:
         if "answer_column" in choice.params or choice.name == "accuracy":
             column = choice.params.get("answer_column", plugins.get_reward(choice.name).params.get("answer_column"))
-            wanted.append((f"{choice.name} reward's answer_column", column))
+            wanted.append((_("{name} reward's answer_column").format(name=choice.name), column))
     for what, column in wanted:
         if column not in columns:
             raise ConfigError(
-                f"{what}: column {column!r} is not in {data_file.name} (it has: {', '.join(sorted(columns))}); "
-                f"fix the name or the file"
+                _("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the file").format(
+                    what=what, column=column, file=data_file.name, columns=", ".join(sorted(columns))
+                )
             )
 
 

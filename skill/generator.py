@@ -9,7 +9,11 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
-from . import __version__, config, plugins
+from jinja2 import pass_context
+from jinja2.ext import InternationalizationExtension
+
+from . import __version__, config, i18n, plugins
+from .i18n import _
 from .registry import RegistryError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -20,40 +24,63 @@ class GenerateError(Exception):
     """Bad input for `grpo-skill new`; nothing has been written."""
 
 
+class TemplateTranslations(InternationalizationExtension):
+    """Jinja's i18n extension for the project template (copier.yml ``_jinja_extensions``): ``{{ _("...") }}``
+    gives the text in the language of the ``lang`` answer, from the same gettext catalog as the CLI."""
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        environment.install_gettext_callables(_template_gettext, _template_ngettext, newstyle=False)
+
+
+@pass_context
+def _template_gettext(context, message: str) -> str:
+    return i18n.translations(context.get("lang") or "en").gettext(message)
+
+
+@pass_context
+def _template_ngettext(context, singular: str, plural: str, n: int) -> str:
+    return i18n.translations(context.get("lang") or "en").ngettext(singular, plural, n)
+
+
 def template_dir() -> Path:
     return Path(str(resources.files("grpo_skill.templates").joinpath("project")))
 
 
 def parse_reward(option: str) -> tuple[str, float]:
     """"name" or "name:weight"."""
-    name, _, weight = option.partition(":")
+    name, _colon, weight = option.partition(":")
     if not weight:
         return name, 1.0
     try:
         return name, float(weight)
     except ValueError:
-        raise GenerateError(f"--reward {option!r}: weight {weight!r} is not a number; write NAME:0.5") from None
+        raise GenerateError(
+            _("--reward {option!r}: weight {weight!r} is not a number; write NAME:0.5").format(option=option, weight=weight)
+        ) from None
 
 
 def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en") -> dict:
     if not NAME_PATTERN.match(name):
         raise GenerateError(
-            f"project name {name!r} is not allowed: use letters, digits, '-' and '_', starting with a letter "
-            f"(at most 64 characters)"
+            _("project name {name!r} is not allowed: use letters, digits, '-' and '_', starting with a letter "
+              "(at most 64 characters)").format(name=name)
         )
     if backend not in config.BACKENDS:
-        raise GenerateError(f"--backend {backend!r} is not one of {', '.join(config.BACKENDS)}")
+        raise GenerateError(
+            _("--backend {backend!r} is not one of {choices}").format(backend=backend, choices=", ".join(config.BACKENDS))
+        )
     if lang not in LANGS:
-        raise GenerateError(f"--lang {lang!r} is not one of {', '.join(LANGS)}")
+        raise GenerateError(_("--lang {lang!r} is not one of {choices}").format(lang=lang, choices=", ".join(LANGS)))
     try:
         preset = plugins.get_preset(preset_name)
         rewards = [parse_reward(option) for option in reward_options] or list(preset.rewards)
-        for reward_name, _ in rewards:
+        for reward_name, _weight in rewards:
             plugins.get_reward(reward_name)
     except RegistryError as error:
         raise GenerateError(str(error)) from None
-    if len({reward_name for reward_name, _ in rewards}) != len(rewards):
-        raise GenerateError("a reward is given twice; give each --reward once, with its weight")
+    if len({reward_name for reward_name, _weight in rewards}) != len(rewards):
+        raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
     if model and Path(model).expanduser().exists():
         model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
     lora = asdict(preset.lora)
@@ -80,19 +107,25 @@ def render(name: str, parent: str | Path = ".", *, force: bool = False, **option
     data = answers(name, **options)
     target = Path(parent) / name
     if target.exists() and not target.is_dir():
-        raise GenerateError(f"{target} exists and is not a folder; choose another name")
+        raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
     if target.is_dir() and any(target.iterdir()) and not force:
-        raise GenerateError(f"{target} is not empty; choose another name, or pass --force to write into it")
+        raise GenerateError(
+            _("{target} is not empty; choose another name, or pass --force to write into it").format(target=target)
+        )
 
     with tempfile.TemporaryDirectory() as scratch:
         rendered = Path(scratch) / name
-        copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True)
+        # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
+        copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True,
+                        unsafe=True)
         plugin_name = None
         try:
             plugin_name = plugins.register_project(rendered)
             config.load(rendered / config.CONFIG_FILE)
         except config.ConfigError as error:
-            raise GenerateError(f"preset {data['preset']!r} makes an invalid config: {error}") from None
+            raise GenerateError(
+                _("preset {preset!r} makes an invalid config: {error}").format(preset=data["preset"], error=error)
+            ) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)

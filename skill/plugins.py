@@ -13,6 +13,7 @@ from pathlib import Path
 import pluggy
 
 from . import hookspecs
+from .i18n import _
 from .registry import Preset, Registered, RegistryError, Reward, collect
 
 ENTRY_POINT_GROUP = "grpo_skill"
@@ -44,7 +45,7 @@ def _register(plugin, name: str, source: str, version: str | None = None) -> Non
         pm.check_pending()  # a hook implementation with no spec (a typo) is refused, loudly
     except pluggy.PluginValidationError as error:
         pm.unregister(name=name)
-        raise RegistryError(f"plugin {name!r}: {error}") from None
+        raise RegistryError(_("plugin {name!r}: {error}").format(name=name, error=error)) from None
     _sources[name] = (source, version)
 
 
@@ -113,14 +114,18 @@ def presets() -> dict[str, Registered]:
 def get_reward(name: str) -> Reward:
     found = rewards()
     if name not in found:
-        raise RegistryError(f"unknown reward {name!r}; choose one of: {', '.join(sorted(found))}")
+        raise RegistryError(
+            _("unknown reward {name!r}; choose one of: {choices}").format(name=name, choices=", ".join(sorted(found)))
+        )
     return found[name].item
 
 
 def get_preset(name: str) -> Preset:
     found = presets()
     if name not in found:
-        raise RegistryError(f"unknown preset {name!r}; choose one of: {', '.join(sorted(found))}")
+        raise RegistryError(
+            _("unknown preset {name!r}; choose one of: {choices}").format(name=name, choices=", ".join(sorted(found)))
+        )
     return found[name].item
 
 

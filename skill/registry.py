@@ -6,6 +6,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .i18n import _
+
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
 RewardFunc = Callable[..., "list[float | None]"]
 
@@ -59,18 +61,20 @@ class RewardContext:
         """The id of a single token, asked of the tokenizer; ``qwen3_default`` when there is no tokenizer."""
         if self.tokenizer is None:
             if qwen3_default is None:
-                raise RegistryError(f"this reward needs a tokenizer to find the id of {token!r}")
+                raise RegistryError(_("this reward needs a tokenizer to find the id of {token!r}").format(token=token))
             return qwen3_default
         token_id = self.tokenizer.convert_tokens_to_ids(token)
         if token_id is None or token_id == getattr(self.tokenizer, "unk_token_id", None):
             raise RegistryError(
-                f"the tokenizer has no {token!r} token; use a thinking model (Qwen3) or another reward"
+                _("the tokenizer has no {token!r} token; use a thinking model (Qwen3) or another reward").format(
+                    token=token
+                )
             )
         return token_id
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         if self.tokenizer is None:
-            raise RegistryError("completion_ids were not given and there is no tokenizer to make them")
+            raise RegistryError(_("completion_ids were not given and there is no tokenizer to make them"))
         return [self.tokenizer.encode(text, add_special_tokens=False) for text in texts]
 
 
@@ -85,8 +89,9 @@ class Reward:
         unknown = set(params or {}) - set(self.params)
         if unknown:
             raise RegistryError(
-                f"reward {self.name!r} has no parameter {sorted(unknown)[0]!r}; "
-                f"it takes: {', '.join(sorted(self.params)) or 'none'}"
+                _("reward {name!r} has no parameter {param!r}; it takes: {params}").format(
+                    name=self.name, param=sorted(unknown)[0], params=", ".join(sorted(self.params)) or _("none")
+                )
             )
         context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})})
         func = self.factory(context)
@@ -113,11 +118,16 @@ def collect(hook, kind: type) -> dict[str, Registered]:
 
         def register(item, _plugin=impl.plugin_name):
             if not isinstance(item, kind):
-                raise RegistryError(f"plugin {_plugin!r} registered {item!r}, expected a {kind.__name__}")
+                raise RegistryError(
+                    _("plugin {plugin!r} registered {item!r}, expected a {kind}").format(
+                        plugin=_plugin, item=item, kind=kind.__name__
+                    )
+                )
             if item.name in found:
                 raise RegistryError(
-                    f"{kind.__name__.lower()} {item.name!r} is registered by both {found[item.name].plugin!r} "
-                    f"and {_plugin!r}; rename one"
+                    _("{kind} {name!r} is registered by both {first!r} and {second!r}; rename one").format(
+                        kind=kind.__name__.lower(), name=item.name, first=found[item.name].plugin, second=_plugin
+                    )
                 )
             found[item.name] = Registered(item, _plugin)
 

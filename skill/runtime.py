@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 from .config import ConfigError, ProjectConfig
+from .i18n import _
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -31,9 +32,11 @@ def choose_backend(requested: str) -> str:
         return "trl"
     if requested == "unsloth":
         if not cuda_available():
-            raise ConfigError("model.backend = 'unsloth' needs a CUDA GPU; set backend = 'trl' (or 'auto') here")
+            raise ConfigError(_("model.backend = 'unsloth' needs a CUDA GPU; set backend = 'trl' (or 'auto') here"))
         if not has_unsloth:
-            raise ConfigError("model.backend = 'unsloth' but unsloth is not installed; pip install 'grpo-skill[unsloth]'")
+            raise ConfigError(
+                _("model.backend = 'unsloth' but unsloth is not installed; pip install 'grpo-skill[unsloth]'")
+            )
         return "unsloth"
     return "unsloth" if has_unsloth and cuda_available() else "trl"
 
@@ -45,9 +48,10 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
     limit = config.model["max_seq_length"]
     if longest + completion > limit:
         raise ConfigError(
-            f"model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
-            f"grpo.max_completion_length ({completion}); raise max_seq_length to {longest + completion} "
-            f"or shorten the prompts"
+            _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
+              "grpo.max_completion_length ({completion}); raise max_seq_length to {needed} "
+              "or shorten the prompts").format(limit=limit, longest=longest, completion=completion,
+                                               needed=longest + completion)
         )
 
 
