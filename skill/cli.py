@@ -49,7 +49,9 @@ def table(rows: list[dict], columns: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    view = Table(*(_(HEADERS.get(column, column)) for column in columns), show_lines=False)
+    view = Table(show_lines=False)
+    for column in columns:
+        view.add_column(_(HEADERS.get(column, column)), overflow="fold")  # fold: CJK text has no spaces to wrap at
     for row in rows:
         view.add_row(*(str(row.get(column, "")) for column in columns))
     Console(width=max(100, Console().width)).print(view)
@@ -78,8 +80,9 @@ class _TranslatedHelp:
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)
-        if option is not None:
-            option.help = N_("Show this message and exit.")  # click made it once, in the language of that time
+        if option is not None and not getattr(option, "_msgid_help", False):
+            # click makes it once and translates its help then: keep the msgid, translated when shown
+            option.help, option._msgid_help = N_("Show this message and exit."), True
         return option
 
     def format_help_text(self, ctx, formatter):

@@ -62,7 +62,7 @@ def skill_files(lang: str = "en") -> dict[str, Path]:
         )
     references = source / REFERENCES
     if not references.is_dir():  # a twin without its own references links to the English ones
-        references = bundle_dir() / REFERENCES
+        references = source_dir("en") / REFERENCES
     files = {SKILL_FILE: skill_md}
     if references.is_dir():
         for path in sorted(references.rglob("*")):

@@ -1,0 +1,342 @@
+"""The CLI and generated projects in English and Chinese: gettext catalogs, --lang, the locale."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+import os
+import re
+import string
+import subprocess
+import sys
+from gettext import GNUTranslations
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grpo_skill import cli, i18n
+from grpo_skill.generator import render
+
+REPO = Path(__file__).resolve().parents[1]
+LOCALE = REPO / "i18n" / "locale"
+PO = LOCALE / "zh_CN" / "LC_MESSAGES" / "grpo_skill.po"
+MO = PO.with_suffix(".mo")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+babel = pytest.importorskip("babel", reason="the catalog tests need Babel (pip install 'grpo-skill[dev]')")
+from babel.messages.extract import extract_from_dir, extract_from_file  # noqa: E402
+from babel.messages.frontend import parse_mapping_cfg  # noqa: E402
+from babel.messages.mofile import write_mo  # noqa: E402
+from babel.messages.pofile import read_po  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def english_locale(monkeypatch):
+    """Each test starts from an English locale and no --lang, whatever the machine's locale is."""
+    for variable in LOCALE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    i18n.set_language(None)
+    yield
+    i18n.set_language(None)
+
+
+def invoke(*args, env=None):
+    result = CliRunner().invoke(cli.main, list(args), env=env, catch_exceptions=False, prog_name="grpo-skill")
+    return result.exit_code, result.output
+
+
+def catalog():
+    with PO.open("rb") as handle:
+        return read_po(handle, locale="zh_CN")
+
+
+# --- the CLI in both languages --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, env", [
+    (["--lang", "zh-CN"], None),
+    (["--lang=zh-CN"], None),
+    ([], {"LANG": "zh_CN.UTF-8"}),
+    ([], {"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}),
+    ([], {"LANGUAGE": "fr:zh_CN", "LANG": "en_US.UTF-8"}),
+])
+def test_help_in_chinese_from_the_option_or_the_locale(args, env):
+    code, output = invoke(*args, "--help", env=env)
+    assert code == 0
+    assert output.startswith("用法: grpo-skill")
+    assert "用 TRL 和 Unsloth 搭建大语言模型的 GRPO 训练" in output
+    assert "显示此帮助信息并退出。" in output  # click's own option, from our catalog
+    assert "列出奖励函数。" in output  # a command's short help
+    assert "Usage:" not in output and "List the reward functions." not in output
+
+
+@pytest.mark.parametrize("args, env", [
+    ([], None),
+    (["--lang", "en"], {"LANG": "zh_CN.UTF-8"}),  # the option beats the locale
+    ([], {"LANG": "zh_TW.UTF-8"}),  # no Traditional Chinese catalog: English, not Simplified
+    ([], {"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}),  # LC_ALL wins over LANG, as in gettext
+])
+def test_help_in_english(args, env):
+    code, output = invoke(*args, "--help", env=env)
+    assert code == 0
+    assert output.startswith("Usage: grpo-skill")
+    assert "Show this message and exit." in output
+    assert not CJK.search(output)
+
+
+def test_help_after_the_option_and_in_a_subcommand():
+    assert invoke("--help", "--lang", "zh-CN")[1].startswith("用法:")  # --lang read before --help acts
+    code, output = invoke("--lang", "zh-CN", "new", "--help")
+    assert code == 0
+    assert "根据预设创建一个可直接运行的 GRPO 项目 NAME。" in output
+    assert "[默认：standard]" in output  # click's "default: {default}"
+    assert "[默认：(界面语言)]" in output  # new --lang defaults to the CLI's language
+    code, output = invoke("--lang", "zh-CN", "skill", "install", "--help")
+    assert "~/.claude/skills" in output and "安装到哪个技能目录。" in output
+
+
+def test_errors_in_both_languages():
+    code, output = invoke("--lang", "zh-CN", "new", "x", "--preset", "nope")
+    assert code == 1
+    assert "错误：未知的预设 'nope'；可选：" in output
+    code, output = invoke("new", "x", "--preset", "nope")
+    assert code == 1
+    assert "Error: unknown preset 'nope'; choose one of:" in output
+
+    code, output = invoke("--lang", "zh-CN", "--bogus")  # a parse error, raised inside click
+    assert code == 2
+    assert "错误：没有选项 '--bogus'。" in output and "运行 'grpo-skill --help' 查看帮助。" in output
+
+    code, output = invoke("--lang", "zh-CN", "new", "--backend", "gpu", "x")  # a click.Choice
+    assert code == 2
+    assert "'--backend' 的值无效：'gpu' 不是 'auto', 'unsloth', 'trl' 之一。" in output
+
+
+def test_config_errors_in_both_languages(tmp_path):
+    code, output = invoke("--lang", "zh-CN", "check", str(tmp_path))
+    assert code == 1 and "没有这个配置文件" in output
+    code, output = invoke("check", str(tmp_path))
+    assert code == 1 and "no such config file" in output
+
+
+def test_listings_in_both_languages():
+    code, output = invoke("--lang", "zh-CN", "rewards")
+    assert code == 0
+    assert "名称" in output and "说明" in output
+    assert "回答以 '.' 结尾 +0.5" in output  # a built-in description, from the catalog
+    code, output = invoke("rewards")
+    assert code == 0
+    assert "name" in output and "description" in output
+    assert "+0.5 when the completion ends with '.'" in output
+    assert not CJK.search(output)
+    code, output = invoke("--lang", "zh-CN", "presets", "--json")
+    assert '"description": "Qwen3-4B, 4-bit, 512 tokens' in output  # JSON stays data: untranslated
+
+
+def test_the_language_does_not_leak_between_invocations():
+    invoke("--lang", "zh-CN", "--help")
+    assert invoke("--help")[1].startswith("Usage:")
+    assert i18n.chosen() is None
+
+
+def test_a_real_process_follows_lang():
+    env = {key: value for key, value in os.environ.items() if key not in LOCALE_VARIABLES}
+    result = subprocess.run([sys.executable, "-m", "grpo_skill.cli", "new", "x", "--preset", "nope"],
+                            env={**env, "LANG": "zh_CN.UTF-8"}, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "错误：未知的预设 'nope'" in result.stderr
+
+
+@pytest.mark.parametrize("value, lang", [
+    ("zh_CN.UTF-8", "zh-CN"), ("zh_CN", "zh-CN"), ("zh", "zh-CN"), ("zh-CN", "zh-CN"), ("zh_SG.utf8", "zh-CN"),
+    ("en_US.UTF-8", "en"), ("C", "en"), ("POSIX", "en"), ("C.UTF-8", "en"), ("zh_TW.UTF-8", None), ("fr_FR", None),
+])
+def test_locale_names(value, lang):
+    assert i18n.normalize(value) == lang
+
+
+def test_locale_variables_in_gettext_order():
+    assert i18n.from_locale({}) == "en"
+    assert i18n.from_locale({"LANG": "zh_CN.UTF-8"}) == "zh-CN"
+    assert i18n.from_locale({"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "en_US.UTF-8"}) == "en"
+    assert i18n.from_locale({"LANG": "en_US.UTF-8", "LANGUAGE": "de:zh_CN:en"}) == "zh-CN"
+    assert i18n.from_locale({"LANG": "zh_CN.UTF-8", "LC_ALL": "fr_FR.UTF-8"}) == "en"  # fr has no catalog
+    assert i18n.from_locale({"LANG": "zh_CN.UTF-8", "LC_ALL": ""}) == "zh-CN"  # empty counts as unset
+
+
+# --- the catalogs ---------------------------------------------------------------------------------------
+
+
+def test_every_message_is_translated():
+    untranslated = [message.id for message in catalog() if message.id and (
+        not all(message.string if isinstance(message.string, tuple) else (message.string,)) or message.fuzzy
+    )]
+    assert not untranslated, f"translate these in {PO.relative_to(REPO)}: {untranslated}"
+
+
+def _fields(text: str) -> set[str]:
+    return {name for _literal, name, _spec, _conv in string.Formatter().parse(text) if name is not None}
+
+
+def test_translations_keep_the_placeholders():
+    for message in catalog():
+        if not message.id:
+            continue
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        try:
+            known = set().union(*(_fields(text) for text in ids))
+            for text in ids:
+                text.format(**{name: "x" for name in known})
+        except (ValueError, KeyError, IndexError):  # braces that are no placeholders, e.g. [{"role": ...}]
+            known = None
+        if "python-brace-format" in message.flags and known is not None:
+            for text in strings:
+                assert _fields(text) <= known, f"{message.id!r}: {text!r} uses unknown fields"
+                text.format(**{name: "x" for name in known})
+        else:
+            assert "{" not in "".join(strings) or "{" in "".join(ids), message.id
+
+
+def test_the_mo_file_is_compiled_from_the_po_file():
+    """The committed .mo must say what the .po says: run `pybabel compile` (see grpo_skill/i18n.py)."""
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog())
+    expected = GNUTranslations(io.BytesIO(compiled.getvalue()))
+    with MO.open("rb") as handle:
+        committed = GNUTranslations(handle)
+    assert committed._catalog == expected._catalog, "i18n .mo is stale: run `pybabel compile -d i18n/locale -D grpo_skill`"
+
+
+def _source_messages() -> set:
+    method_map, options_map = parse_mapping_cfg(io.StringIO((REPO / "i18n" / "babel.cfg").read_text()))
+    found = set()
+    for _filename, _lineno, message, _comments, _context in extract_from_dir(
+        str(REPO), method_map, options_map, keywords={"_": None, "N_": None, "ngettext": (1, 2)}
+    ):
+        found.add(message if isinstance(message, str) else message[0])
+    return found
+
+
+def test_the_catalog_has_every_message_of_the_sources():
+    """A new or changed _("...") needs `pybabel extract` + `pybabel update` + a translation (see grpo_skill/i18n.py)."""
+    in_sources = _source_messages()
+    in_catalog = {message.id if isinstance(message.id, str) else message.id[0] for message in catalog() if message.id}
+    assert not in_sources - in_catalog, "not in the .po: " + repr(sorted(in_sources - in_catalog))
+    assert not in_catalog - in_sources, "in the .po but no longer in the sources: " + repr(sorted(in_catalog - in_sources))
+
+
+def test_our_click_messages_are_clicks():
+    """The click messages we translate must be spelled exactly as the installed click spells them."""
+    import click
+    from babel.messages.extract import extract
+
+    keywords = {"_": None, "ngettext": (1, 2)}
+    source = inspect.getsource(cli._click_messages)
+    ours = {message for _line, message, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords)}
+    click_dir = Path(click.__file__).parent
+    modules = ("core", "exceptions", "formatting", "parser", "types", "decorators")
+    theirs = {message for module in modules
+              for _line, message, _comments, _context in extract_from_file("python", str(click_dir / f"{module}.py"),
+                                                                            keywords)}
+    click_source = "".join((click_dir / f"{module}.py").read_text() for module in modules)
+    missing = {message for message in ours - theirs if f'"{message}"' not in click_source}  # _(variable) in click
+    assert len(ours) > 20 and not missing, f"not (or no longer) in click {click.__version__}: {missing}"
+
+
+# --- generated projects ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("projects")
+    made = {}
+    for lang in i18n.LANGS:
+        target, _files = render(f"run-{lang}", parent, preset_name="tiny", lang=lang)
+        made[lang] = target
+    return made
+
+
+def _comments(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.split("#", 1)[1].strip() for line in lines if "#" in line and "noqa" not in line]
+
+
+def test_project_readme_in_both_languages(projects):
+    english = (projects["en"] / "README.md").read_text(encoding="utf-8")
+    chinese = (projects["zh-CN"] / "README.md").read_text(encoding="utf-8")
+    assert english.startswith("# run-en\n") and chinese.startswith("# run-zh-CN\n")
+    for needle in ("pip install -r requirements.txt", "python train.py --max-steps 5", "--model",
+                   "outputs/metrics.jsonl", "grpo-skill metrics outputs --plot reward.png", "python evaluate.py",
+                   "rewards.py", "pytest", "`grpo-skill/tiny-qwen3`", "`thinking`"):
+        assert needle in english and needle in chinese, needle
+    assert "## Train" in english and "## Add a reward" in english and not CJK.search(english)
+    assert "## 训练" in chinese and "## 添加奖励函数" in chinese
+    assert "{{" not in english + chinese and "{%" not in english + chinese
+
+
+def _structure(markdown: str):
+    """Heading levels, table shapes and code blocks (their comments aside): what both languages share."""
+    blocks = re.findall(r"```(\w*)\n(.*?)```", markdown, re.DOTALL)
+    code = [(kind, [re.sub(r"\s+#.*$", "", line) for line in body.splitlines()]) for kind, body in blocks]
+    headings = [len(match) for match in re.findall(r"^(#+) ", re.sub(r"```.*?```", "", markdown, flags=re.DOTALL),
+                                                    re.MULTILINE)]
+    tables = [line.count("|") for line in markdown.splitlines() if line.startswith("|")]
+    return headings, tables, code
+
+
+def test_project_readmes_have_the_same_structure(projects):
+    english = (projects["en"] / "README.md").read_text(encoding="utf-8")
+    chinese = (projects["zh-CN"] / "README.md").read_text(encoding="utf-8")
+    assert _structure(english) == _structure(chinese)
+
+
+def test_project_comments_in_both_languages(projects):
+    for relative in ("train.py", "rewards.py", "config.toml", "evaluate.py", ".env.example", "requirements.txt",
+                     "tests/test_project.py", ".copier-answers.yml"):
+        english = _comments(projects["en"] / relative)
+        chinese = _comments(projects["zh-CN"] / relative)
+        assert english and not any(CJK.search(comment) for comment in english), relative
+        assert any(CJK.search(comment) for comment in chinese), relative
+    train = (projects["zh-CN"] / "train.py").read_text(encoding="utf-8")
+    assert "# 1. 设置：" in train and "# 10. 保存 LoRA 适配器" in train
+    assert '"""run-zh-CN: GRPO 训练，自上而下阅读即可。' in train
+    for numbered in range(1, 11):  # every step of the walkthrough is translated
+        assert re.search(rf"^# {numbered}\. .*[\u4e00-\u9fff]", train, re.MULTILINE), numbered
+
+
+def test_both_projects_are_the_same_code(projects):
+    """Only comments and docstrings change with the language: the code is identical."""
+    for relative in ("train.py", "rewards.py", "evaluate.py", "tests/test_project.py"):
+        trees = []
+        for lang in i18n.LANGS:
+            tree = ast.parse((projects[lang] / relative).read_text(encoding="utf-8"))
+            for node in ast.walk(tree):  # drop docstrings
+                body = getattr(node, "body", None)
+                if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                        and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                    body[0].value.value = ""
+            trees.append(ast.dump(tree))
+        assert trees[0] == trees[1], relative
+    import tomllib
+
+    configs = [tomllib.loads((projects[lang] / "config.toml").read_text(encoding="utf-8")) for lang in i18n.LANGS]
+    assert configs[0] == configs[1]
+
+
+def test_new_takes_the_cli_language_unless_told(tmp_path):
+    code, output = invoke("--lang", "zh-CN", "new", "a", "--preset", "tiny", "-o", str(tmp_path))
+    assert code == 0 and output.startswith("已创建 ")
+    assert "## 训练" in (tmp_path / "a" / "README.md").read_text(encoding="utf-8")
+
+    code, output = invoke("--lang", "zh-CN", "new", "b", "--preset", "tiny", "--lang", "en", "-o", str(tmp_path))
+    assert code == 0 and output.startswith("已创建 ")  # messages in Chinese, the project in English
+    assert "## Train" in (tmp_path / "b" / "README.md").read_text(encoding="utf-8")
+
+    code, output = invoke("new", "c", "--preset", "tiny", "--lang", "zh-CN", "-o", str(tmp_path), "--json")
+    assert code == 0 and '"lang": "zh-CN"' in output
+    assert "## 训练" in (tmp_path / "c" / "README.md").read_text(encoding="utf-8")
