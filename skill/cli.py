@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
+import unicodedata
 
 import click
 
@@ -75,8 +77,60 @@ def _translated(*items):
                 item.show_default = show_default
 
 
+# Wide (CJK) characters take two columns; click measures every character as one, so Chinese help would run
+# past the terminal's edge. Such text is wrapped here, by display width, and handed to click unwrapped ("\b").
+_WIDE = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+_HAS_WIDE = re.compile(f"[{_WIDE}]")
+_TOKENS = re.compile(f"[{_WIDE}]| |[^ {_WIDE}]+")
+_NO_LINE_START = set("，。、；：！？）】」』》〉,.;:!?)]")
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _wrap_wide(text: str, width: int) -> str:
+    """Each paragraph wrapped to ``width`` columns, breaking at spaces and between wide characters (never
+    before a closing mark such as "，" or "）")."""
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        lines, line = [], []
+        for token in _TOKENS.findall(" ".join(paragraph.split())):
+            if line and token != " " and _width("".join(line) + token) > width:
+                carry = [token]
+                while carry[0] in _NO_LINE_START and len(line) > 1:
+                    carry.insert(0, line.pop())
+                lines.append("".join(line).rstrip())
+                line = carry[1:] if carry[0] == " " else carry
+            elif line or token != " ":
+                line.append(token)
+        paragraphs.append("\b\n" + "\n".join(lines + ["".join(line).rstrip()]))
+    return "\n\n".join(paragraphs)
+
+
+class _HelpFormatter(click.HelpFormatter):
+    def write_text(self, text: str) -> None:
+        if _HAS_WIDE.search(text):
+            text = _wrap_wide(text, self.width - self.current_indent)
+        super().write_text(text)
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        rows = list(rows)
+        first_col = min(max((click.formatting.term_len(first) for first, _second in rows), default=0), col_max)
+        width = max(self.width - first_col - col_spacing - 2, 10)  # as click computes it
+        rows = [(first, _wrap_wide(second, width) if second and _HAS_WIDE.search(second) else second)
+                for first, second in rows]
+        super().write_dl(rows, col_max, col_spacing)
+
+
+class _Context(click.Context):
+    formatter_class = _HelpFormatter
+
+
 class _TranslatedHelp:
     """Commands whose help texts are msgids, translated when a help page or the command list is drawn."""
+
+    context_class = _Context
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)

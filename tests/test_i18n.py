@@ -10,6 +10,7 @@ import re
 import string
 import subprocess
 import sys
+import unicodedata
 from gettext import GNUTranslations
 from pathlib import Path
 
@@ -94,9 +95,20 @@ def test_help_after_the_option_and_in_a_subcommand():
     assert code == 0
     assert "根据预设创建一个可直接运行的 GRPO 项目 NAME。" in output
     assert "[默认：standard]" in output  # click's "default: {default}"
-    assert "[默认：(界面语言)]" in output  # new --lang defaults to the CLI's language
+    assert "[默认：(界面语言)]" in "".join(output.split())  # new --lang defaults to the CLI's language
     code, output = invoke("--lang", "zh-CN", "skill", "install", "--help")
     assert "~/.claude/skills" in output and "安装到哪个技能目录。" in output
+
+
+@pytest.mark.parametrize("command", [[], ["new"], ["skill", "install"], ["build-model"]])
+def test_chinese_help_fits_the_terminal(command):
+    """Chinese characters take two columns: the help is wrapped by display width, not by character count."""
+    code, output = invoke("--lang", "zh-CN", *command, "--help")
+    assert code == 0
+    widths = [sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
+              for line in output.splitlines()]
+    assert max(widths) <= 80, output  # CliRunner makes click's help 80 columns wide
+    assert CJK.search(output)
 
 
 def test_errors_in_both_languages():
