@@ -1,0 +1,132 @@
+"""Scaffold the tiny preset and train it on the CPU with plain TRL, as a user would."""
+
+import json
+import runpy
+import sys
+
+import pytest
+
+from grpo_skill import Reward, hookimpl, plugins, runtime
+
+from conftest import run
+
+GAIN_WANTED = 0.5  # the issue's learning check: last 10 steps' mean reward >= first 10 + 0.5
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_model):
+    """One full run of the tiny preset's train.py (60 steps, about 20 s on 2 cores)."""
+    root = tmp_path_factory.mktemp("e2e")
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "tiny-run", "--preset", "tiny", "-o", str(root)])
+    project = root / "tiny-run"
+    result = run([sys.executable, "train.py"], cwd=project)
+    return project, json.loads(result.stdout), result
+
+
+def test_train_reports_where_the_adapter_and_metrics_are(trained):
+    project, summary, _ = trained
+    assert summary["backend"] == "trl" and summary["preset"] == "tiny"
+    assert summary["adapter"] == str(project / "outputs" / "adapter")
+    assert summary["metrics"] == str(project / "outputs" / "metrics.jsonl")
+    assert (project / "outputs" / "reward.png").stat().st_size > 0
+
+
+def test_the_adapter_reloads_onto_the_base_model(trained, tiny_model):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    project, summary, _ = trained
+    adapter = project / "outputs" / "adapter"
+    assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 16
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model), adapter)
+    assert any("lora_A" in name for name, _ in model.named_parameters())
+
+
+def test_metrics_has_every_step_with_reward_and_reward_per_function(trained):
+    project, _, _ = trained
+    rows = [row for row in runtime.read_metrics(project / "outputs") if "reward" in row]
+    assert [row["step"] for row in rows] == list(range(1, 61))
+    assert all("rewards/thinking/mean" in row for row in rows)
+
+
+def test_the_tiny_thinking_run_learns(trained):
+    _, summary, _ = trained
+    assert summary["steps"] == 60
+    assert summary["last_mean_reward"] >= summary["first_mean_reward"] + GAIN_WANTED, summary
+
+
+def test_the_log_is_readable_lines_not_raw_dicts(trained):
+    _, _, result = trained
+    assert "step   60  reward" in result.stderr
+    assert "{'loss'" not in result.stderr and "{'loss'" not in result.stdout
+
+
+def test_evaluate_samples_before_and_after(trained):
+    project, _, _ = trained
+    result = run([sys.executable, "evaluate.py", "--prompts", "3"], cwd=project)
+    summary = json.loads(result.stdout)
+    samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 3
+    assert {"prompt", "before", "before_reward", "after", "after_reward"} <= set(samples[0])
+    assert summary["mean_reward_after"] == pytest.approx(sum(s["after_reward"] for s in samples) / 3)
+
+
+def test_the_generated_projects_own_tests_pass(trained):
+    project, _, _ = trained
+    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)
+    assert "3 passed" in result.stdout
+
+
+def test_max_steps_and_model_overrides(trained, tiny_model):
+    project, _, _ = trained
+    run([sys.executable, "train.py", "--max-steps", "3", "--model", str(tiny_model), "--output-dir", "quick"],
+        cwd=project)
+    rows = [row for row in runtime.read_metrics(project / "quick") if "reward" in row]
+    assert [row["step"] for row in rows] == [1, 2, 3]
+    assert json.loads((project / "quick" / "summary.json").read_text())["model"] == str(tiny_model)
+
+
+def test_prompts_longer_than_max_seq_length_stop_before_training(trained):
+    project, _, _ = trained
+    config = project / "config.toml"
+    original = config.read_text()
+    try:
+        config.write_text(original.replace("max_seq_length = 256", "max_seq_length = 40"))
+        result = run([sys.executable, "train.py", "--output-dir", "too-long"], cwd=project, check=False)
+    finally:
+        config.write_text(original)
+    assert result.returncode != 0
+    assert "model.max_seq_length (40) is below the longest prompt" in result.stderr
+    assert not (project / "too-long" / "metrics.jsonl").exists()
+
+
+class HalfReward:
+    calls = 0
+
+    @hookimpl
+    def register_rewards(self, register):
+        def factory(context):
+            def always_half(completions, **kwargs):
+                HalfReward.calls += 1
+                return [0.5] * len(completions)
+
+            return always_half
+
+        register(Reward("always_half", factory, "0.5 for everything (a test plugin)"))
+
+
+def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(trained, monkeypatch):
+    project, _, _ = trained
+    config = project / "config.toml"
+    original = config.read_text()
+    plugins.register(HalfReward(), name="half")
+    try:
+        config.write_text(original.replace('name = "thinking"', 'name = "always_half"'))
+        monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "with-plugin"])
+        runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        config.write_text(original)
+        plugins.unregister("half")
+    rows = [row for row in runtime.read_metrics(project / "with-plugin") if "reward" in row]
+    assert [row["rewards/always_half/mean"] for row in rows] == [0.5, 0.5]
+    assert HalfReward.calls == 2

@@ -1,0 +1,58 @@
+"""The built wheel works on its own, and a pip-installed plugin package is found through its entry point."""
+
+import json
+import sys
+import venv
+
+import pytest
+
+from conftest import REPO, run
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory):
+    """A venv with the grpo-skill wheel and the example plugin installed (their dependencies come from the
+    system site-packages, so nothing is downloaded)."""
+    root = tmp_path_factory.mktemp("wheel")
+    for source in (REPO, REPO / "plugins" / "example-reward-plugin"):
+        run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root / "dist"), str(source)])
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(root / "venv")
+    python = root / "venv" / "bin" / "python"
+    run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *map(str, (root / "dist").glob("*.whl"))])
+    return root / "venv" / "bin"
+
+
+def test_the_wheel_is_what_runs(wheel_venv):
+    where = run([wheel_venv / "python", "-c", "import grpo_skill; print(grpo_skill.__file__)"]).stdout
+    assert where.startswith(str(wheel_venv.parent))
+
+
+def test_the_wheel_renders_a_project_from_its_own_templates(wheel_venv, tmp_path):
+    result = run([wheel_venv / "grpo-skill", "new", "from-wheel", "--preset", "thinking", "-o", str(tmp_path), "--json"])
+    assert "train.py" in json.loads(result.stdout)["files"]
+    run([wheel_venv / "grpo-skill", "check", str(tmp_path / "from-wheel")])
+
+
+def test_a_pip_installed_plugin_is_discovered_through_the_entry_point(wheel_venv):
+    env = {"GRPO_SKILL_PLUGINS": None}
+    rewards = json.loads(run([wheel_venv / "grpo-skill", "rewards", "--json"], env=env).stdout)
+    keywords = next(r for r in rewards if r["name"] == "keywords")
+    assert keywords["plugin"] == "keywords"
+    listed = json.loads(run([wheel_venv / "grpo-skill", "plugins", "--json"], env=env).stdout)
+    plugin = next(p for p in listed if p["name"] == "keywords")
+    assert (plugin["source"], plugin["version"], plugin["hooks"]) == ("entry point", "0.1.0", ["register_rewards"])
+
+
+def test_the_installed_plugins_reward_scores(wheel_venv):
+    probe = (
+        "from grpo_skill import plugins\n"
+        "f = plugins.get_reward('keywords').build(params={'words': ['because', 'so']})\n"
+        "print(f(completions=['It works because of X, so yes.', 'Because.', 'No.']))\n"
+    )
+    out = run([wheel_venv / "python", "-c", probe], env={"GRPO_SKILL_PLUGINS": "keywords"}).stdout
+    assert out.strip() == "[1.0, 0.5, 0.0]"
+
+
+def test_the_restriction_variable_keeps_an_installed_plugin_out(wheel_venv):
+    rewards = json.loads(run([wheel_venv / "grpo-skill", "rewards", "--json"], env={"GRPO_SKILL_PLUGINS": ""}).stdout)
+    assert "keywords" not in {r["name"] for r in rewards}

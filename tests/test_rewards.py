@@ -1,0 +1,134 @@
+"""The built-in rewards score exactly as the seed guide documents them."""
+
+import pytest
+
+from grpo_skill import plugins
+from grpo_skill.registry import QWEN3_THINK_END_ID, RegistryError
+
+THINK_END = QWEN3_THINK_END_ID
+
+
+def score(name, completions, completion_ids=None, tokenizer=None, **kwargs):
+    reward = plugins.get_reward(name).build(tokenizer=tokenizer)
+    return reward(prompts=[""] * len(completions), completions=completions, completion_ids=completion_ids, **kwargs)
+
+
+def thinking_ids(thinking_tokens: int) -> list[int]:
+    """Completion ids with `thinking_tokens` tokens before Qwen3's </think>, then an answer."""
+    return list(range(100, 100 + thinking_tokens)) + [THINK_END, 7, 8]
+
+
+@pytest.mark.parametrize(
+    "words, expected",
+    [(0, -1.0), (4, -1.0), (5, 1.0), (49, 1.0), (50, 0.5), (200, 0.5)],
+)
+def test_length(words, expected):
+    assert score("length", [" ".join(["word"] * words)]) == [expected]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("Done.", 1.0), (" Done.", 0.5), ("Done", 0.5), (" Done", 0.0)],
+)
+def test_format(text, expected):
+    assert score("format", [text]) == [expected]
+
+
+@pytest.mark.parametrize(
+    "thinking_tokens, question, expected",
+    [
+        (0, False, 0.3), (9, True, 0.3),  # under 10 tokens: 0.3, no bonus
+        (10, False, 0.7), (29, False, 0.7), (15, True, 0.8),
+        (30, False, 1.0), (80, True, 1.1),
+    ],
+)
+def test_thinking_scores_by_token_count_before_think_end(thinking_tokens, question, expected):
+    text = ("why is that?" if question else "let me see") + "</think>The answer."
+    assert score("thinking", [text], [thinking_ids(thinking_tokens)]) == [pytest.approx(expected)]
+
+
+def test_thinking_without_think_end_is_penalised():
+    assert score("thinking", ["no closing tag?"], [[1, 2, 3]]) == [-1.0]
+
+
+def test_thinking_ignores_a_think_end_string_that_is_not_the_token():
+    # The text says "</think>" but the ids do not hold the token: token-based detection says it is missing.
+    assert score("thinking", ["fake</think>answer"], [[5] * 40]) == [-1.0]
+
+
+def test_thinking_learns_the_think_end_id_from_the_tokenizer(tiny_tokenizer):
+    think_end = tiny_tokenizer.convert_tokens_to_ids("</think>")
+    assert think_end != QWEN3_THINK_END_ID  # the tiny vocabulary is small: the id differs from Qwen3's
+    text = "First I add the numbers, then I check the sum again, is it right? Yes it is right.</think>42"
+    ids = tiny_tokenizer.encode(text, add_special_tokens=False)
+    thinking_tokens = ids.index(think_end)
+    expected = 1.1 if thinking_tokens >= 30 else 0.8 if thinking_tokens >= 10 else 0.3
+    assert score("thinking", [text], [ids], tokenizer=tiny_tokenizer) == [pytest.approx(expected)]
+    # Without completion_ids the reward tokenizes the text itself and agrees.
+    assert score("thinking", [text], None, tokenizer=tiny_tokenizer) == [pytest.approx(expected)]
+
+
+def test_thinking_needs_a_tokenizer_with_think_end():
+    class NoThinkTokenizer:
+        unk_token_id = 0
+
+        def convert_tokens_to_ids(self, token):
+            return 0
+
+    with pytest.raises(RegistryError, match="no '</think>' token"):
+        score("thinking", ["x"], [[1]], tokenizer=NoThinkTokenizer())
+
+
+@pytest.mark.parametrize(
+    "thinking_tokens, thought, expected",
+    [
+        (25, "First, add. Then check! Is it right?", 0.3 + 0.3 + 0.2 + 0.1 + 0.1),
+        (12, "hmm", 0.3 + 0.2),
+        (5, "One. Two.", 0.3 + 0.2),
+        (20, "next: why?", 0.3 + 0.3 + 0.1 + 0.1),
+    ],
+)
+def test_thinking_comprehensive(thinking_tokens, thought, expected):
+    text = thought + "</think>answer"
+    assert score("thinking_comprehensive", [text], [thinking_ids(thinking_tokens)]) == [pytest.approx(expected)]
+
+
+def test_thinking_comprehensive_without_think_end():
+    assert score("thinking_comprehensive", ["First. Then."], [[1, 2]]) == [-0.5]
+
+
+def test_combined_is_length_and_format_weighted_half_half():
+    """The seed's combined_reward is TRL's reward_weights [0.5, 0.5] over length and format."""
+    completions = ["Short.", " " + " ".join(["word"] * 20) + ".", " ".join(["word"] * 60)]
+    length, format_ = score("length", completions), score("format", completions)
+    seed_combined = [0.5 * l + 0.5 * f for l, f in zip(length, format_)]
+    assert seed_combined == [0.0, 0.75, 0.5]
+    preset = plugins.get_preset("standard")
+    assert preset.rewards == (("length", 0.5), ("format", 0.5))
+    weights = [w for _, w in preset.rewards]
+    assert [sum(w * s for w, s in zip(weights, pair)) for pair in zip(length, format_)] == seed_combined
+
+
+def test_accuracy_compares_the_last_number_after_thinking():
+    completions = ["6*7? maybe 40</think>It is 42.", "</think>41", "I think 42</think>no idea"]
+    assert score("accuracy", completions, answer=["42", "42", "42"]) == [1.0, 0.0, 0.0]
+
+
+def test_accuracy_names_the_missing_column():
+    with pytest.raises(KeyError, match="'answer'"):
+        score("accuracy", ["42"])
+
+
+def test_rewards_read_chat_message_completions():
+    chat = [[{"role": "assistant", "content": "Done."}]]
+    assert score("format", chat) == [1.0]
+
+
+def test_reward_functions_carry_their_registered_name():
+    # TRL logs rewards/<function name>/mean
+    assert plugins.get_reward("thinking").build().__name__ == "thinking"
+
+
+def test_unknown_reward_param_is_refused():
+    with pytest.raises(RegistryError, match="no parameter 'bogus'"):
+        plugins.get_reward("length").build(params={"bogus": 1})
