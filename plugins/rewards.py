@@ -107,6 +107,14 @@ def final_answer(text: str, think_end: str = "</think>") -> str | None:
     return numbers[-1] if numbers else None
 
 
+def same_number(answer: str, expected) -> bool:
+    """Numerically equal ("42" == "42.0"); an expected value that is no number ("3/4") must match as text."""
+    try:
+        return float(answer) == float(expected)
+    except (TypeError, ValueError):
+        return answer == str(expected).strip()
+
+
 def accuracy_factory(context):
     column, think_end = context.params["answer_column"], context.params["think_end_token"]
 
@@ -116,7 +124,7 @@ def accuracy_factory(context):
         scores = []
         for completion, expected in zip(completions, kwargs[column]):
             answer = final_answer(text_of(completion), think_end)
-            scores.append(1.0 if answer is not None and float(answer) == float(expected) else 0.0)
+            scores.append(1.0 if answer is not None and same_number(answer, expected) else 0.0)
         return scores
 
     return accuracy

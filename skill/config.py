@@ -21,6 +21,16 @@ BACKENDS = ("auto", "unsloth", "trl")
 LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
 
+# GRPOConfig fields that train.py derives itself; setting them in [grpo] too would clash.
+SET_BY_TRAIN_PY = {
+    "reward_weights": N_("from the weights of the [[rewards]]"),
+    "bf16": N_("from what the GPU supports"),
+    "fp16": N_("from what the GPU supports"),
+    "gradient_checkpointing": N_("from lora.gradient_checkpointing"),
+    "disable_tqdm": N_("it draws its own progress bar"),
+}
+
+
 class ConfigError(Exception):
     """A config that cannot run; the message names the field and the fix."""
 
@@ -194,6 +204,12 @@ def validate(config: ProjectConfig) -> None:
             _("grpo.reward_weights has {weights} weights for {rewards} rewards; "
               "remove it and set weight in each [[rewards]] instead").format(
                 weights=len(grpo["reward_weights"]), rewards=len(config.rewards)
+            )
+        )
+    for key in sorted(set(grpo) & set(SET_BY_TRAIN_PY)):
+        raise ConfigError(
+            _("grpo.{key} is set by train.py ({why}); remove it from [grpo]").format(
+                key=key, why=_(SET_BY_TRAIN_PY[key])
             )
         )
     _require(config.dataset, "dataset", "path", str,

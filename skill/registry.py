@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -44,7 +45,6 @@ class Preset:
     # True when the chat template already opens <think> in the prompt (Qwen3-Thinking-2507):
     # completions then hold only the closing </think>.
     template_opens_think: bool = False
-    think_end_token: str | None = "</think>"
     # For presets whose model is made on this machine instead of downloaded: returns its local path.
     build_model: Callable[[], str] | None = None
 
@@ -96,10 +96,16 @@ class Reward:
         context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})})
         func = self.factory(context)
 
-        # TRL logs each reward as rewards/<__name__>/mean: give it the registered name.
-        @functools.wraps(func)
-        def reward(*args, **kwargs):
-            return func(*args, **kwargs)
+        # TRL logs each reward as rewards/<__name__>/mean: give it the registered name. TRL awaits
+        # `async def` rewards (concurrently), so an async reward stays async.
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def reward(*args, **kwargs):
+                return await func(*args, **kwargs)
+        else:
+            @functools.wraps(func)
+            def reward(*args, **kwargs):
+                return func(*args, **kwargs)
 
         reward.__name__ = reward.__qualname__ = self.name
         return reward

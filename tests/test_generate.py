@@ -141,6 +141,8 @@ def edit(project, old, new):
         ("weight = 1.0", 'weight = "heavy"', "rewards[0].weight = 'heavy' must be a number"),
         ("weight = 1.0", "weight = 1.0\nparams = { bogus = 1 }", "rewards[0].params.bogus"),
         ("num_generations = 8", "num_generations = 1", "use at least 2"),
+        ("seed = 42", "seed = 42\nbf16 = true", "grpo.bf16 is set by train.py"),
+        ("seed = 42", "seed = 42\nreward_weights = [2.0]", "grpo.reward_weights is set by train.py"),
     ],
 )
 def test_check_reports_bad_configs(cli, project, old, new, message):

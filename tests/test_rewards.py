@@ -132,3 +132,25 @@ def test_reward_functions_carry_their_registered_name():
 def test_unknown_reward_param_is_refused():
     with pytest.raises(RegistryError, match="no parameter 'bogus'"):
         plugins.get_reward("length").build(params={"bogus": 1})
+
+
+def test_accuracy_with_an_answer_that_is_no_number_does_not_crash():
+    assert score("accuracy", ["</think>3/4", "</think>0.75"], answer=["3/4", "1,000"]) == [0.0, 0.0]
+    assert score("accuracy", ["</think>It is 1000"], answer=["1000.0"]) == [1.0]
+
+
+def test_an_async_reward_stays_async_for_trl_to_await():
+    import asyncio
+    import inspect
+
+    from grpo_skill import Reward
+
+    def factory(context):
+        async def slow_judge(completions, **kwargs):
+            return [float(len(c)) for c in completions]
+
+        return slow_judge
+
+    reward = Reward("judge", factory, "async test").build()
+    assert inspect.iscoroutinefunction(reward) and reward.__name__ == "judge"
+    assert asyncio.run(reward(completions=["ab", "abc"])) == [2.0, 3.0]
