@@ -62,7 +62,7 @@ def table(rows: list[dict], columns: list[str]) -> None:
 @contextlib.contextmanager
 def _translated(*items):
     """Show ``items``' help (and a textual show_default) in the current language while a help page is drawn."""
-    saved = [(item, item.help, getattr(item, "show_default", None)) for item in items]
+    saved = [(item, getattr(item, "help", None), getattr(item, "show_default", None)) for item in items]
     try:
         for item, help_text, show_default in saved:
             if help_text:
@@ -72,7 +72,8 @@ def _translated(*items):
         yield
     finally:
         for item, help_text, show_default in saved:
-            item.help = help_text
+            if help_text:
+                item.help = help_text
             if isinstance(show_default, str):
                 item.show_default = show_default
 
@@ -163,7 +164,9 @@ class Group(_TranslatedHelp, click.Group):
     def main(self, args=None, *rest, **kwargs):
         """Choose the language before parsing, so that `--help` and parse errors already speak it."""
         previous = i18n.chosen()
-        i18n.set_language(_lang_before_command(sys.argv[1:] if args is None else args))
+        lang = _lang_before_command(sys.argv[1:] if args is None else args)
+        if lang:
+            i18n.set_language(lang)
         try:
             return super().main(args, *rest, **kwargs)
         finally:

@@ -6,9 +6,9 @@ until it is shown), extracted with Babel into ``i18n/locale/grpo_skill.pot``, tr
 committed (tests/test_i18n.py fails when it is stale). English is the source language. To regenerate,
 from the repository root::
 
-    pybabel extract -F i18n/babel.cfg -o i18n/locale/grpo_skill.pot --project grpo-skill \\
-        --no-wrap --sort-by-file --add-comments "Translators:" .
-    pybabel update -i i18n/locale/grpo_skill.pot -d i18n/locale -D grpo_skill -l zh_CN --no-wrap
+    pybabel extract -F i18n/babel.cfg -o i18n/locale/grpo_skill.pot --project grpo-skill --no-wrap \\
+        --sort-by-file --add-location=file --add-comments "Translators:" .
+    pybabel update -i i18n/locale/grpo_skill.pot -d i18n/locale -D grpo_skill -l zh_CN --no-wrap --ignore-obsolete
     # translate the new or fuzzy entries in the .po, then
     pybabel compile -d i18n/locale -D grpo_skill --statistics
 
