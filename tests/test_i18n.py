@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grpo_skill import cli, i18n
+from grpo_skill import cli, i18n, plugins
 from grpo_skill.generator import render
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,9 +37,18 @@ except ImportError:  # the CLI tests run without it
 needs_babel = pytest.mark.skipif(read_po is None, reason="the catalog tests need Babel: pip install 'grpo-skill[dev]'")
 
 
+def drop_project_plugins():
+    """config.load() leaves a project's rewards.py registered; a second project's same-named reward would then
+    clash with it, so tests that render projects start without those left by earlier tests."""
+    for info in plugins.plugin_infos():
+        if info.source == "project":
+            plugins.unregister(info.name)
+
+
 @pytest.fixture(autouse=True)
 def english_locale(monkeypatch):
     """Each test starts from an English locale and no --lang, whatever the machine's locale is."""
+    drop_project_plugins()
     for variable in LOCALE_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("LANG", "C.UTF-8")
@@ -273,6 +282,7 @@ def test_our_click_messages_are_clicks():
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory):
     parent = tmp_path_factory.mktemp("projects")
+    drop_project_plugins()
     made = {}
     for lang in i18n.LANGS:
         target, _files = render(f"run-{lang}", parent, preset_name="tiny", lang=lang)
