@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -75,15 +76,22 @@ def manager() -> pluggy.PluginManager:
 
 
 def register_project(project_dir: str | Path) -> str | None:
-    """Register a generated project's ``rewards.py`` as a plugin; errors in it are the user's to see."""
+    """Register a generated project's ``rewards.py`` as a plugin; errors in it are the user's to see.
+
+    One project at a time: registering another project's rewards.py replaces the previous one, so that
+    loading two projects in one process never reports their rewards as registered twice.
+    """
     path = Path(project_dir).resolve() / "rewards.py"
     if not path.is_file():
         return None
-    name = PROJECT_PLUGIN_PREFIX + path.parent.name
+    name = PROJECT_PLUGIN_PREFIX + str(path.parent)
     manager()
     if pm.has_plugin(name):
         return name
-    module_name = f"grpo_skill_project_{abs(hash(str(path)))}"
+    for registered, _ in pm.list_name_plugin():
+        if registered.startswith(PROJECT_PLUGIN_PREFIX):
+            unregister(registered)
+    module_name = f"grpo_skill_project_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module

@@ -1,5 +1,4 @@
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -11,16 +10,7 @@ os.environ["GRPO_SKILL_PLUGINS"] = ""
 # Built models are cached across test runs here, not in the user's cache.
 os.environ.setdefault("GRPO_SKILL_CACHE", str(Path(tempfile.gettempdir()) / "grpo-skill-test-cache"))
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def run(args, cwd=None, env=None, check=True, timeout=600):
-    """Run a command as a user would; returns the CompletedProcess. ``env`` values of None unset."""
-    merged = {key: value for key, value in {**os.environ, **(env or {})}.items() if value is not None}
-    result = subprocess.run(args, cwd=cwd, env=merged, capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise AssertionError(f"{args} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
-    return result
+from support import run  # noqa: E402
 
 
 @pytest.fixture

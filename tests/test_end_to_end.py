@@ -8,7 +8,7 @@ import pytest
 
 from grpo_skill import Reward, hookimpl, plugins, runtime
 
-from conftest import run
+from support import run
 
 GAIN_WANTED = 0.5  # the issue's learning check: last 10 steps' mean reward >= first 10 + 0.5
 

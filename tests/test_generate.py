@@ -106,7 +106,7 @@ def test_help_and_listings_import_nothing_heavy(tmp_path):
         "heavy = {'torch', 'transformers', 'trl', 'unsloth', 'datasets', 'peft'} & set(sys.modules)\n"
         "print(sorted(heavy))\n"
     )
-    from conftest import run
+    from support import run
 
     assert run([sys.executable, "-c", probe]).stdout.strip() == "[]"
 

@@ -6,7 +6,7 @@ import venv
 
 import pytest
 
-from conftest import REPO, run
+from support import REPO, run
 
 
 @pytest.fixture(scope="module")

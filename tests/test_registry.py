@@ -157,3 +157,16 @@ def test_the_environment_variable_restricts_which_plugins_load(cli, fake_site):
     assert "good" in listed and "broken" not in listed and "typo" not in listed
     listed, _ = list_plugins(cli, fake_site, GRPO_SKILL_PLUGINS="")
     assert set(listed) == {"builtin:presets", "builtin:rewards"}
+
+
+def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
+    from grpo_skill import config, generator
+
+    for name in ("first", "second"):
+        generator.render(name, tmp_path, preset_name="tiny")
+    config.load(tmp_path / "first")
+    config.load(tmp_path / "second")  # the same reward name from another project's rewards.py: no clash
+    project_plugins = [name for name, _ in plugins.pm.list_name_plugin() if name.startswith("project:")]
+    assert project_plugins == ["project:" + str((tmp_path / "second").resolve())]
+    assert plugins.rewards()["no_repetition"].plugin == project_plugins[0]
+    plugins.unregister(project_plugins[0])
