@@ -1,0 +1,172 @@
+"""Every registered preset x backend: scaffold with `grpo-skill new`, train with the generated train.py on a
+local model build, then check the adapter, the metrics and evaluate.py's before/after samples.
+
+The tiny preset trains its full run (60 steps) and must learn the thinking reward; the Qwen3-4B-shape
+presets (random weights) run a few short steps: they show that the project runs on the real shape, memory
+and special-token ids, not that a random model learns.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpu_helpers import set_toml
+from grpo_skill import plugins, runtime
+
+DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"  # tiny builds stand in for the 4B shape
+BACKENDS = ("trl", "unsloth")
+PRESETS = sorted(plugins.presets())
+THINK_END_ID = 151668  # Qwen3's </think>; the 4B-shape build puts it there
+
+# The Qwen3-4B-shape runs: a few steps of short completions, to fit a GPU session.
+BIG_STEPS = 3
+BIG_COMPLETION = 24
+BIG_EVAL_PROMPTS = 2
+# Random weights spread the probability over 151936 ids, so a 4B-shape model almost never samples </think>
+# (about 24 / 151936 per completion). A sampling bias on that one id (GRPOConfig.generation_kwargs ->
+# transformers' sequence_bias) makes the model emit it in some completions and not others; the thinking reward
+# then has to find id 151668 in the completion ids that TRL hands it.
+THINK_END_BIAS = 10.0
+TINY_MIN_GAIN = 0.5
+
+
+def model_for(preset, commands, qwen3_4b) -> tuple[str, bool]:
+    """(local model folder, is_4b_shape) for a preset; presets never download here."""
+    if preset.build_model is not None:  # tiny: its own small build, as `grpo-skill build-model` makes it
+        if preset.name == "tiny":
+            built = commands.run([*commands.grpo_skill(), "build-model", "--shape", "tiny"], name="build-tiny")
+            return built.stdout.strip().splitlines()[-1], False
+        return preset.build_model(), False
+    return str(qwen3_4b["think" if preset.template_opens_think else "chat"]), True
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("preset_name", PRESETS)
+def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, commands, request, record_property):
+    if backend == "unsloth" and importlib.util.find_spec("unsloth") is None:
+        pytest.skip("unsloth is not installed")
+    preset = plugins.get_preset(preset_name)
+    qwen3_4b = None if preset.build_model else request.getfixturevalue("qwen3_4b")
+    model, big = model_for(preset, commands, qwen3_4b)
+    if qwen3_4b and "build_seconds" in qwen3_4b:
+        record_property("qwen3_4b_build_seconds", qwen3_4b["build_seconds"])
+
+    # 1. Scaffold, as a user would.
+    name = f"{preset_name}-{backend}"
+    commands.run([*commands.grpo_skill(), "new", name, "--preset", preset_name, "--backend", backend,
+                  "--model", model, "-o", tmp_path], name="new")
+    project = tmp_path / name
+    config_path = project / "config.toml"
+    thinking = any(reward == "thinking" for reward, _ in preset.rewards)
+    if big:
+        set_toml(config_path, "grpo", "max_completion_length", str(BIG_COMPLETION))
+        if thinking and not DRY_RUN:  # (a tiny stand-in samples </think> often enough without it)
+            think_end = think_end_id(model)
+            set_toml(config_path, "grpo", "generation_kwargs",
+                     f"{{ sequence_bias = [[[{think_end}], {THINK_END_BIAS}]] }}")
+    config = tomllib.loads(config_path.read_text())
+    steps = BIG_STEPS if big else config["grpo"]["max_steps"]
+
+    # 2. Train with the generated train.py.
+    trained = commands.run([sys.executable, "train.py", "--max-steps", steps, "--backend", backend],
+                           name="train", cwd=project)
+    record_property("train_seconds", round(trained.seconds, 1))
+    summary = json.loads((project / "outputs" / "summary.json").read_text())
+    assert summary["backend"] == backend
+    assert summary["model"] == model
+
+    # 3. metrics.jsonl: one row per step, each with every configured reward.
+    rows = [row for row in runtime.read_metrics(project / "outputs") if "reward" in row]
+    assert [row["step"] for row in rows] == list(range(1, steps + 1))
+    for row in rows:
+        for reward in config["rewards"]:
+            assert f"rewards/{reward['name']}/mean" in row, (reward["name"], sorted(row))
+    record_property("steps", len(rows))
+    record_property("peak_step_seconds", round(max(row.get("step_time", 0.0) for row in rows), 2))
+
+    # 4. The adapter: saved, with every target module, and trained where the rewards gave a signal. GRPO's
+    # advantages are zero when a group's rewards are all equal (a random 4B-shape model's completions all score
+    # the same under the standard preset's rewards), so LoRA B (initialised at zero) moves only after a step
+    # whose rewards differed. evaluate.py below reloads it onto the base model with peft.
+    signal_steps = sum(row.get("reward_std", 0.0) > 0 for row in rows)
+    record_property("steps_with_reward_signal", signal_steps)
+    check_adapter(project / "outputs" / "adapter", config, trained=signal_steps > 0)
+
+    # 5. Learning (tiny) or the </think> id seen by the reward (4B-shape thinking).
+    if not big and thinking:
+        trend = runtime.reward_trend(rows)
+        record_property("first10_reward", round(trend["first_mean_reward"], 3))
+        record_property("last10_reward", round(trend["last_mean_reward"], 3))
+        record_property("gain", round(trend["gain"], 3))
+        assert trend["gain"] >= TINY_MIN_GAIN, trend
+    if big and thinking:
+        check_thinking_reward_sees_think_end(model, rows, record_property)
+
+    # 6. evaluate.py: samples before (adapter off) and after (adapter on) GRPO.
+    prompts = BIG_EVAL_PROMPTS if big else 8
+    evaluated = commands.run([sys.executable, "evaluate.py", "--prompts", prompts], name="evaluate", cwd=project)
+    result = json.loads(evaluated.stdout[evaluated.stdout.index("{"):])
+    samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == prompts
+    for sample in samples:
+        assert {"prompt", "before", "after", "before_reward", "after_reward"} <= set(sample)
+        assert isinstance(sample["before"], str) and isinstance(sample["after"], str)
+    record_property("eval_reward_before", round(result["mean_reward_before"], 3))
+    record_property("eval_reward_after", round(result["mean_reward_after"], 3))
+    record_property("evaluate_seconds", round(evaluated.seconds, 1))
+
+
+def think_end_id(model: str) -> int:
+    from transformers import AutoTokenizer
+
+    found = AutoTokenizer.from_pretrained(model).convert_tokens_to_ids("</think>")
+    if not DRY_RUN:
+        assert found == THINK_END_ID
+    return found
+
+
+def check_adapter(adapter: Path, config: dict, trained: bool) -> None:
+    from peft import PeftConfig
+    from peft.utils import load_peft_weights
+
+    assert (adapter / "adapter_config.json").is_file()
+    assert (adapter / "adapter_model.safetensors").is_file()
+    peft_config = PeftConfig.from_pretrained(adapter)
+    assert peft_config.r == config["lora"]["r"]
+    # Unsloth trains lm_head as a full matrix (modules_to_save) rather than through LoRA
+    adapted = set(peft_config.target_modules) | set(peft_config.modules_to_save or ())
+    assert set(config["lora"]["target_modules"]) <= adapted
+    weights = load_peft_weights(str(adapter), device="cpu")
+    lora_b = {key: value for key, value in weights.items() if "lora_B" in key}
+    assert lora_b and any("lora_A" in key for key in weights)
+    if trained:
+        assert any(value.float().abs().max() > 0 for value in lora_b.values()), "no LoRA B weight moved from zero"
+
+
+def check_thinking_reward_sees_think_end(model: str, rows: list[dict], record_property) -> None:
+    """In the run: some completions scored above the reward's -1.0 for a missing </think>, which the reward
+    gives only when id 151668 is in the completion ids. Outside it: the registered reward, built with the
+    model's own tokenizer as train.py builds it, scores ids from that tokenizer."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    think_end = think_end_id(model)
+    best = max(row["rewards/thinking/mean"] for row in rows)
+    record_property("thinking_reward_best_step_mean", round(best, 3))
+    assert best > -1.0, "no completion in the run closed its thinking with id 151668"
+
+    reward = plugins.get_reward("thinking").build(tokenizer=tokenizer, preset=plugins.get_preset("thinking"))
+    texts = ["First, is 6 times 7 forty-two? Then I check it again and again, step by step.</think>42", "42"]
+    ids = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+    assert think_end in ids[0] and think_end not in ids[1]
+    closed, unclosed = reward(prompts=["q", "q"], completions=texts, completion_ids=ids)
+    assert unclosed == -1.0
+    assert closed > 0.0
