@@ -84,7 +84,7 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     steps = [row["step"] for row in rows if "reward" in row]
-    figure, (reward_axis, kl_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    figure, (reward_axis, second_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
     reward_axis.plot(steps, [row["reward"] for row in rows if "reward" in row], label="mean reward")
     reward_axis.fill_between(
         steps,
@@ -93,8 +93,11 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
         alpha=0.2,
     )
     reward_axis.set(xlabel="step", ylabel="reward", title="Reward")
-    kl_axis.plot(steps, [row.get("kl", float("nan")) for row in rows if "reward" in row], color="tab:red")
-    kl_axis.set(xlabel="step", ylabel="KL", title="KL to the reference (0 when beta = 0)")
+    # TRL logs the KL only when beta > 0; without it, show how long the completions are instead.
+    second, title = ("kl", "KL to the reference") if any("kl" in row for row in rows) else (
+        "completions/mean_length", "Mean completion length (tokens)")
+    second_axis.plot(steps, [row.get(second, float("nan")) for row in rows if "reward" in row], color="tab:red")
+    second_axis.set(xlabel="step", ylabel=second.split("/")[-1], title=title)
     figure.tight_layout()
     figure.savefig(png, dpi=100)
     plt.close(figure)
