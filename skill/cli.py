@@ -208,18 +208,22 @@ def main():
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "unsloth", "trl"]),
               help=N_("auto: Unsloth when a CUDA GPU and unsloth are there, else TRL + peft."))
 @click.option("--model", help=N_("A hub id or a local model folder instead of the preset's model."))
+@click.option("--dataset", type=click.Path(dir_okay=False),
+              help=N_("Your prompts (.jsonl/.json/.csv/.parquet), copied into the project; default: sample prompts."))
+@click.option("--prompt-column", default="prompt", show_default=True, help=N_("The dataset's column of prompts."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("Language of the project's README and comments."))
 @click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False), help=N_("Where to create NAME."))
 @click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty, overwriting same-named files."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def new(name, preset, rewards, backend, model, lang, output_dir, force, as_json):
+def new(name, preset, rewards, backend, model, dataset, prompt_column, lang, output_dir, force, as_json):
     from .generator import GenerateError, render
 
     lang = lang or i18n.current()
     try:
         target, files = render(name, output_dir, force=force, preset_name=preset, reward_options=rewards,
-                               backend=backend, model=model, lang=lang)
+                               backend=backend, model=model, lang=lang, dataset=dataset,
+                               prompt_column=prompt_column)
     except GenerateError as error:
         fail(str(error))
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files}

@@ -60,7 +60,11 @@ def parse_reward(option: str) -> tuple[str, float]:
         ) from None
 
 
-def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en") -> dict:
+SAMPLE_PROMPTS = "data/prompts.jsonl"
+
+
+def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en", dataset=None,
+            prompt_column="prompt") -> dict:
     if not NAME_PATTERN.match(name):
         raise GenerateError(
             _("project name {name!r} is not allowed: use letters, digits, '-' and '_', starting with a letter "
@@ -83,6 +87,13 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
     if model and Path(model).expanduser().exists():
         model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
+    if dataset is not None:
+        dataset = Path(dataset).expanduser()
+        if dataset.suffix not in config.LOCAL_DATA_SUFFIXES or not dataset.is_file():
+            raise GenerateError(
+                _("--dataset {path}: not a .jsonl, .json, .csv or .parquet file; give your prompts file").format(
+                    path=dataset)
+            )
     lora = asdict(preset.lora)
     lora["target_modules"] = list(lora["target_modules"])
     return {
@@ -97,6 +108,8 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         "rewards": [{"name": reward_name, "weight": weight} for reward_name, weight in rewards],
         "lang": lang,
         "grpo_skill_version": __version__,
+        "dataset_path": f"data/{dataset.name}" if dataset else SAMPLE_PROMPTS,
+        "prompt_column": prompt_column,
     }
 
 
@@ -105,6 +118,7 @@ def render(name: str, parent: str | Path = ".", *, force: bool = False, **option
     import copier
 
     data = answers(name, **options)
+    dataset = options.get("dataset")
     target = Path(parent) / name
     if target.exists() and not target.is_dir():
         raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
@@ -118,13 +132,15 @@ def render(name: str, parent: str | Path = ".", *, force: bool = False, **option
         # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
         copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True,
                         unsafe=True)
+        if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
+            shutil.copyfile(dataset, rendered / data["dataset_path"])
         plugin_name = None
         try:
             plugin_name = plugins.register_project(rendered)
             config.load(rendered / config.CONFIG_FILE)
         except config.ConfigError as error:
             raise GenerateError(
-                _("preset {preset!r} makes an invalid config: {error}").format(preset=data["preset"], error=error)
+                _("the project would not run: {error}").format(error=error)
             ) from None
         finally:
             if plugin_name:

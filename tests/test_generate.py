@@ -156,3 +156,34 @@ def test_check_reports_bad_configs(cli, project, old, new, message):
 def test_check_finds_the_projects_own_rewards(cli, project):
     edit(project, 'name = "thinking"', 'name = "no_repetition"')
     assert "rewards no_repetition:1" in cli("check", str(project)).stdout
+
+
+def test_a_dataset_of_ones_own_is_copied_in_and_enables_the_accuracy_reward(cli, tmp_path):
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "What is 2 + 3?", "answer": "5"}\n{"question": "What is 4 + 4?", "answer": "8"}\n')
+    refused = cli("new", "math", "--preset", "tiny", "-r", "accuracy", "-o", str(tmp_path / "out"), check=False)
+    assert refused.returncode != 0 and "column 'answer' is not in prompts.jsonl" in refused.stderr
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+    cli("new", "math", "--preset", "tiny", "-r", "accuracy", "--dataset", str(data), "--prompt-column", "question",
+        "-o", str(tmp_path / "out"))
+    project = tmp_path / "out" / "math"
+    assert (project / "data" / "math.jsonl").read_bytes() == data.read_bytes()
+    import tomllib
+
+    dataset = tomllib.loads((project / "config.toml").read_text())["dataset"]
+    assert (dataset["path"], dataset["prompt_column"]) == ("data/math.jsonl", "question")
+    cli("check", str(project))
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--dataset", "missing.jsonl"], "--dataset missing.jsonl: not a .jsonl"),
+        (["--prompt-column", "question"], "column 'question' is not in prompts.jsonl"),
+    ],
+)
+def test_bad_dataset_options_write_nothing(cli, tmp_path, extra, message):
+    result = cli("new", "d", "--preset", "tiny", *extra, "-o", str(tmp_path), check=False, cwd=tmp_path)
+    assert result.returncode != 0 and message in result.stderr
+    assert list(tmp_path.iterdir()) == []
