@@ -243,7 +243,7 @@ def presets(as_json):
 
     rows = [
         {"name": name, "model": reg.item.model_id, "max_seq_length": reg.item.max_seq_length,
-         "load_in_4bit": reg.item.load_in_4bit,
+         "load_in_4bit": reg.item.load_in_4bit, "template_opens_think": reg.item.template_opens_think,
          "rewards": ", ".join(f"{n}:{w:g}" for n, w in reg.item.rewards), "plugin": reg.plugin,
          "description": reg.item.description}
         for name, reg in sorted(plugins.presets().items())

@@ -71,8 +71,10 @@ def test_a_registered_plugin_shows_up_in_the_listings(extra_plugin):
 
     rewards = json.loads(CliRunner().invoke(main, ["rewards", "--json"]).output)
     assert {"name": "always_half", "plugin": "extra"}.items() <= next(r for r in rewards if r["name"] == "always_half").items()
-    presets = json.loads(CliRunner().invoke(main, ["presets", "--json"]).output)
-    assert any(p["name"] == "tiny-extra" for p in presets)
+    presets = {p["name"]: p for p in json.loads(CliRunner().invoke(main, ["presets", "--json"]).output)}
+    assert presets["tiny-extra"]["plugin"] == "extra"
+    # what an assistant needs to know before writing a thinking reward: does the prompt already open <think>?
+    assert (presets["thinking"]["template_opens_think"], presets["standard"]["template_opens_think"]) == (True, False)
     listed = json.loads(CliRunner().invoke(main, ["plugins", "--json"]).output)
     assert next(p for p in listed if p["name"] == "extra")["hooks"] == ["register_presets", "register_rewards"]
 
