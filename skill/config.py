@@ -68,6 +68,23 @@ class ProjectConfig:
         candidate = self.project_dir / self.dataset["path"]
         return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
 
+    def model_path(self) -> str:
+        """``model.name``, or the local build of a preset that makes its model on this machine (tiny)."""
+        name, preset = self.model["name"], self.preset
+        return preset.build_model() if preset.build_model and name == preset.model_id else name
+
+    def chat_messages(self, question: str) -> list[dict[str, str]]:
+        """One prompt as chat messages, with ``dataset.system_prompt`` first when it is set."""
+        system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
+        return system + [{"role": "user", "content": question}]
+
+    def build_rewards(self, tokenizer) -> list:
+        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order."""
+        return [
+            plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset, params=choice.params)
+            for choice in self.rewards
+        ]
+
 
 def _require(table: dict, section: str, key: str, kind: type | tuple[type, ...], hint: str):
     hint = _(hint)

@@ -13,11 +13,10 @@ from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
 from . import __version__, config, i18n, plugins
-from .i18n import _
+from .i18n import LANGS, _
 from .registry import RegistryError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-LANGS = ("en", "zh-CN")
 
 
 class GenerateError(Exception):

@@ -7,7 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
-from .config import ConfigError, ProjectConfig
+from .config import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
 from .i18n import _
 
 METRICS_FILE = "metrics.jsonl"
@@ -83,20 +83,21 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [row["step"] for row in rows if "reward" in row]
+    steps_logged = [row for row in rows if "reward" in row]  # training steps (not the final summary log)
+    steps = [row["step"] for row in steps_logged]
     figure, (reward_axis, second_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
-    reward_axis.plot(steps, [row["reward"] for row in rows if "reward" in row], label="mean reward")
+    reward_axis.plot(steps, [row["reward"] for row in steps_logged], label="mean reward")
     reward_axis.fill_between(
         steps,
-        [row["reward"] - row.get("reward_std", 0) for row in rows if "reward" in row],
-        [row["reward"] + row.get("reward_std", 0) for row in rows if "reward" in row],
+        [row["reward"] - row.get("reward_std", 0) for row in steps_logged],
+        [row["reward"] + row.get("reward_std", 0) for row in steps_logged],
         alpha=0.2,
     )
     reward_axis.set(xlabel="step", ylabel="reward", title="Reward")
     # TRL logs the KL only when beta > 0; without it, show how long the completions are instead.
     second, title = ("kl", "KL to the reference") if any("kl" in row for row in rows) else (
         "completions/mean_length", "Mean completion length (tokens)")
-    second_axis.plot(steps, [row.get(second, float("nan")) for row in rows if "reward" in row], color="tab:red")
+    second_axis.plot(steps, [row.get(second, float("nan")) for row in steps_logged], color="tab:red")
     second_axis.set(xlabel="step", ylabel=second.split("/")[-1], title=title)
     figure.tight_layout()
     figure.savefig(png, dpi=100)
@@ -106,3 +107,25 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
 
 def has_bitsandbytes() -> bool:
     return importlib.util.find_spec("bitsandbytes") is not None
+
+
+def load_dataset(config: ProjectConfig):
+    """The configured split of ``dataset.path``: a local file, or a hub dataset. Imports datasets: call it
+    after unsloth."""
+    import datasets
+
+    data_file = config.dataset_file()
+    if data_file:
+        loaded = datasets.load_dataset(LOCAL_DATA_SUFFIXES[data_file.suffix], data_files=str(data_file))
+    else:
+        loaded = datasets.load_dataset(config.dataset["path"])
+    return loaded[config.dataset.get("split", "train")]
+
+
+def quantization_config(config: ProjectConfig, dtype):
+    """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
+    if not (config.model["load_in_4bit"] and cuda_available()):
+        return None
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)
