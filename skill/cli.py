@@ -292,11 +292,11 @@ def plugins_command(as_json):
 @main.command(help=N_("Validate a project's config.toml without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
 def check(project):
-    from . import config
+    from . import project as projects
 
     try:
-        loaded = config.load(project)
-    except config.ConfigError as error:
+        loaded = projects.load(project)
+    except projects.ConfigError as error:
         fail(str(error))
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
@@ -308,16 +308,16 @@ def check(project):
 @click.option("--plot", type=click.Path(dir_okay=False), help=N_("Also draw reward and KL to this PNG."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def metrics(run_dir, plot, as_json):
-    from . import runtime
+    from .runtime import metrics as run_metrics
 
     try:
-        rows = runtime.read_metrics(run_dir)
+        rows = run_metrics.read_metrics(run_dir)
     except FileNotFoundError:
         fail(_("{run_dir} has no {file}; pass the run's output folder (e.g. outputs)").format(
-            run_dir=run_dir, file=runtime.METRICS_FILE))
-    summary = runtime.reward_trend(rows)
+            run_dir=run_dir, file=run_metrics.METRICS_FILE))
+    summary = run_metrics.reward_trend(rows)
     if plot:
-        summary["plot"] = str(runtime.plot_metrics(rows, plot))
+        summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
     emit(summary, as_json, lambda data: click.echo(
         "\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}" for key, value in data.items())
     ))

@@ -12,14 +12,16 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from . import __version__, config, i18n, plugins
+from .errors import UserError
+from . import __version__, i18n, plugins
+from . import project as config
 from .i18n import LANGS, _
 from .registry import RegistryError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
-class GenerateError(Exception):
+class GenerateError(UserError):
     """Bad input for `grpo-skill new`; nothing has been written."""
 
 

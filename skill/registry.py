@@ -7,6 +7,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .errors import UserError
 from .i18n import _
 
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
@@ -18,7 +19,7 @@ QWEN3_THINK_END_ID = 151668
 QWEN3_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-class RegistryError(Exception):
+class RegistryError(UserError):
     """A plugin registered something inconsistent, or something asked for is not registered."""
 
 

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import UserError
 from .i18n import LANGS, _
 
 SKILL_FILE = "SKILL.md"
@@ -28,7 +29,7 @@ DEFAULT_SKILLS_DIR = "~/.claude/skills"
 SKILL_NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-class InstallError(Exception):
+class InstallError(UserError):
     """The skill cannot be installed; the message says why and what to do."""
 
 

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from grpo_skill import Reward, hookimpl, plugins, runtime
+from grpo_skill import Reward, hookimpl, plugins
+from grpo_skill.runtime import metrics
 
 from support import run
 
@@ -44,7 +45,7 @@ def test_the_adapter_reloads_onto_the_base_model(trained, tiny_model):
 
 def test_metrics_has_every_step_with_reward_and_reward_per_function(trained):
     project, _, _ = trained
-    rows = [row for row in runtime.read_metrics(project / "outputs") if "reward" in row]
+    rows = [row for row in metrics.read_metrics(project / "outputs") if "reward" in row]
     assert [row["step"] for row in rows] == list(range(1, 61))
     assert all("rewards/thinking/mean" in row for row in rows)
 
@@ -81,7 +82,7 @@ def test_max_steps_and_model_overrides(trained, tiny_model):
     project, _, _ = trained
     run([sys.executable, "train.py", "--max-steps", "3", "--model", str(tiny_model), "--output-dir", "quick"],
         cwd=project)
-    rows = [row for row in runtime.read_metrics(project / "quick") if "reward" in row]
+    rows = [row for row in metrics.read_metrics(project / "quick") if "reward" in row]
     assert [row["step"] for row in rows] == [1, 2, 3]
     assert json.loads((project / "quick" / "summary.json").read_text())["model"] == str(tiny_model)
 
@@ -127,6 +128,6 @@ def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(train
     finally:
         config.write_text(original)
         plugins.unregister("half")
-    rows = [row for row in runtime.read_metrics(project / "with-plugin") if "reward" in row]
+    rows = [row for row in metrics.read_metrics(project / "with-plugin") if "reward" in row]
     assert [row["rewards/always_half/mean"] for row in rows] == [0.5, 0.5]
     assert HalfReward.calls == 2

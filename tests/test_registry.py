@@ -162,7 +162,7 @@ def test_the_environment_variable_restricts_which_plugins_load(cli, fake_site):
 
 
 def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
-    from grpo_skill import config, generator
+    from grpo_skill import generator, project as config
 
     for name in ("first", "second"):
         generator.render(name, tmp_path, preset_name="tiny")

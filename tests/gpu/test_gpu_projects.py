@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from gpu_helpers import set_toml
-from grpo_skill import plugins, runtime
+from grpo_skill import plugins
+from grpo_skill.runtime import machine, metrics
 
 DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"  # tiny builds stand in for the 4B shape
 BACKENDS = ("trl", "unsloth")
@@ -84,7 +85,7 @@ def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, command
     assert summary["model"] == model
 
     # 3. metrics.jsonl: one row per step, each with every configured reward.
-    rows = [row for row in runtime.read_metrics(project / "outputs") if "reward" in row]
+    rows = [row for row in metrics.read_metrics(project / "outputs") if "reward" in row]
     assert [row["step"] for row in rows] == list(range(1, steps + 1))
     for row in rows:
         for reward in config["rewards"]:
@@ -102,7 +103,7 @@ def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, command
 
     # 5. Learning (tiny) or the </think> id seen by the reward (4B-shape thinking).
     if not big and thinking:
-        trend = runtime.reward_trend(rows)
+        trend = metrics.reward_trend(rows)
         record_property("first10_reward", round(trend["first_mean_reward"], 3))
         record_property("last10_reward", round(trend["last_mean_reward"], 3))
         record_property("gain", round(trend["gain"], 3))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import UserError
 from . import plugins
 from .i18n import N_, _
 from .registry import Preset, RegistryError
@@ -31,7 +32,7 @@ SET_BY_TRAIN_PY = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(UserError):
     """A config that cannot run; the message names the field and the fix."""
 
 

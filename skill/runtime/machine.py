@@ -1,0 +1,49 @@
+"""What this machine offers a run: CUDA, bf16, Unsloth or TRL, 4-bit. Imports torch only inside functions."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..i18n import _
+from ..project import ConfigError, ProjectConfig
+
+
+def cuda_available() -> bool:
+    import torch  # torch before unsloth is fine; transformers/TRL/peft are not
+
+    return torch.cuda.is_available()
+
+
+def bf16_supported() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def choose_backend(requested: str) -> str:
+    """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there."""
+    has_unsloth = importlib.util.find_spec("unsloth") is not None
+    if requested == "trl":
+        return "trl"
+    if requested == "unsloth":
+        if not cuda_available():
+            raise ConfigError(_("model.backend = 'unsloth' needs a CUDA GPU; set backend = 'trl' (or 'auto') here"))
+        if not has_unsloth:
+            raise ConfigError(
+                _("model.backend = 'unsloth' but unsloth is not installed; pip install 'grpo-skill[unsloth]'")
+            )
+        return "unsloth"
+    return "unsloth" if has_unsloth and cuda_available() else "trl"
+
+
+def has_bitsandbytes() -> bool:
+    return importlib.util.find_spec("bitsandbytes") is not None
+
+
+def quantization_config(config: ProjectConfig, dtype):
+    """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
+    if not (config.model["load_in_4bit"] and cuda_available()):
+        return None
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)
