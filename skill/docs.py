@@ -48,12 +48,9 @@ class DocsError(Exception):
 
 
 def repo_root() -> Path:
-    """Where SKILL.md lives: the checkout (editable install), or the bundle a wheel carries."""
-    try:
-        from .skillfiles import bundle_dir
-    except ImportError:
-        return Path(__file__).resolve().parent.parent
-    return bundle_dir()
+    """The checkout that holds SKILL.md and i18n/zh-CN/SKILL.md: the tables are written there, never into an
+    installed package."""
+    return Path(__file__).resolve().parent.parent
 
 
 def _translator(lang: str) -> Callable[[str], str]:

@@ -39,9 +39,11 @@ def N_(message: str) -> str:
 
 
 def locale_dir() -> Path:
-    from .skillfiles import bundle_dir
-
-    return bundle_dir() / "i18n" / "locale"
+    """The compiled catalogs: in a wheel, grpo_skill/_bundle/i18n/locale (pyproject.toml maps the package
+    ``grpo_skill._bundle`` to the repository root); in a checkout or an editable install, i18n/locale itself."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_bundle" / "i18n" / "locale"
+    return packaged if packaged.is_dir() else here.parent / "i18n" / "locale"
 
 
 def normalize(name: str) -> str | None:
