@@ -17,7 +17,6 @@ import click
 
 from . import i18n
 from .i18n import LANGS, N_, _
-from .skillfiles import DEFAULT_SKILLS_DIR
 
 
 def fail(message: str) -> None:
@@ -226,14 +225,62 @@ def new(name, preset, rewards, backend, model, dataset, prompt_column, lang, out
                                prompt_column=prompt_column)
     except GenerateError as error:
         fail(str(error))
-    result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files}
+    from .update import start_repository
+
+    repository = start_repository(target, files)
+    result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
+              "repository": repository}
 
     def text(data):
         click.echo(_("Created {project} ({count} files, preset {preset}).").format(
             project=data["project"], count=len(files), preset=preset))
         click.echo(_("Next:  cd {project} && python train.py").format(project=target))
+        if repository == "inside":
+            click.echo(_("note: the project is inside another git repository; commit it there before "
+                         "`grpo-skill update`"), err=True)
+        elif repository == "no-git":
+            click.echo(_("note: git is not installed, so the project is not a git repository; "
+                         "`grpo-skill update` will need one"), err=True)
 
     emit(result, as_json, text)
+
+
+@main.command(help=N_(
+    "Bring PROJECT (default: the current folder) to this grpo-skill's template with a three-way merge: your "
+    "edits stay, the template's changes come in, and what cannot be merged is marked inline. The project must "
+    "be committed in git; review the result with git diff."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def update(project, dry_run, as_json):
+    from .update import UpdateError, update as update_project
+
+    try:
+        result = update_project(project, dry_run=dry_run)
+    except UpdateError as error:
+        fail(str(error))
+    data = {"project": str(result.project.resolve()), "from": result.old, "to": result.new, "status": result.status,
+            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts}
+
+    def text(data):
+        if data["status"] == "unchanged":
+            click.echo(_("{project} is up to date (template {version}).").format(
+                project=data["project"], version=data["to"]))
+            return
+        title = (N_("Would update {project} from template {old} to {new}:") if dry_run
+                 else N_("Updated {project} from template {old} to {new}:"))
+        click.echo(_(title).format(project=data["project"], old=data["from"], new=data["to"]))
+        for path in data["changed"]:
+            click.echo(f"  {'!' if path in data['conflicts'] else ' '} {path}")
+        if data["conflicts"]:
+            click.echo(_("{count} file(s) with conflicts (marked '!'): resolve the <<<<<<< lines, then commit.").format(
+                count=len(data["conflicts"])), err=True)
+        elif not dry_run:
+            click.echo(_("Review with `git diff`, then commit."))
+
+    emit(data, as_json, text)
+    if result.conflicts and not dry_run:
+        sys.exit(1)
 
 
 @main.command(help=N_("List the model presets."))
@@ -342,31 +389,46 @@ def skill_group():
 
 
 @skill_group.command("install", help=N_(
-    "Copy the skill (SKILL.md + references/) into DEST/grpo-skill/, where an assistant looks for skills. "
-    "The default DEST, ~/.claude/skills, is Claude Code's folder for personal skills; "
-    "use --dest .claude/skills for one project, or your assistant's skills folder."))
-@click.option("--dest", type=click.Path(file_okay=False), show_default=True, default=DEFAULT_SKILLS_DIR,
-              help=N_("The skills folder to install into."))
+    "Link the skill into DEST/.claude/skills/ (Claude Code) and DEST/.agents/skills/ (other assistants), so that "
+    "upgrading grpo-skill upgrades the skill. DEST is a project folder (default: the current one); "
+    "--dest ~ makes it available in every project."))
+@click.option("--dest", type=click.Path(file_okay=False), show_default=N_("the current folder"),
+              help=N_("The folder that holds .claude/ and .agents/."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
-              help=N_("Install the English SKILL.md or its Chinese twin."))
-@click.option("--force", is_flag=True, help=N_("Replace an existing copy that differs from this one."))
+              help=N_("Install the English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
+@click.option("--copy", is_flag=True, help=N_("Copy the files instead of linking (where links are not possible)."))
+@click.option("--force", is_flag=True, help=N_("Replace a copy that differs from this one, or a link elsewhere."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def skill_install(dest, lang, force, as_json):
+def skill_install(dest, lang, copy, force, as_json):
     from . import skillfiles
 
     try:
-        installed = skillfiles.install(dest, lang or i18n.current(), force=force)
+        installed = skillfiles.install(dest, lang or i18n.current(), copy=copy, force=force)
     except skillfiles.InstallError as error:
         fail(str(error))
-    result = {"path": str(installed.path), "lang": installed.lang, "status": installed.status,
-              "files": installed.files}
+    result = {"name": installed.name, "lang": installed.lang, "source": str(installed.source),
+              "files": installed.files,
+              "places": [{"path": str(p.path), "mode": p.mode, "status": p.status} for p in installed.places],
+              "removed": [str(path) for path in installed.removed], "note": installed.note}
     messages = {
-        "installed": N_("Installed the skill ({lang}, {count} files) in {path}"),
-        "replaced": N_("Replaced the skill in {path} ({lang}, {count} files)"),
-        "unchanged": N_("{path} already holds this skill ({lang}); nothing to do"),
+        ("installed", "link"): N_("{path}: linked to {source}"),
+        ("replaced", "link"): N_("{path}: replaced by a link to {source}"),
+        ("unchanged", "link"): N_("{path}: already links to {source}"),
+        ("installed", "copy"): N_("{path}: copied ({count} files)"),
+        ("replaced", "copy"): N_("{path}: replaced by a copy ({count} files)"),
+        ("unchanged", "copy"): N_("{path}: already holds this version ({count} files)"),
     }
-    emit(result, as_json, lambda data: click.echo(_(messages[data["status"]]).format(
-        path=data["path"], lang=data["lang"], count=len(data["files"]))))
+
+    def text(data):
+        for place in data["places"]:
+            click.echo(_(messages[place["status"], place["mode"]]).format(
+                path=place["path"], source=data["source"], count=len(data["files"])))
+        for path in data["removed"]:
+            click.echo(_("{path}: removed (the other language's skill)").format(path=path))
+        if data["note"]:
+            click.echo(_("note: {note}").format(note=data["note"]), err=True)
+
+    emit(result, as_json, text)
 
 
 def _translate_click() -> None:

@@ -6,14 +6,14 @@ import re
 import shutil
 import tempfile
 from dataclasses import asdict
-from importlib import resources
 from pathlib import Path
 
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
 from .errors import UserError
-from . import __version__, i18n, plugins
+from . import __version__, i18n, plugins, skillfiles
+from . import update as updates
 from . import project as config
 from .i18n import LANGS, _
 from .registry import RegistryError
@@ -45,7 +45,9 @@ def _template_ngettext(context, singular: str, plural: str, n: int) -> str:
 
 
 def template_dir() -> Path:
-    return Path(str(resources.files("grpo_skill.templates").joinpath("project")))
+    from . import history
+
+    return history.template_dir()
 
 
 def parse_reward(option: str) -> tuple[str, float]:
@@ -135,6 +137,8 @@ def render(name: str, parent: str | Path = ".", *, force: bool = False, **option
                         unsafe=True)
         if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
             shutil.copyfile(dataset, rendered / data["dataset_path"])
+        skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
+        updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None
         try:
             plugin_name = plugins.register_project(rendered)

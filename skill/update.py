@@ -1,0 +1,232 @@
+"""`grpo-skill update`: bring a generated project to the installed template version, keeping the user's edits.
+
+copier's own update does the work (a three-way merge between the template version the project was made from,
+the project as it is, and the template now; conflicts are marked inline). It needs the project in git, clean,
+and its ``.copier-answers.yml`` naming the template version: ``new`` records it (:func:`record_origin`) and
+makes the project a git repository with a first commit (:func:`start_repository`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__, history, skillfiles
+from .errors import UserError
+from .i18n import _
+
+ANSWERS_FILE = ".copier-answers.yml"
+ORIGIN_KEYS = ("_commit", "_src_path")
+# copier marks what it could not merge between these lines (copier._main, conflict="inline")
+CONFLICT_MARKERS = ("<<<<<<< before updating", ">>>>>>> after updating")
+GIT_IDENTITY = ("-c", "user.name=grpo-skill", "-c", "user.email=grpo-skill@localhost")
+
+
+class UpdateError(UserError):
+    """The project cannot be updated as it is; nothing was changed."""
+
+
+@dataclass
+class UpdateResult:
+    project: Path
+    old: str | None
+    new: str
+    changed: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def status(self) -> str:
+        return "conflicts" if self.conflicts else ("updated" if self.changed else "unchanged")
+
+
+# --- what `new` does ---------------------------------------------------------------------------------------
+
+
+def _write_origin(project: Path, ref: str | None) -> None:
+    """Put ``_commit``/``_src_path`` after the answers file's header comment; remove both when ``ref`` is None."""
+    import yaml
+
+    answers = Path(project) / ANSWERS_FILE
+    lines = [line for line in answers.read_text(encoding="utf-8").splitlines(keepends=True)
+             if not line.startswith(tuple(f"{key}:" for key in ORIGIN_KEYS))]
+    if ref:
+        header = 0
+        while header < len(lines) and lines[header].startswith("#"):
+            header += 1
+        lines[header:header] = [yaml.safe_dump({"_commit": ref, "_src_path": history.SOURCE}, sort_keys=False)]
+    answers.write_text("".join(lines), encoding="utf-8")
+
+
+def record_origin(project: str | Path, template: Path | None = None) -> str | None:
+    """Write the template version into a new project's answers file, or, when the template folder is not a
+    bundled commit (a development checkout), leave no ``_commit``/``_src_path`` at all. Returns the version."""
+    ref = history.current_commit(template)
+    _write_origin(Path(project), ref)
+    return ref
+
+
+def _git_path() -> str | None:
+    return shutil.which("git")
+
+
+def _git(args, cwd, check=True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        raise UpdateError(_("git {command} failed in {path}: {error}").format(
+            command=args[0], path=cwd, error=lines[-1] if lines else result.returncode))
+    return result
+
+
+def _work_tree(path: Path) -> Path | None:
+    result = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def _has_identity(cwd: Path) -> bool:
+    configured = subprocess.run(["git", "config", "user.email"], cwd=cwd, capture_output=True, text=True)
+    return bool(configured.stdout.strip())
+
+
+def _identity(cwd: Path) -> tuple[str, ...]:
+    """Commit as the user; as grpo-skill where git knows no user (a fresh machine, CI)."""
+    return () if _has_identity(cwd) else GIT_IDENTITY
+
+
+def _copier_identity(cwd: Path) -> dict[str, str]:
+    """copier commits in scratch repositories with the user's git identity; lend one where there is none."""
+    if _has_identity(cwd):
+        return {}
+    return {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+            for what, value in (("NAME", "grpo-skill"), ("EMAIL", "grpo-skill@localhost"))}
+
+
+def start_repository(project: str | Path, files: list[str]) -> str:
+    """Make a new project a git repository with ``files`` in its first commit, so that `update` can merge later.
+
+    Returns what happened: "created", "inside" (already in someone's repository: left to the user to commit),
+    or "no-git".
+    """
+    project = Path(project)
+    if _git_path() is None:
+        return "no-git"
+    if _work_tree(project) is not None:
+        return "inside"
+    _git(["init", "-q"], project)
+    _git(["add", "--", *files], project)
+    _git([*_identity(project), "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",
+          f"New GRPO project from grpo-skill {__version__}"], project)
+    return "created"
+
+
+# --- update ------------------------------------------------------------------------------------------------
+
+
+def _answers(project: Path) -> dict:
+    import yaml
+
+    path = project / ANSWERS_FILE
+    if not path.is_file():
+        raise UpdateError(_("{path} has no {file}: it was not made by grpo-skill new").format(
+            path=project, file=ANSWERS_FILE))
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def _changes(project: Path) -> tuple[list[str], list[str]]:
+    """(changed files, files with conflicts) in the project's work tree, relative to the project."""
+    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
+    top = _work_tree(project)
+    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
+    changed = []
+    for line in status.splitlines():
+        path = line[3:].split(" -> ")[-1].strip('"')
+        if prefix != ".":
+            path = path.removeprefix(prefix + "/")
+        changed.append(path)
+    conflicts = [path for path in changed if (project / path).is_file()
+                 and any(marker in (project / path).read_text(encoding="utf-8", errors="replace")
+                         for marker in CONFLICT_MARKERS)]
+    return sorted(set(changed)), sorted(conflicts)
+
+
+def _run_copier(project: Path, commit: str) -> None:
+    import copier
+    from copier.errors import CopierError
+
+    try:
+        with history.git_reads_bundle(**_copier_identity(project)):
+            copier.run_update(
+                str(project), vcs_ref=commit,  # the template: _src_path, history.SOURCE
+                data={"grpo_skill_version": __version__}, defaults=True, overwrite=True, skip_answered=True,
+                unsafe=True,  # the template's only "unsafe" part is grpo_skill's TemplateTranslations
+                quiet=True, conflict="inline",
+                # copier checks the template out as a git worktree, whose .git is a file; the template's own
+                # _exclude replaces copier's default one, which would leave it out
+                exclude=(".git",),
+            )
+    except CopierError as error:
+        raise UpdateError(_("copier could not update {path}: {error}").format(path=project, error=error)) from None
+    except Exception as error:  # git failing inside copier (e.g. a commit missing from the bundle)
+        stderr = getattr(error, "stderr", None) or str(error)
+        raise UpdateError(_("copier could not update {path}: {error}").format(
+            path=project, error=stderr.strip().splitlines()[-1] if stderr.strip() else type(error).__name__)) from None
+
+
+def _apply(project: Path, lang: str, manifest: dict) -> None:
+    _run_copier(project, manifest["commit"])
+    _write_origin(project, manifest["ref"])  # whatever the answers file's template writes, keep these portable
+    skillfiles.refresh_in_project(project, lang)
+
+
+def _is_current(project: Path, answers: dict, manifest: dict) -> bool:
+    return (answers.get("_commit") in (manifest["ref"], manifest["commit"])
+            and answers.get("grpo_skill_version") == __version__
+            and skillfiles.project_copies_current(project, answers.get("lang", "en")))
+
+
+def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
+    """Update ``project`` in place (or, with ``dry_run``, a throw-away clone of it) and say what changed."""
+    project = Path(project)
+    if not project.is_dir():
+        raise UpdateError(_("{path} is not a folder").format(path=project))
+    answers = _answers(project)
+    old = answers.get("_commit")
+    if not old or answers.get("_src_path") != history.SOURCE:
+        raise UpdateError(
+            _("{path} does not record which template version made it (made by an older grpo-skill, or from a "
+              "development checkout), so there is nothing to merge from; compare it with a fresh "
+              "`grpo-skill new` instead").format(path=project))
+    manifest = history.load_manifest()
+    if manifest is None or not history.bundle_path().is_file():
+        raise UpdateError(_("this grpo-skill installation has no template history ({path}); reinstall it").format(
+            path=history.bundle_path()))
+    if _git_path() is None:
+        raise UpdateError(_("git is not installed; grpo-skill update needs it (https://git-scm.com)"))
+    top = _work_tree(project)
+    if top is None:
+        raise UpdateError(_("{path} is not in a git repository; run: git init && git add -A && git commit -m "
+                            "'my project', then update").format(path=project))
+    if _git(["status", "--porcelain", "--", "."], project).stdout.strip():
+        raise UpdateError(_("{path} has uncommitted changes; commit or stash them, then update").format(path=project))
+
+    result = UpdateResult(project, old, manifest["ref"], dry_run=dry_run)
+    if _is_current(project, answers, manifest):
+        return result
+    lang = answers.get("lang", "en")
+    if not dry_run:
+        _apply(project, lang, manifest)
+        result.changed, result.conflicts = _changes(project)
+        return result
+    with tempfile.TemporaryDirectory(prefix="grpo-skill-update-") as scratch:
+        clone = Path(scratch) / "clone"
+        _git(["clone", "-q", "--no-hardlinks", str(top), str(clone)], scratch)
+        copy = clone / project.resolve().relative_to(top.resolve())
+        _apply(copy, lang, manifest)
+        result.changed, result.conflicts = _changes(copy)
+    return result
