@@ -336,6 +336,34 @@ def plugins_command(as_json):
     ))
 
 
+@main.group("plugin", help=N_("Write your own plugins: grpo-skill plugin new NAME."))
+def plugin_group():
+    pass
+
+
+@plugin_group.command("new", help=N_(
+    "Create a reward-plugin package: pyproject with the grpo_skill entry point, the reward NAME with params, "
+    "tests against the reward contract, README in English and Chinese. Install it with pip install -e ."))
+@click.argument("name")
+@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
+              help=N_("Where to create the package folder."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def plugin_new(name, output_dir, as_json):
+    from .scaffold import ScaffoldError, new_plugin
+
+    try:
+        target, files = new_plugin(name, output_dir)
+    except ScaffoldError as error:
+        fail(str(error))
+    result = {"package": str(target.resolve()), "files": files}
+
+    def text(data):
+        click.echo(_("Created {package} ({count} files).").format(package=data["package"], count=len(files)))
+        click.echo(_("Next:  cd {package} && pip install -e '.[test]' && pytest").format(package=target))
+
+    emit(result, as_json, text)
+
+
 @main.command(help=N_("Validate a project's config.toml without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
 def check(project):
