@@ -42,7 +42,8 @@ def warn_broken_plugins() -> None:
 HEADERS = {
     "name": N_("name"), "model": N_("model"), "max_seq_length": N_("max_seq_length"), "rewards": N_("rewards"),
     "plugin": N_("plugin"), "description": N_("description"), "source": N_("source"), "version": N_("version"),
-    "hooks": N_("hooks"), "error": N_("error"),
+    "hooks": N_("hooks"), "error": N_("error"), "package": N_("package"), "installed": N_("installed"),
+    "tested": N_("tested with"),
 }
 
 
@@ -409,6 +410,53 @@ def build_model(shape, chat, out):
     from . import modelbuild
 
     click.echo(modelbuild.build(shape, opens_think=not chat, dest=out))
+
+
+@main.command(help=N_(
+    "Check that this environment can train: Python, torch, CUDA and GPUs, the versions grpo-skill is tested "
+    "with and known-bad combinations, the model cache, disk space, plugins, git. Exits 1 on a blocker."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def doctor(as_json):
+    from . import doctor as checks
+
+    facts = checks.collect()
+    problems = checks.diagnose(facts)
+    blockers = sum(problem["level"] == checks.BLOCKER for problem in problems)
+
+    def text(data):
+        facts = data["facts"]
+        torch = facts["torch"]
+        click.echo(_("grpo-skill {version}, Python {python} ({executable})").format(
+            version=facts["grpo_skill"], python=facts["python"]["version"],
+            executable=facts["python"]["executable"]))
+        if torch["imported"]:
+            click.echo(_("torch {version}: CUDA {cuda}").format(
+                version=facts["packages"].get("torch"),
+                cuda=torch["cuda_version"] if torch["cuda"] else _("not available")))
+        for index, device in enumerate(torch["devices"]):
+            click.echo(_("GPU {index}: {name}, {total} GiB ({free} GiB free), compute {capability}").format(
+                index=index, **device))
+        table([{"package": name, "installed": version or "-",
+                "tested": facts["tested"].get(name, {}).get("spec", "")}
+               for name, version in sorted(facts["packages"].items())], ["package", "installed", "tested"])
+        hub = facts["hub"]
+        click.echo(_("model cache: {cache} ({free} GiB free), offline {offline}, token {token}").format(
+            cache=hub["cache"], free=facts["disk"]["hub_cache_free_gib"],
+            offline=_("yes") if hub["offline"] else _("no"), token=_("yes") if hub["token"] else _("no")))
+        click.echo(_("plugins: {list}").format(list=", ".join(p["name"] + (" (!)" if p["error"] else "")
+                                                             for p in facts["plugins"])))
+        click.echo(_("git: {version}").format(version=facts["git"] or _("not installed")))
+        for problem in data["problems"]:
+            mark = "✗" if problem["level"] == checks.BLOCKER else "!"
+            click.echo(f"{mark} {problem['what']}")
+            click.echo("  " + _("fix: {fix}").format(fix=problem["fix"]))
+        summary = (N_("{blockers} blocker(s), {warnings} warning(s): fix the blockers before training.")
+                   if blockers else N_("Ready to train ({warnings} warning(s))."))
+        click.echo(_(summary).format(blockers=blockers, warnings=len(data["problems"]) - blockers))
+
+    emit({"facts": facts, "problems": problems, "ok": not blockers}, as_json, text)
+    if blockers:
+        sys.exit(1)
 
 
 @main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references."))
