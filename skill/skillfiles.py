@@ -110,11 +110,20 @@ def skill_name(skill_md: Path) -> str:
     return name
 
 
+def files_under(folder: Path) -> dict[str, Path]:
+    """Relative name -> file, following links (the repository's skill folders are links)."""
+    found = {}
+    for parent, _dirs, names in os.walk(folder, followlinks=True):
+        for name in names:
+            path = Path(parent) / name
+            found[path.relative_to(folder).as_posix()] = path
+    return found
+
+
 def _same_files(folder: Path, files: dict[str, Path]) -> bool:
     if not folder.is_dir():
         return False
-    present = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
-    return present == set(files) and all(
+    return set(files_under(folder)) == set(files) and all(
         (folder / name).read_bytes() == source.read_bytes() for name, source in files.items()
     )
 
@@ -286,7 +295,7 @@ def refresh_in_project(project: str | Path, lang: str = "en") -> list[str]:
         relative = folder.relative_to(project).as_posix()
         if folder.is_dir() and not folder.is_symlink() and _same_files(folder, files):
             continue
-        old = ({p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        old = ({name_: path.read_bytes() for name_, path in files_under(folder).items()}
                if folder.is_dir() and not folder.is_symlink() else {})
         folder.parent.mkdir(parents=True, exist_ok=True)
         _remove(folder)
