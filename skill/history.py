@@ -38,7 +38,7 @@ PREFIX = "templates/project"  # the template's folder in this repository
 # file system; git_reads_bundle() maps it to the bundle of whichever grpo-skill runs.
 SOURCE = "git+grpo-skill://templates/project"
 GIT_URL = SOURCE.removeprefix("git+")
-IGNORED_PARTS = ("__pycache__",)
+IGNORED_PARTS = ("__pycache__", ".git")
 IGNORED_SUFFIXES = (".pyc",)
 
 
