@@ -8,14 +8,17 @@ import yaml
 
 from grpo_skill import plugins
 
+SKILL_FILES = {"SKILL.md", "references/cli.md", "references/grpo-config.md", "references/plugins.md",
+               "references/rewards.md", "references/troubleshooting.md"}
 PROJECT_FILES = {
     ".copier-answers.yml", ".env.example", ".gitignore", "README.md", "config.toml", "data/prompts.jsonl",
     "evaluate.py", "requirements.txt", "rewards.py", "tests/test_project.py", "train.py",
-}
+} | {f"{skills}/grpo-skill/{name}" for skills in (".claude/skills", ".agents/skills") for name in SKILL_FILES}
 
 
 def files_under(folder):
-    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and ".git" not in p.parts}
 
 
 def snapshot(folder):
@@ -34,7 +37,7 @@ def test_each_preset_renders_the_exact_file_set(cli, tmp_path, preset):
     assert answers["max_seq_length"] == registered.max_seq_length
     assert answers["rewards"] == [{"name": n, "weight": w} for n, w in registered.rewards]
     assert answers["grpo"] == dict(registered.grpo)
-    assert "_src_path" in answers
+    assert answers["_src_path"] == "git+grpo-skill://templates/project"  # the template, not a path here
     cli("check", str(tmp_path / "run1"))
 
 
