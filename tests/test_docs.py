@@ -46,6 +46,7 @@ ALLOWED_KEYS = {"name", "description", "license", "compatibility", "metadata", "
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 TRIGGERS = ("GRPO", "RLHF", "reward function", "GRPOTrainer", "KL penalty", "强化学习", "奖励函数")
 PROJECT_PREFIX = plugins.PROJECT_PLUGIN_PREFIX
+SKILL_NAMES = {"en": "grpo-skill", "zh-CN": "grpo-skill-zh-cn"}
 
 
 # --- reading the markdown ---------------------------------------------------------------------------------
@@ -174,10 +175,11 @@ def test_frontmatter_follows_the_agent_skills_spec(lang):
     meta = doc.frontmatter
     assert isinstance(meta, dict), "SKILL.md must start with YAML frontmatter between '---' lines"
     assert set(meta) <= ALLOWED_KEYS, f"keys the spec does not allow: {sorted(set(meta) - ALLOWED_KEYS)}"
-    assert meta["name"] == "grpo-skill"  # the folder name it is installed under
+    assert meta["name"] == SKILL_NAMES[lang]  # the folder it ships and is installed in
     assert len(meta["name"]) <= 64 and NAME_PATTERN.match(meta["name"])
     description = meta["description"]
     assert isinstance(description, str) and 0 < len(description) <= 1024, len(description)
+    assert "<" not in description and ">" not in description  # the Agent Skills validator refuses them
     for word in TRIGGERS:
         assert word in description, f"description lacks the trigger {word!r}"
     if "compatibility" in meta:
@@ -380,12 +382,6 @@ def test_rewards_files_in_the_docs_are_followed_by_a_runnable_try():
 # --- grpo-skill commands ------------------------------------------------------------------------------------------
 
 QUICKSTART_PROJECT = "my-run"
-PENDING = {
-    # Features of the bilingual-CLI half of issue 3, landed by another engineer; until they are in cli.py the
-    # commands that use them are expected to fail.
-    "skill": "`grpo-skill skill install` (issue 3, CLI half)",
-    "--lang": "`--lang` before the command (issue 3, CLI half)",
-}
 
 
 def command_lines(block: Block) -> tuple[str, ...]:
@@ -407,16 +403,8 @@ def quickstart_block() -> Block:
     raise AssertionError("SKILL.md has no bash block that runs python train.py (the quick start)")
 
 
-def pending_reason(args: list[str]) -> str | None:
-    if args and args[0] == "skill" and "skill" not in main.commands:
-        return PENDING["skill"]
-    if "--lang" in args[:1] and not any(p.name == "lang" for p in main.params):
-        return PENDING["--lang"]
-    return None
-
-
 class Runner:
-    """Runs the lines of a docs bash block: cd, grpo-skill (in process), python train.py (a subprocess)."""
+    """Runs the lines of a docs bash block: cd, grpo-skill (in process), python train.py and git (subprocesses)."""
 
     def __init__(self, cwd: Path, monkeypatch):
         self.cwd = cwd
@@ -438,11 +426,16 @@ class Runner:
             self.train(words[2:], env, where)
         elif words[0] == "pip":
             pass  # installing is not tested here
+        elif words[0] == "git":
+            identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+                        for what, value in (("NAME", "docs"), ("EMAIL", "docs@localhost"))}
+            result = subprocess.run(words, cwd=self.cwd, capture_output=True, text=True,
+                                    env={**os.environ, **identity, **env}, timeout=60)
+            assert result.returncode == 0, f"{where}: {line} failed in {self.cwd}\n{result.stderr}"
         else:
             raise AssertionError(f"{where}: the docs test does not know how to run {line!r}; teach it")
 
     def grpo_skill(self, args: list[str], env: dict, where: str) -> None:
-        reason = pending_reason(args)
         self.monkeypatch.chdir(self.cwd)
         before = {name for name, _ in plugins.manager().list_name_plugin()}
         try:
@@ -451,8 +444,6 @@ class Runner:
             for name, _ in plugins.manager().list_name_plugin():
                 if name not in before and name.startswith(PROJECT_PREFIX):
                     plugins.unregister(name)
-        if result.exit_code != 0 and reason:
-            pytest.xfail(f"pending: {reason}")
         assert result.exit_code == 0, (
             f"{where}: grpo-skill {shlex.join(args)} exited {result.exit_code} in {self.cwd}\n{result.output}"
             + (f"\n{result.exception!r}" if result.exception and not isinstance(result.exception, SystemExit) else "")
