@@ -242,6 +242,9 @@ def new(name, preset, rewards, backend, model, dataset, prompt_column, lang, out
         elif repository == "no-git":
             click.echo(_("note: git is not installed, so the project is not a git repository; "
                          "`grpo-skill update` will need one"), err=True)
+        elif repository == "failed":
+            click.echo(_("note: git could not commit the project; commit it yourself before `grpo-skill update`"),
+                       err=True)
 
     emit(result, as_json, text)
 

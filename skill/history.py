@@ -4,7 +4,7 @@ copier updates a project with a three-way merge: it renders the template at the 
 from, diffs that against the project, and applies the diff to the template's current version. It needs the
 template as a git repository. The package carries one: ``templates/project.bundle``, the history of
 ``templates/project`` cut out of this repository (``git subtree split``), and ``templates/project.history.json``,
-its newest commit and the git ids of that commit's files. Both are made by::
+its newest commit, the git ids of that commit's files, and every commit of its history. Both are made by::
 
     python -m grpo_skill.history --write    # after committing a change under templates/project
     python -m grpo_skill.history --check    # exit 1 when templates/project differs from the bundle
@@ -83,6 +83,11 @@ def folder_files(folder: Path) -> dict[str, str]:
         if path.is_file() and not any(part in IGNORED_PARTS for part in path.relative_to(folder).parts)
         and not path.name.endswith(IGNORED_SUFFIXES)
     }
+
+
+def knows(manifest: dict, commit: str) -> bool:
+    """Whether ``commit`` (full, or abbreviated as copier records it) is in the shipped history."""
+    return len(commit) >= 4 and any(known.startswith(commit) for known in manifest.get("history", ()))
 
 
 def current_commit(folder: Path | None = None, manifest: dict | None = None) -> str | None:
@@ -177,7 +182,8 @@ def write_bundle(repo: Path, commit: str, out_dir: Path) -> dict:
         clone = Path(scratch) / "clone"
         _git("clone", "-q", str(bundle), str(clone))
         ref = _git("describe", "--tags", "--always", split, cwd=clone)  # what copier records as _commit
-    manifest = {"commit": split, "ref": ref, "files": files}
+        commits = _git("rev-list", split, cwd=bare).split()  # every version a project can have been made from
+    manifest = {"commit": split, "ref": ref, "files": files, "history": commits}
     (out_dir / f"{TEMPLATE}.history.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                                                       encoding="utf-8")
     return manifest

@@ -21,8 +21,6 @@ from .i18n import _
 
 ANSWERS_FILE = ".copier-answers.yml"
 ORIGIN_KEYS = ("_commit", "_src_path")
-# copier marks what it could not merge between these lines (copier._main, conflict="inline")
-CONFLICT_MARKERS = ("<<<<<<< before updating", ">>>>>>> after updating")
 GIT_IDENTITY = ("-c", "user.name=grpo-skill", "-c", "user.email=grpo-skill@localhost")
 
 
@@ -110,17 +108,20 @@ def start_repository(project: str | Path, files: list[str]) -> str:
     """Make a new project a git repository with ``files`` in its first commit, so that `update` can merge later.
 
     Returns what happened: "created", "inside" (already in someone's repository: left to the user to commit),
-    or "no-git".
+    "no-git", or "failed" (git refused; the project itself is complete).
     """
     project = Path(project)
     if _git_path() is None:
         return "no-git"
     if _work_tree(project) is not None:
         return "inside"
-    _git(["init", "-q"], project)
-    _git(["add", "--", *files], project)
-    _git([*_identity(project), "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",
-          f"New GRPO project from grpo-skill {__version__}"], project)
+    try:
+        _git(["init", "-q"], project)
+        _git(["add", "--", *files], project)
+        _git([*_identity(project), "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",
+              f"New GRPO project from grpo-skill {__version__}"], project)
+    except (UpdateError, OSError):
+        return "failed"
     return "created"
 
 
@@ -140,6 +141,7 @@ def _answers(project: Path) -> dict:
 
 def _changes(project: Path) -> tuple[list[str], list[str]]:
     """(changed files, files with conflicts) in the project's work tree, relative to the project."""
+    # status --porcelain names paths from the repository's top, ls-files from the current folder
     status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
     top = _work_tree(project)
     prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
@@ -149,15 +151,16 @@ def _changes(project: Path) -> tuple[list[str], list[str]]:
         if prefix != ".":
             path = path.removeprefix(prefix + "/")
         changed.append(path)
-    conflicts = [path for path in changed if (project / path).is_file()
-                 and any(marker in (project / path).read_text(encoding="utf-8", errors="replace")
-                         for marker in CONFLICT_MARKERS)]
+    # copier records what it could not merge as unmerged index entries, like git merge does
+    unmerged = _git(["ls-files", "--unmerged", "--", "."], project).stdout
+    conflicts = {line.split("\t", 1)[1] for line in unmerged.splitlines() if "\t" in line}  # relative to project
     return sorted(set(changed)), sorted(conflicts)
 
 
 def _run_copier(project: Path, commit: str) -> None:
     import copier
     from copier.errors import CopierError
+    from plumbum.commands.processes import ProcessExecutionError
 
     try:
         with history.git_reads_bundle(**_copier_identity(project)):
@@ -172,10 +175,10 @@ def _run_copier(project: Path, commit: str) -> None:
             )
     except CopierError as error:
         raise UpdateError(_("copier could not update {path}: {error}").format(path=project, error=error)) from None
-    except Exception as error:  # git failing inside copier (e.g. a commit missing from the bundle)
-        stderr = getattr(error, "stderr", None) or str(error)
+    except ProcessExecutionError as error:  # git failing inside copier
+        lines = (error.stderr or "").strip().splitlines()
         raise UpdateError(_("copier could not update {path}: {error}").format(
-            path=project, error=stderr.strip().splitlines()[-1] if stderr.strip() else type(error).__name__)) from None
+            path=project, error=lines[-1] if lines else error)) from None
 
 
 def _apply(project: Path, lang: str, manifest: dict) -> None:
@@ -215,18 +218,23 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     if _git(["status", "--porcelain", "--", "."], project).stdout.strip():
         raise UpdateError(_("{path} has uncommitted changes; commit or stash them, then update").format(path=project))
 
+    if not history.knows(manifest, old):
+        raise UpdateError(
+            _("{path} was made from template version {old}, which this grpo-skill does not know (a newer or a "
+              "development grpo-skill made it); upgrade grpo-skill, then update").format(path=project, old=old))
+
     result = UpdateResult(project, old, manifest["ref"], dry_run=dry_run)
     if _is_current(project, answers, manifest):
         return result
     lang = answers.get("lang", "en")
-    if not dry_run:
-        _apply(project, lang, manifest)
-        result.changed, result.conflicts = _changes(project)
-        return result
+    # First in a throw-away clone: what --dry-run reports, and a failure there leaves the project untouched.
     with tempfile.TemporaryDirectory(prefix="grpo-skill-update-") as scratch:
         clone = Path(scratch) / "clone"
         _git(["clone", "-q", "--no-hardlinks", str(top), str(clone)], scratch)
         copy = clone / project.resolve().relative_to(top.resolve())
         _apply(copy, lang, manifest)
         result.changed, result.conflicts = _changes(copy)
+    if not dry_run:
+        _apply(project, lang, manifest)
+        result.changed, result.conflicts = _changes(project)
     return result

@@ -183,6 +183,23 @@ def test_update_keeps_the_users_edits_and_brings_the_new_version(project, monkey
     assert code == 0 and "is up to date" in output
 
 
+def test_a_project_inside_a_larger_repository_updates_too(tmp_path, monkeypatch, versions):
+    install_version(monkeypatch, versions["A"])
+    git("init", "-q", cwd=tmp_path)
+    assert grpo_skill("new", "inner", "--preset", "tiny", "-o", str(tmp_path / "runs"))[0] == 0
+    project = tmp_path / "runs" / "inner"
+    (project / "config.toml").write_text(
+        (project / "config.toml").read_text(encoding="utf-8").replace("max_steps = 60", "max_steps = 7"))
+    git("add", "-A", cwd=tmp_path)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "runs", cwd=tmp_path)
+    install_version(monkeypatch, versions["B"])
+    code, output = grpo_skill("update", str(project), "--json")
+    assert code == 0, output
+    assert sorted(json.loads(output)["changed"]) == [".copier-answers.yml", "train.py"]  # relative to the project
+    assert (project / "train.py").read_text(encoding="utf-8").rstrip().endswith(B_LINE)
+    assert "max_steps = 7" in (project / "config.toml").read_text(encoding="utf-8")
+
+
 def test_what_cannot_be_merged_is_marked_inline(project, monkeypatch, versions):
     train = project / "train.py"
     train.write_text(train.read_text(encoding="utf-8").rstrip("\n") + "\n# my own last line\n", encoding="utf-8")
@@ -195,7 +212,14 @@ def test_what_cannot_be_merged_is_marked_inline(project, monkeypatch, versions):
     assert "<<<<<<< before updating" in text and "# my own last line" in text and B_LINE in text
 
 
+def made_by_another_grpo_skill(project: Path) -> None:
+    path = project / ".copier-answers.yml"
+    path.write_text(path.read_text().replace(f"_commit: {answers(project)['_commit']}", "_commit: 0123abc"))
+    git("commit", "-qam", "x", cwd=project)
+
+
 @pytest.mark.parametrize("spoil, message", [
+    (made_by_another_grpo_skill, "was made from template version 0123abc, which this grpo-skill does not know"),
     (lambda p: shutil.rmtree(p / ".git"), "is not in a git repository; run: git init"),
     (lambda p: (p / "train.py").write_text("uncommitted\n"), "has uncommitted changes; commit or stash them"),
     (lambda p: (p / ".copier-answers.yml").unlink() or git("commit", "-qam", "x", cwd=p),
