@@ -8,7 +8,6 @@ makes the project a git repository with a first commit (:func:`start_repository`
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import tempfile

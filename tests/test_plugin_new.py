@@ -4,9 +4,7 @@ listed by `grpo-skill rewards` and trained with in a tiny project."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
