@@ -187,7 +187,7 @@ def _apply(project: Path, lang: str, manifest: dict) -> None:
 
 
 def _is_current(project: Path, answers: dict, manifest: dict) -> bool:
-    return (answers.get("_commit") in (manifest["ref"], manifest["commit"])
+    return (str(answers.get("_commit")) in (manifest["ref"], manifest["commit"])
             and answers.get("grpo_skill_version") == __version__
             and skillfiles.project_copies_current(project, answers.get("lang", "en")))
 
@@ -198,7 +198,7 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     if not project.is_dir():
         raise UpdateError(_("{path} is not a folder").format(path=project))
     answers = _answers(project)
-    old = answers.get("_commit")
+    old = str(answers.get("_commit") or "")  # a hand-edited file may hold an unquoted, all-digit commit
     if not old or answers.get("_src_path") != history.SOURCE:
         raise UpdateError(
             _("{path} does not record which template version made it (made by an older grpo-skill, or from a "
