@@ -187,12 +187,19 @@ class LocalJudge:
         device = params["device"]
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        from transformers.utils import logging as transformers_logging
+
+        bar = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run's output
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
         except (OSError, ValueError) as error:
             raise UserError(_("cannot load the judge model from {path}: {error}").format(path=path, error=error)) \
                 from None
+        finally:
+            if bar:
+                transformers_logging.enable_progress_bar()
         self.device, self.batch_size = device, max(1, int(params["batch_size"]))
         self.yes = self.tokenizer.encode("Yes", add_special_tokens=False)
         self.no = self.tokenizer.encode("No", add_special_tokens=False)

@@ -90,26 +90,40 @@ def thinking_comprehensive_factory(context):
     return thinking_comprehensive
 
 
+THINK_END_HELP = N_("the token that closes the thinking; its id comes from the tokenizer (Qwen3's 151668 "
+                    "without one)")
+
+
 @hookimpl
 def register_rewards(register):
     register(Reward(
         "length", length_factory,
         N_("Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on."),
         params={"too_short": 5, "long_from": 50},
+        param_help={"too_short": N_("fewer words than this score -1.0"),
+                    "long_from": N_("from this many words on the score is 0.5")},
+        example=("--completion", "Recursion is a function calling itself.", "--completion", "Yes."),
     ))
     register(Reward(
         "format", format_factory,
         N_("+0.5 when the completion ends with '.', +0.5 when it does not start with a space."),
+        example=("--completion", "Done.", "--completion", " done"),
     ))
     register(Reward(
         "thinking", thinking_factory,
         N_("Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
            "(+0.1 when the thinking asks a '?', from 10 tokens on)."),
         params={"think_end_token": "</think>"},
+        param_help={"think_end_token": THINK_END_HELP},
+        example=("--completion", "Is 91 prime? 7 x 13 = 91, so no.</think>No.", "--completion", "No.",
+                 "--tokenizer", "tiny"),
     ))
     register(Reward(
         "thinking_comprehensive", thinking_comprehensive_factory,
         N_("Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
            "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally)."),
         params={"think_end_token": "</think>"},
+        param_help={"think_end_token": THINK_END_HELP},
+        example=("--completion", "First, 91 is odd. Then try 7? 7 x 13 = 91.</think>Not prime.",
+                 "--completion", "Prime.</think>Yes.", "--tokenizer", "tiny"),
     ))
