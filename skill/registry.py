@@ -175,7 +175,16 @@ class RewardContext:
 
     @property
     def template_opens_think(self) -> bool:
-        """True when the preset's chat template opens <think> in the prompt (completions hold only </think>)."""
+        """True when the chat template opens <think> in the prompt, so that completions hold only </think>:
+        asked of the run's tokenizer (the model may not be the preset's: `--model PATH`), else the preset."""
+        template = getattr(self.tokenizer, "chat_template", None)
+        if template:
+            try:
+                prompt = self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": "?"}], tokenize=False, add_generation_prompt=True)
+                return prompt.rstrip().endswith("<think>")
+            except Exception:  # a template that needs more than one user message: trust the preset
+                pass
         return bool(self.preset and self.preset.template_opens_think)
 
 

@@ -114,6 +114,20 @@ def test_unfinished_thinking_scores_zero_when_the_template_opens_it():
     assert accuracy(["<think>6 x 7 = 42"], ["42"], template_opens_think=False) == [0.0]
 
 
+def test_auto_asks_the_run_tokenizers_chat_template(tiny_tokenizer):
+    # the tiny preset's template opens <think>, but a --model whose template does not (the arithmetic warm start)
+    # answers without thinking: its tokenizer decides, not the preset
+    from transformers import AutoTokenizer
+
+    from grpo_skill import modelbuild
+
+    chat = AutoTokenizer.from_pretrained(modelbuild.build("tiny", opens_think=False))
+    tiny = plugins.get_preset("tiny")
+    for tokenizer, expected in ((chat, [1.0, 1.0]), (tiny_tokenizer, [0.0, 1.0])):
+        reward = plugins.get_reward("accuracy").build(tokenizer=tokenizer, preset=tiny)
+        assert reward(completions=["57", "I add.</think>57"], answer=["57", "57"]) == expected
+
+
 def test_reasoning_accuracy_demands_a_closed_thinking_whatever_the_template():
     reward = plugins.get_reward("reasoning_accuracy").build()
     assert reward(completions=["6 x 7 = 42.</think>42", "42", "</think>41"], answer=["42"] * 3) == [1.0, 0.0, 0.0]

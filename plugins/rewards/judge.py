@@ -336,7 +336,8 @@ def register_rewards(register):
             "criteria": N_("what a good answer is, in a few words"),
             "reference_column": N_("a dataset column with reference answers shown to the judge; empty: none"),
             "think_end_token": N_("the judge sees only the text after it"),
-            "template_opens_think": N_("\"auto\": from the preset; true: no </think> means no answer (0.0)"),
+            "template_opens_think": N_("\"auto\": whether the chat template opens <think>; true: no </think> means "
+                                       "no answer (0.0)"),
         },
         example=("--prompt", "What is 6 x 7?", "--completion", "</think>42", "--completion", "</think>No idea",
                  "--param", "llm_judge.backend=local", "--param", "llm_judge.judge.model=tiny"),

@@ -17,7 +17,7 @@ from grpo_skill.i18n import N_, _
 from .verifiable import max_tokens_param, opens_think
 
 THINK_START, THINK_END = "<think>", "</think>"
-OPENS_THINK_HELP = N_("\"auto\": from the preset (true when its chat template opens <think> in the prompt)")
+OPENS_THINK_HELP = N_("\"auto\": true when the run's chat template (else the preset) opens <think> in the prompt")
 
 
 def _ids(context, completions, completion_ids):

@@ -147,8 +147,8 @@ ANSWER_PARAMS = {"answer_column": "answer", "think_end_token": "</think>", "temp
 ANSWER_HELP = {
     "answer_column": N_("the dataset column with the gold answer"),
     "think_end_token": N_("the answer is read after the last one"),
-    "template_opens_think": N_("\"auto\": from the preset; true: a completion without </think> never finished "
-                               "thinking and scores 0.0"),
+    "template_opens_think": N_("\"auto\": whether the chat template opens <think>; true: a completion without "
+                               "</think> never finished thinking and scores 0.0"),
 }
 
 
