@@ -252,8 +252,7 @@ def presets(as_json):
     emit(rows, as_json, lambda data: table(data, ["name", "model", "max_seq_length", "rewards", "plugin"]))
 
 
-@main.group("rewards", invoke_without_command=True,
-            help=N_("List the reward functions; `rewards try` scores completions, `rewards show` explains one."))
+@main.group("rewards", invoke_without_command=True, help=N_("List the reward functions."))
 @click.option("--project", type=click.Path(exists=True, file_okay=False),
               help=N_("Also list this project's rewards.py."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))

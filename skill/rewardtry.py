@@ -147,7 +147,7 @@ def load_tokenizer(spec: str | None):
             spec=spec, error=error)) from None
 
 
-class _TrainerLog:
+class TrainerLog:
     """What rewards log through TRL's log_extra / log_metric callbacks, kept to be shown."""
 
     def __init__(self) -> None:
@@ -161,11 +161,11 @@ class _TrainerLog:
         self.metrics[name] = float(value)
 
 
-def call_like_trl(func, prompts, completions, completion_ids, columns, log: _TrainerLog | None = None):
+def call_like_trl(func, prompts, completions, completion_ids, columns, log: TrainerLog | None = None):
     """``func`` called with the keyword arguments GRPOTrainer passes (awaited when it is async)."""
     from transformers import TrainerState
 
-    log = log or _TrainerLog()
+    log = log or TrainerLog()
     kwargs = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **columns,
                   trainer_state=TrainerState(), log_extra=log.log_extra, log_metric=log.log_metric)
     if inspect.iscoroutinefunction(func):
@@ -223,8 +223,11 @@ def advantages(scores: list[list[float | None]], weights: list[float], groups: l
         std = (_nanstd(totals) if totals.numel() > 1 else torch.tensor(0.0)).expand_as(totals).clone()
         mean = torch.nanmean(totals).expand_as(totals).clone()
         advantage = (totals - mean) / (std + STD_EPSILON)
-    zero_spread = torch.isclose(std, torch.zeros_like(std))
     advantage = torch.nan_to_num(advantage, nan=0.0)
+
+    def no_spread(rows) -> bool:  # equal totals in the group: advantages 0, whatever the scaling
+        spread = float(_nanstd(totals[rows])) if len(rows) > 1 else math.nan
+        return not math.isfinite(spread) or math.isclose(spread, 0.0, abs_tol=1e-8)
 
     def number(value):
         value = float(f"{float(value):.7g}")  # a float32's digits, not 0.30000001192092896
@@ -234,7 +237,7 @@ def advantages(scores: list[list[float | None]], weights: list[float], groups: l
         "totals": [number(v) for v in totals],
         "advantages": [number(v) for v in advantage],
         "groups": {group: {"mean": number(mean[rows[0]]), "std": number(std[rows[0]]),
-                           "zero_spread": bool(zero_spread[rows[0]]) or not math.isfinite(float(std[rows[0]]))}
+                           "zero_spread": no_spread(index_of[group])}
                    for group, rows in members.items()},
     }
 
@@ -271,7 +274,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     prompts = [sample.prompt for sample in samples]
     completions = [sample.completion for sample in samples]
 
-    rewards, scores_by_reward, log, caught = [], [], _TrainerLog(), []
+    rewards, scores_by_reward, log, caught = [], [], TrainerLog(), []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for name, weight in chosen:

@@ -46,7 +46,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     unless given). ``both_forms``: also call with chat-message completions and require the same scores.
     """
     from . import plugins
-    from .rewardtry import _TrainerLog, call_like_trl, load_tokenizer
+    from .rewardtry import TrainerLog, call_like_trl, load_tokenizer
 
     if isinstance(reward, str):
         reward = plugins.get_reward(reward)
@@ -67,7 +67,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
                 key=key, count=len(values), total=len(completions)))
 
     func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
-    log = _TrainerLog()
+    log = TrainerLog()
     scores = call_like_trl(func, prompts, completions, completion_ids, given, log)
     if both_forms and any(isinstance(c, str) for c in completions):
         as_messages = [_as_messages(c) for c in completions]

@@ -180,3 +180,20 @@ def test_every_builtin_has_documented_params_and_an_example_that_runs(name):
     assert code == 0, output
     scores = [sample["scores"][name] for sample in json.loads(output)["samples"]]
     assert len(scores) >= 2 and len(set(scores)) > 1, f"the example of {name} shows no difference: {scores}"
+
+
+def test_batch_scaling_and_normalize_then_sum(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    rows = [("a", "</think>42"), ("a", "</think>41"), ("b", "</think>42"), ("b", "</think>42")]
+    samples.write_text("\n".join(json.dumps({"prompt": p, "completion": c, "answer": "42"}) for p, c in rows))
+    data = json.loads(invoke("accuracy", "--file", str(samples), "--scale-rewards", "batch", "--json")[1])
+    # totals 1, 0 | 1, 1: the batch's std is 0.5, each group keeps its own mean (0.5 | 1.0)
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx([0.5 / 0.5001, -0.5 / 0.5001, 0.0, 0.0],
+                                                                     abs=1e-5)
+    assert [g["zero_spread"] for g in data["groups"]] == [False, True]
+    data = json.loads(invoke("accuracy", *ONE_RIGHT, "--aggregation", "normalize_then_sum", "--json")[1])
+    # per reward z-scores in the group (0.75 / 0.5001, -0.25 / 0.5001), then scaled by the batch's std of them
+    z = [0.75 / 0.5001, -0.25 / 0.5001]
+    spread = 0.5 / 0.5001 + 1e-4
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx(
+        [z[0] / spread, z[1] / spread, z[1] / spread, z[1] / spread], abs=1e-5)
