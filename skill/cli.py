@@ -308,16 +308,8 @@ def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, 
     from . import rewardtry
     from .errors import UserError
 
-    if bool(completions) == bool(samples_file):
-        fail(_("give the completions with --completion TEXT (repeat it) or with --file samples.jsonl"))
     try:
-        given = rewardtry.parse_columns(columns)
-        if samples_file:
-            samples = rewardtry.load_samples(samples_file)
-            for sample in samples:
-                sample.columns = {**given, **sample.columns}
-        else:
-            samples = [rewardtry.Sample(text, prompt, dict(given)) for text in completions]
+        samples = rewardtry.gather_samples(completions, samples_file, columns, prompt)
         result = rewardtry.try_rewards(
             specs, samples, params_items=params, tokenizer=tokenizer, preset=preset,
             project=project or (ctx.obj or {}).get("project"), scale_rewards=scale_rewards, aggregation=aggregation)

@@ -128,6 +128,19 @@ def load_samples(path: str | Path) -> list[Sample]:
     return samples
 
 
+def gather_samples(completions, samples_file, columns, prompt: str = "") -> list[Sample]:
+    """The samples of `rewards try`: --completion texts (with --prompt), or a --file; --column adds to each."""
+    if bool(completions) == bool(samples_file):
+        raise TryError(_("give the completions with --completion TEXT (repeat it) or with --file samples.jsonl"))
+    given = parse_columns(columns)
+    if not samples_file:
+        return [Sample(text, prompt, dict(given)) for text in completions]
+    samples = load_samples(samples_file)
+    for sample in samples:
+        sample.columns = {**given, **sample.columns}
+    return samples
+
+
 def load_tokenizer(spec: str | None):
     if not spec:
         return None

@@ -39,6 +39,18 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _NEGATION = re.compile(r"\b(?:not|no|isn't|never)\s+$")
 
 
+def require_math_verify() -> None:
+    """Fail when the reward is built, with the install line, rather than at its first call."""
+    from grpo_skill.errors import UserError
+    from grpo_skill.i18n import _
+
+    try:
+        import math_verify  # noqa: F401
+    except ImportError:
+        raise UserError(_("this reward needs math-verify: pip install math-verify (or pip install "
+                          "'grpo-skill[train]')")) from None
+
+
 def _timeouts() -> int | None:
     """math-verify's timeout here: seconds in the main thread, None elsewhere (signal.alarm would raise)."""
     if threading.current_thread() is threading.main_thread():

@@ -61,7 +61,11 @@ class _Retryable(Exception):
 
 class HttpJudge:
     def __init__(self, params):
-        import httpx
+        try:
+            import httpx
+        except ImportError:
+            raise UserError(_("the http judge needs httpx: pip install httpx (or pip install "
+                              "'grpo-skill[train]')")) from None
 
         url = str(params["url"]).rstrip("/")
         if not url.startswith(("http://", "https://")):

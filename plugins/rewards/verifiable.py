@@ -83,6 +83,7 @@ class Checker:
 
 
 def _accuracy(context, name: str, must_close: bool):
+    answers.require_math_verify()
     think_end = context.params["think_end_token"]
     opened = must_close or opens_think(context)
     checker = Checker(name, context.params["answer_column"])
@@ -117,6 +118,7 @@ def max_tokens_param(context, key: str) -> int:
 
 
 def cosine_length_factory(context):
+    answers.require_math_verify()
     params = context.params
     max_len = max_tokens_param(context, "max_len")
     think_end, opened = params["think_end_token"], opens_think(context)
