@@ -1,7 +1,20 @@
 """grpo-skill: GRPO training set-ups for TRL and Unsloth, with rewards and presets as plugins."""
 
 from .hookspecs import hookimpl
-from .registry import LoraSettings, Preset, Reward, RewardContext
+from .registry import (
+    Judge,
+    JudgeRequest,
+    LoraSettings,
+    Preset,
+    Reward,
+    RewardContext,
+    RewardError,
+    completion_text,
+    prompt_text,
+)
 
 __version__ = "0.1.0"
-__all__ = ["hookimpl", "LoraSettings", "Preset", "Reward", "RewardContext", "__version__"]
+__all__ = [
+    "hookimpl", "Judge", "JudgeRequest", "LoraSettings", "Preset", "Reward", "RewardContext", "RewardError", "completion_text",
+    "prompt_text", "__version__",
+]

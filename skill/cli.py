@@ -303,13 +303,17 @@ def presets(as_json):
     emit(rows, as_json, lambda data: table(data, ["name", "model", "max_seq_length", "rewards", "plugin"]))
 
 
-@main.command(help=N_("List the reward functions."))
+@main.group("rewards", invoke_without_command=True, help=N_("List the reward functions."))
 @click.option("--project", type=click.Path(exists=True, file_okay=False),
               help=N_("Also list this project's rewards.py."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def rewards(project, as_json):
+@click.pass_context
+def rewards(ctx, project, as_json):
     from . import plugins
 
+    ctx.obj = {"project": project}  # `rewards --project DIR try ...` works as `rewards try --project DIR ...`
+    if ctx.invoked_subcommand is not None:
+        return
     if project:
         plugins.register_project(project)
     rows = [
@@ -322,6 +326,65 @@ def rewards(project, as_json):
         [{**row, "description": _(row["description"]) if row["description"] else ""} for row in data],
         ["name", "plugin", "description"],
     ))
+
+
+@rewards.command("try", help=N_(
+    "Score completions with the real reward code: each reward's score, the weighted total and the group's "
+    "advantages as GRPO computes them, so that reward hacking and zero spread show before any GPU hour."))
+@click.argument("specs", nargs=-1, required=True, metavar="NAME[:WEIGHT]...")
+@click.option("--completion", "-c", "completions", multiple=True, metavar="TEXT",
+              help=N_("A completion to score; repeat it for a group."))
+@click.option("--file", "samples_file", type=click.Path(dir_okay=False),
+              help=N_("A JSONL file of samples: {\"completion\": ..., \"prompt\": ..., other columns} per line."))
+@click.option("--column", "columns", multiple=True, metavar="KEY=VALUE",
+              help=N_("A dataset column with the same text for every completion, e.g. answer=42."))
+@click.option("--prompt", default="", help=N_("The prompt the completions answer."))
+@click.option("--param", "params", multiple=True, metavar="NAME.KEY=VALUE",
+              help=N_("A reward param, e.g. length.too_short=3 (a TOML value; text as is)."))
+@click.option("--tokenizer", metavar="tiny|PATH",
+              help=N_("Tokenizer for completion_ids (tiny: the locally built one); token-based rewards need one."))
+@click.option("--preset", help=N_("Build the rewards for this preset (whether its template opens <think>, its "
+                                  "max_completion_length)."))
+@click.option("--project", type=click.Path(exists=True, file_okay=False),
+              help=N_("Also offer this project's rewards.py."))
+@click.option("--scale-rewards", default="group", show_default=True, type=click.Choice(["group", "batch", "none"]),
+              help=N_("GRPOConfig.scale_rewards: divide advantages by the group's std, the batch's, or not at all."))
+@click.option("--aggregation", default="sum_then_normalize", show_default=True,
+              type=click.Choice(["sum_then_normalize", "normalize_then_sum"]),
+              help=N_("GRPOConfig.multi_objective_aggregation."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+@click.pass_context
+def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, tokenizer, preset, project,
+                scale_rewards, aggregation, as_json):
+    from . import rewardtry
+    from .errors import UserError
+
+    try:
+        samples = rewardtry.gather_samples(completions, samples_file, columns, prompt)
+        result = rewardtry.try_rewards(
+            specs, samples, params_items=params, tokenizer=tokenizer, preset=preset,
+            project=project or (ctx.obj or {}).get("project"), scale_rewards=scale_rewards, aggregation=aggregation)
+    except UserError as error:
+        fail(str(error))
+    emit(result, as_json, rewardtry.render_try)
+
+
+@rewards.command("show", help=N_("A reward's description, params with their defaults, a config.toml snippet and an "
+                                 "example to try."))
+@click.argument("name")
+@click.option("--project", type=click.Path(exists=True, file_okay=False),
+              help=N_("Also look in this project's rewards.py."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+@click.pass_context
+def rewards_show(ctx, name, project, as_json):
+    from . import rewardtry
+    from .errors import UserError
+
+    try:
+        shown = rewardtry.show_reward(name, project=project or (ctx.obj or {}).get("project"))
+    except UserError as error:
+        fail(str(error))
+    emit(shown, as_json, rewardtry.render_show)
 
 
 @main.command("plugins", help=N_("List the loaded plugins and the hooks each implements."))

@@ -28,3 +28,15 @@ def register_presets(register):
 
     :param register: call ``register(Preset(name=..., model_id=..., ...))`` once per preset.
     """
+
+
+@hookspec
+def register_judges(register):
+    """Register judge backends for the ``llm_judge`` reward.
+
+    :param register: call ``register(Judge(name=..., factory=..., description=..., params=...))`` once per
+        backend. The factory receives the backend's merged params (the defaults, then the project's
+        ``judge = {...}`` table of llm_judge) and returns ``f(requests)``: for each
+        :class:`grpo_skill.registry.JudgeRequest` (question, answer, criteria, reference) one grade in [0, 1],
+        or ``None`` where the judge gave no usable grade.
+    """

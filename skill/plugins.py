@@ -20,7 +20,13 @@ from .registry import Preset, Registered, RegistryError, Reward, collect
 ENTRY_POINT_GROUP = "grpo_skill"
 # Comma-separated entry-point names to load; set but empty loads no installed plugin.
 LOAD_PLUGINS_ENV = "GRPO_SKILL_PLUGINS"
-DEFAULT_PLUGINS = ("grpo_skill.builtins.presets", "grpo_skill.builtins.rewards")
+DEFAULT_PLUGINS = (
+    "grpo_skill.builtins.presets",
+    "grpo_skill.builtins.rewards.seed",
+    "grpo_skill.builtins.rewards.verifiable",
+    "grpo_skill.builtins.rewards.shaping",
+    "grpo_skill.builtins.rewards.judge",
+)
 PROJECT_PLUGIN_PREFIX = "project:"
 
 

@@ -1,9 +1,20 @@
-"""What plugins register: rewards and presets, and the registry that collects them."""
+"""What plugins register: rewards, presets and judges, and the registry that collects them.
+
+Every reward, whoever registered it (built-in, installed plugin, a project's rewards.py), is built by
+``Reward.build``, whose wrapper holds the reward contract: one finite score or ``None`` per completion, strings
+and chat messages both accepted, the time of each call recorded, and any breach or exception reported as a
+``RewardError`` that names the reward, its plugin and the sample.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import math
+import numbers
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -12,15 +23,98 @@ from .i18n import _
 
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
 RewardFunc = Callable[..., "list[float | None]"]
+# A judge backend grades answers: f(requests) -> one grade in [0, 1] (or None) per JudgeRequest.
+JudgeFunc = Callable[[Sequence["JudgeRequest"]], "list[float | None]"]
 
 # Qwen3's id for </think>: used only when a reward is built without a tokenizer to ask.
 QWEN3_THINK_END_ID = 151668
 
 QWEN3_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
+SAMPLE_CHARS = 120  # how much of a completion an error message shows
+
 
 class RegistryError(UserError):
     """A plugin registered something inconsistent, or something asked for is not registered."""
+
+
+class RewardError(UserError):
+    """A reward broke the contract (wrong number of scores, a score that is no finite number) or raised."""
+
+
+def _content_text(content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):  # multimodal parts: [{"type": "text", "text": ...}, ...]
+        return "".join(part.get("text") or "" if isinstance(part, Mapping) else str(part) for part in content)
+    return str(content)
+
+
+def completion_text(completion) -> str:
+    """The text of one completion, as TRL passes it: a string, or chat messages
+    ``[{"role": "assistant", "content": ...}]`` when the dataset's prompts are conversations (the assistant
+    messages' text, joined by newlines, when a tool-using run gives several)."""
+    if isinstance(completion, str):
+        return completion
+    messages = [completion] if isinstance(completion, Mapping) else completion
+    if not isinstance(messages, Sequence):
+        raise TypeError(f"a completion is a string or a list of chat messages, not {type(completion).__name__}")
+    texts = [
+        _content_text(message.get("content")) if isinstance(message, Mapping) else _content_text(message)
+        for message in messages
+        if not isinstance(message, Mapping) or message.get("role", "assistant") == "assistant"
+    ]
+    return "\n".join(texts)
+
+
+def prompt_text(prompt) -> str:
+    """The text of one prompt: a string, or the last user message of a conversation."""
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+    return _content_text((users or list(prompt) or [{}])[-1].get("content"))
+
+
+class RewardTiming:
+    """Wall-clock seconds a reward spends per call; ``take()`` gives the mean since the last take, for the
+    metrics (logged as ``rewards/<name>/seconds``). Thread-safe: TRL runs async rewards in another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.seconds = 0.0
+        self.last: float | None = None
+        self._pending_calls = 0
+        self._pending_seconds = 0.0
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self.calls += 1
+            self.seconds += seconds
+            self.last = seconds
+            self._pending_calls += 1
+            self._pending_seconds += seconds
+
+    def take(self) -> float | None:
+        with self._lock:
+            if not self._pending_calls:
+                return None
+            mean = self._pending_seconds / self._pending_calls
+            self._pending_calls, self._pending_seconds = 0, 0.0
+            return mean
+
+
+def reward_seconds(reward_funcs) -> dict[str, float]:
+    """``{"rewards/<name>/seconds": mean seconds per call since the last time}`` for built rewards."""
+    found = {}
+    for func in reward_funcs:
+        timing = getattr(func, "timing", None)
+        seconds = timing.take() if isinstance(timing, RewardTiming) else None
+        if seconds is not None:
+            found[f"rewards/{func.__name__}/seconds"] = seconds
+    return found
 
 
 @dataclass(frozen=True)
@@ -75,8 +169,23 @@ class RewardContext:
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         if self.tokenizer is None:
-            raise RegistryError(_("completion_ids were not given and there is no tokenizer to make them"))
+            raise RegistryError(_("this reward counts tokens: completion_ids were not given and there is no "
+                                  "tokenizer to make them (grpo-skill rewards try: add --tokenizer tiny or PATH)"))
         return [self.tokenizer.encode(text, add_special_tokens=False) for text in texts]
+
+    @property
+    def template_opens_think(self) -> bool:
+        """True when the chat template opens <think> in the prompt, so that completions hold only </think>:
+        asked of the run's tokenizer (the model may not be the preset's: `--model PATH`), else the preset."""
+        template = getattr(self.tokenizer, "chat_template", None)
+        if template:
+            try:
+                prompt = self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": "?"}], tokenize=False, add_generation_prompt=True)
+                return prompt.rstrip().endswith("<think>")
+            except Exception:  # a template that needs more than one user message: trust the preset
+                pass
+        return bool(self.preset and self.preset.template_opens_think)
 
 
 @dataclass(frozen=True)
@@ -85,8 +194,13 @@ class Reward:
     factory: Callable[[RewardContext], RewardFunc]
     description: str
     params: Mapping[str, Any] = field(default_factory=dict)  # defaults, overridable per project
+    param_help: Mapping[str, str] = field(default_factory=dict)  # one line per param (grpo-skill rewards show)
+    # Arguments of `grpo-skill rewards try NAME ...` that show the reward at work (grpo-skill rewards show).
+    example: Sequence[str] = ()
+    plugin: str = field(default="", compare=False)  # set by the registry: who registered it
 
     def build(self, tokenizer=None, preset: Preset | None = None, params: Mapping[str, Any] | None = None):
+        """The TRL reward function, held to the reward contract (see the module's docstring)."""
         unknown = set(params or {}) - set(self.params)
         if unknown:
             raise RegistryError(
@@ -95,26 +209,173 @@ class Reward:
                 )
             )
         context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})})
-        func = self.factory(context)
+        where = _describe(self.name, self.plugin)
+        try:
+            func = self.factory(context)
+        except UserError as error:
+            raise RewardError(f"{where}: {error}") from error
+        except Exception as error:
+            raise RewardError(_("{where} could not be built: {error}; check its params").format(
+                where=where, error=_error_text(error))) from error
+        if not callable(func):
+            raise RewardError(_("{where}: its factory returned {value}, not a function").format(
+                where=where, value=_short(repr(func))))
+        return _with_contract(func, self.name, where)
 
-        # TRL logs each reward as rewards/<__name__>/mean: give it the registered name. TRL awaits
-        # `async def` rewards (concurrently), so an async reward stays async.
-        if inspect.iscoroutinefunction(func):
-            @functools.wraps(func)
-            async def reward(*args, **kwargs):
-                return await func(*args, **kwargs)
-        else:
-            @functools.wraps(func)
-            def reward(*args, **kwargs):
-                return func(*args, **kwargs)
 
-        reward.__name__ = reward.__qualname__ = self.name
-        return reward
+def _describe(name: str, plugin: str) -> str:
+    if plugin:
+        return _("reward {name!r} (plugin {plugin})").format(name=name, plugin=plugin)
+    return _("reward {name!r}").format(name=name)
+
+
+def _short(text: str, limit: int = SAMPLE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _sample(completions, index: int) -> str:
+    try:
+        text = completion_text(completions[index])
+    except Exception:  # the sample itself is what is wrong: show it raw
+        return _short(repr(completions[index]))
+    return repr(_short(text))
+
+
+def _completions_finder(func) -> Callable[[tuple, dict], Any]:
+    """How to find ``completions`` in a call: TRL passes it by keyword; people may pass it by position."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        signature = None
+
+    def find(args: tuple, kwargs: dict):
+        if "completions" in kwargs:
+            return kwargs["completions"]
+        if args and signature is not None:
+            try:
+                return signature.bind_partial(*args, **kwargs).arguments.get("completions")
+            except TypeError:
+                return None
+        return None
+
+    return find
+
+
+def _checked(where: str, result, completions) -> list[float | None]:
+    """The scores as a list of floats and Nones, or RewardError saying what is wrong and where."""
+    if not isinstance(result, (list, tuple)) and hasattr(result, "tolist"):  # numpy / torch
+        result = result.tolist()
+    if not isinstance(result, (list, tuple)):
+        raise RewardError(_("{where} returned {value}; return a list with one score per completion").format(
+            where=where, value=_short(repr(result))))
+    if len(result) != len(completions):
+        raise RewardError(
+            _("{where} returned {got} scores for {expected} completions; return one score (or None) per "
+              "completion. First completion: {sample}").format(
+                where=where, got=len(result), expected=len(completions),
+                sample=_sample(completions, 0) if len(completions) else "-"))
+    scores = []
+    for index, value in enumerate(result):
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy / torch scalars
+            try:
+                value = value.item()
+            except (TypeError, ValueError):
+                pass
+        if value is None:
+            scores.append(None)
+            continue
+        if isinstance(value, numbers.Real) and math.isfinite(float(value)):
+            scores.append(float(value))
+            continue
+        raise RewardError(
+            _("{where} gave {value} for completion {index}: {sample}; a score is a finite number, or None to "
+              "leave the completion out").format(
+                where=where, value=_short(repr(value), 40), index=index, sample=_sample(completions, index)))
+    return scores
+
+
+def _raised(where: str, error: Exception, completions) -> RewardError:
+    if isinstance(error, RewardError):
+        return error
+    if isinstance(error, UserError):
+        return RewardError(f"{where}: {error}")
+    sample = _sample(completions, 0) if completions else "-"
+    return RewardError(_("{where} raised {error} on a batch starting with {sample}").format(
+        where=where, error=_error_text(error), sample=sample))
+
+
+def _with_contract(func, name: str, where: str):
+    """``func`` wrapped: its scores checked, its time recorded, its name the registered one."""
+    timing = RewardTiming()
+    find_completions = _completions_finder(func)
+
+    def completions_of(args, kwargs):
+        completions = find_completions(args, kwargs)
+        if completions is None:
+            raise RewardError(_("{where} was called without completions; call it as TRL does: "
+                                "f(prompts=..., completions=..., completion_ids=..., **columns)").format(where=where))
+        return completions
+
+    # TRL awaits `async def` rewards (concurrently, in another thread), so an async reward stays async.
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
+        async def reward(*args, **kwargs):
+            completions = completions_of(args, kwargs)
+            started = time.perf_counter()
+            try:
+                result = await func(*args, **kwargs)
+            except Exception as error:
+                raise _raised(where, error, completions) from error
+            finally:
+                timing.record(time.perf_counter() - started)
+            return _checked(where, result, completions)
+    else:
+        def reward(*args, **kwargs):
+            completions = completions_of(args, kwargs)
+            started = time.perf_counter()
+            try:
+                result = func(*args, **kwargs)
+            except Exception as error:
+                raise _raised(where, error, completions) from error
+            finally:
+                timing.record(time.perf_counter() - started)
+            return _checked(where, result, completions)
+
+    functools.update_wrapper(reward, func)
+    # TRL logs each reward as rewards/<__name__>/mean: give it the registered name.
+    reward.__name__ = reward.__qualname__ = name
+    reward.timing = timing
+    return reward
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One answer for a judge to grade."""
+
+    question: str  # the prompt's text (its last user message)
+    answer: str  # the completion's final answer (after </think>)
+    criteria: str  # what a good answer is, from llm_judge's params
+    reference: str | None = None  # a reference answer from the dataset, when llm_judge names a column
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A judge backend for the llm_judge reward: ``factory(params)`` returns a JudgeFunc."""
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], JudgeFunc]
+    description: str
+    params: Mapping[str, Any] = field(default_factory=dict)  # defaults, set per project in llm_judge's `judge`
+    param_help: Mapping[str, str] = field(default_factory=dict)
+    plugin: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
 class Registered:
-    item: Reward | Preset
+    item: Reward | Preset | Judge
     plugin: str
 
 
@@ -136,6 +397,8 @@ def collect(hook, kind: type) -> dict[str, Registered]:
                         kind=kind.__name__.lower(), name=item.name, first=found[item.name].plugin, second=_plugin
                     )
                 )
+            if isinstance(item, (Reward, Judge)):
+                item = dataclasses.replace(item, plugin=_plugin)  # so that its errors can name the plugin
             found[item.name] = Registered(item, _plugin)
 
         impl.function(register=register)

@@ -11,10 +11,14 @@ from grpo_skill.registry import RegistryError
 
 def test_builtins_are_registered_like_plugins():
     assert set(plugins.presets()) >= {"standard", "thinking", "tiny"}
-    assert set(plugins.rewards()) >= {"length", "format", "thinking", "thinking_comprehensive", "accuracy"}
+    assert set(plugins.rewards()) >= {"length", "format", "thinking", "thinking_comprehensive", "accuracy",
+                                      "reasoning_accuracy", "cosine_length", "soft_overlong", "repetition",
+                                      "think_format", "tag_count", "reasoning_steps", "language", "llm_judge"}
     infos = {info.name: info for info in plugins.plugin_infos()}
     assert infos["builtin:presets"].hooks == ("register_presets",)
-    assert infos["builtin:rewards"].hooks == ("register_rewards",)
+    for kind in ("seed", "verifiable", "shaping"):
+        assert infos[f"builtin:{kind}"].hooks == ("register_rewards",)
+    assert infos["builtin:judge"].hooks == ("register_judges", "register_rewards")
 
 
 def test_seed_presets_keep_the_seed_values():
@@ -158,7 +162,8 @@ def test_the_environment_variable_restricts_which_plugins_load(cli, fake_site):
     listed, _ = list_plugins(cli, fake_site, GRPO_SKILL_PLUGINS="good")
     assert "good" in listed and "broken" not in listed and "typo" not in listed
     listed, _ = list_plugins(cli, fake_site, GRPO_SKILL_PLUGINS="")
-    assert set(listed) == {"builtin:presets", "builtin:rewards"}
+    assert set(listed) == {"builtin:presets", "builtin:seed", "builtin:verifiable", "builtin:shaping",
+                           "builtin:judge"}
 
 
 def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):

@@ -1,8 +1,9 @@
-"""The built-in rewards score exactly as the seed guide documents them."""
+"""The seed's rewards score exactly as the seed guide documents them (the others: test_accuracy.py,
+test_shaping.py, test_judge.py; the contract every reward keeps: test_reward_contract.py)."""
 
 import pytest
 
-from grpo_skill import plugins
+from grpo_skill import RewardError, plugins
 from grpo_skill.registry import QWEN3_THINK_END_ID, RegistryError
 
 THINK_END = QWEN3_THINK_END_ID
@@ -75,7 +76,8 @@ def test_thinking_needs_a_tokenizer_with_think_end():
         def convert_tokens_to_ids(self, token):
             return 0
 
-    with pytest.raises(RegistryError, match="no '</think>' token"):
+    with pytest.raises(RewardError, match="reward 'thinking' \\(plugin builtin:seed\\): the tokenizer has no "
+                                          "'</think>' token"):
         score("thinking", ["x"], [[1]], tokenizer=NoThinkTokenizer())
 
 
@@ -97,28 +99,6 @@ def test_thinking_comprehensive_without_think_end():
     assert score("thinking_comprehensive", ["First. Then."], [[1, 2]]) == [-0.5]
 
 
-def test_combined_is_length_and_format_weighted_half_half():
-    """The seed's combined_reward is TRL's reward_weights [0.5, 0.5] over length and format."""
-    completions = ["Short.", " " + " ".join(["word"] * 20) + ".", " ".join(["word"] * 60)]
-    length, format_ = score("length", completions), score("format", completions)
-    seed_combined = [0.5 * l + 0.5 * f for l, f in zip(length, format_)]
-    assert seed_combined == [0.0, 0.75, 0.5]
-    preset = plugins.get_preset("standard")
-    assert preset.rewards == (("length", 0.5), ("format", 0.5))
-    weights = [w for _, w in preset.rewards]
-    assert [sum(w * s for w, s in zip(weights, pair)) for pair in zip(length, format_)] == seed_combined
-
-
-def test_accuracy_compares_the_last_number_after_thinking():
-    completions = ["6*7? maybe 40</think>It is 42.", "</think>41", "I think 42</think>no idea"]
-    assert score("accuracy", completions, answer=["42", "42", "42"]) == [1.0, 0.0, 0.0]
-
-
-def test_accuracy_names_the_missing_column():
-    with pytest.raises(KeyError, match="'answer'"):
-        score("accuracy", ["42"])
-
-
 def test_rewards_read_chat_message_completions():
     chat = [[{"role": "assistant", "content": "Done."}]]
     assert score("format", chat) == [1.0]
@@ -132,25 +112,3 @@ def test_reward_functions_carry_their_registered_name():
 def test_unknown_reward_param_is_refused():
     with pytest.raises(RegistryError, match="no parameter 'bogus'"):
         plugins.get_reward("length").build(params={"bogus": 1})
-
-
-def test_accuracy_with_an_answer_that_is_no_number_does_not_crash():
-    assert score("accuracy", ["</think>3/4", "</think>0.75"], answer=["3/4", "1,000"]) == [0.0, 0.0]
-    assert score("accuracy", ["</think>It is 1000"], answer=["1000.0"]) == [1.0]
-
-
-def test_an_async_reward_stays_async_for_trl_to_await():
-    import asyncio
-    import inspect
-
-    from grpo_skill import Reward
-
-    def factory(context):
-        async def slow_judge(completions, **kwargs):
-            return [float(len(c)) for c in completions]
-
-        return slow_judge
-
-    reward = Reward("judge", factory, "async test").build()
-    assert inspect.iscoroutinefunction(reward) and reward.__name__ == "judge"
-    assert asyncio.run(reward(completions=["ab", "abc"])) == [2.0, 3.0]

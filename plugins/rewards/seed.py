@@ -1,22 +1,14 @@
-"""The built-in rewards: the seed guide's rule-based and thinking rewards, plus exact-match accuracy.
+"""The seed guide's rewards: length and format (rule-based), thinking and thinking_comprehensive (token-based).
 
-Each factory returns a TRL reward function. Completions arrive as strings, or as chat messages when the
-dataset's prompts are conversations; ``text_of`` reads both.
+Their scores are the seed's, exactly. Completions arrive as strings, or as chat messages when the dataset's
+prompts are conversations; ``completion_text`` reads both.
 """
 
 from __future__ import annotations
 
-import re
-
-from grpo_skill import Reward, hookimpl
+from grpo_skill import Reward, completion_text, hookimpl
 from grpo_skill.i18n import N_  # descriptions are translated where they are shown (grpo-skill rewards)
 from grpo_skill.registry import QWEN3_THINK_END_ID
-
-
-def text_of(completion) -> str:
-    if isinstance(completion, str):
-        return completion
-    return completion[-1]["content"]  # conversational: the assistant's message
 
 
 def length_factory(context):
@@ -25,7 +17,7 @@ def length_factory(context):
     def length(completions, prompts=None, **kwargs):
         scores = []
         for completion in completions:
-            words = len(text_of(completion).split())
+            words = len(completion_text(completion).split())
             scores.append(-1.0 if words < too_short else 1.0 if words < long_from else 0.5)
         return scores
 
@@ -36,7 +28,7 @@ def format_factory(context):
     def format(completions, prompts=None, **kwargs):
         scores = []
         for completion in completions:
-            text = text_of(completion)
+            text = completion_text(completion)
             scores.append(0.5 * text.endswith(".") + 0.5 * (not text.startswith(" ")))
         return scores
 
@@ -47,7 +39,7 @@ def _thinking_parts(context, completions, completion_ids):
     """(thinking token count or None when </think> is missing, thinking text) per completion."""
     think_end = context.params["think_end_token"]
     end_id = context.token_id(think_end, qwen3_default=QWEN3_THINK_END_ID)
-    texts = [text_of(c) for c in completions]
+    texts = [completion_text(c) for c in completions]
     ids = completion_ids if completion_ids is not None else context.encode(texts)
     for text, token_ids in zip(texts, ids):
         token_ids = list(token_ids)
@@ -98,36 +90,8 @@ def thinking_comprehensive_factory(context):
     return thinking_comprehensive
 
 
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def final_answer(text: str, think_end: str = "</think>") -> str | None:
-    """The last number after the thinking, or None."""
-    numbers = NUMBER.findall(text.split(think_end)[-1])
-    return numbers[-1] if numbers else None
-
-
-def same_number(answer: str, expected) -> bool:
-    """Numerically equal ("42" == "42.0"); an expected value that is no number ("3/4") must match as text."""
-    try:
-        return float(answer) == float(expected)
-    except (TypeError, ValueError):
-        return answer == str(expected).strip()
-
-
-def accuracy_factory(context):
-    column, think_end = context.params["answer_column"], context.params["think_end_token"]
-
-    def accuracy(completions, prompts=None, **kwargs):
-        if column not in kwargs:
-            raise KeyError(f"accuracy reward: the dataset has no {column!r} column; set params.answer_column")
-        scores = []
-        for completion, expected in zip(completions, kwargs[column]):
-            answer = final_answer(text_of(completion), think_end)
-            scores.append(1.0 if answer is not None and same_number(answer, expected) else 0.0)
-        return scores
-
-    return accuracy
+THINK_END_HELP = N_("the token that closes the thinking; its id comes from the tokenizer (Qwen3's 151668 "
+                    "without one)")
 
 
 @hookimpl
@@ -136,25 +100,30 @@ def register_rewards(register):
         "length", length_factory,
         N_("Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on."),
         params={"too_short": 5, "long_from": 50},
+        param_help={"too_short": N_("fewer words than this score -1.0"),
+                    "long_from": N_("from this many words on the score is 0.5")},
+        example=("--completion", "Recursion is a function calling itself.", "--completion", "Yes."),
     ))
     register(Reward(
         "format", format_factory,
         N_("+0.5 when the completion ends with '.', +0.5 when it does not start with a space."),
+        example=("--completion", "Done.", "--completion", " done"),
     ))
     register(Reward(
         "thinking", thinking_factory,
         N_("Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
            "(+0.1 when the thinking asks a '?', from 10 tokens on)."),
         params={"think_end_token": "</think>"},
+        param_help={"think_end_token": THINK_END_HELP},
+        example=("--completion", "Is 91 prime? 7 x 13 = 91, so no.</think>No.", "--completion", "No.",
+                 "--tokenizer", "tiny"),
     ))
     register(Reward(
         "thinking_comprehensive", thinking_comprehensive_factory,
         N_("Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
            "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally)."),
         params={"think_end_token": "</think>"},
-    ))
-    register(Reward(
-        "accuracy", accuracy_factory,
-        N_("1.0 when the last number after </think> equals the dataset's answer column, else 0.0."),
-        params={"answer_column": "answer", "think_end_token": "</think>"},
+        param_help={"think_end_token": THINK_END_HELP},
+        example=("--completion", "First, 91 is odd. Then try 7? 7 x 13 = 91.</think>Not prime.",
+                 "--completion", "Prime.</think>Yes.", "--tokenizer", "tiny"),
     ))

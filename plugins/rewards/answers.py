@@ -1,0 +1,195 @@
+"""Is a final answer the gold answer? math-verify for mathematics, a normalised text match for the rest.
+
+Used by the verifiable rewards (accuracy, reasoning_accuracy, cosine_length). Before math-verify reads a text,
+the forms it misses are rewritten: a Unicode minus or full-width digits, scientific notation (``1e3``), a
+currency sign (``$18``, ``\\$18``) and remarks in parentheses after the answer (``5 (pages 4-5)``).
+
+math-verify bounds its work with ``signal.alarm``, which works only in the main thread; TRL runs async rewards
+in another thread, so there the timeouts are off (as TRL's own accuracy reward does).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+TIMEOUT_SECONDS = 5
+
+_FULL_WIDTH = {**{0xFF10 + digit: str(digit) for digit in range(10)},
+               0xFF0E: ".", 0xFF0C: ",", 0xFF05: "%", 0xFF0B: "+", 0xFF08: "(", 0xFF09: ")", 0xFF04: "$"}
+_MINUS_SIGNS = re.compile(r"[\u2212\ufe63\uff0d]")  # always a minus
+_DASH_BEFORE_NUMBER = re.compile(r"(?<![\w)\]}])[\u2012\u2013\u2014](?=\s?[\d.])")  # "–5", but not "4–5"
+_SCIENTIFIC = re.compile(r"(?<![\w.^{}])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
+_TIMES_TEN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:×|\\times|\\cdot|\*)\s*10\s*\^\s*\{?([+-]?\d+)\}?")
+_ESCAPED_DOLLAR = re.compile(r"\\\$")
+# A remark in parentheses: holds a word of 3+ letters and no LaTeX ("(found in 3 steps)", "(pages 4-5)").
+_ASIDE = re.compile(r"\s*\((?=[^()\\]*[A-Za-z]{3})[^()\\]*\)")
+_LATEX_MARKUP = re.compile(r"[\\^_{}]|^\s*[\[(].*,.*[\])]\s*$")
+_MATHS = re.compile(r"[\d\\^{}$=<>]")
+_ANSWER_ANCHOR = re.compile(r"(?:final answer|answer)\s*(?:is|:)\s*(.+)", re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
+_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_NEGATION = re.compile(r"\b(?:not|no|isn't|never)\s+$")
+
+
+def require_math_verify() -> None:
+    """Fail when the reward is built, with the install line, rather than at its first call."""
+    from grpo_skill.errors import UserError
+    from grpo_skill.i18n import _
+
+    try:
+        import math_verify  # noqa: F401
+    except ImportError:
+        raise UserError(_("this reward needs math-verify: pip install math-verify (or pip install "
+                          "'grpo-skill[train]')")) from None
+
+
+def _timeouts() -> int | None:
+    """math-verify's timeout here: seconds in the main thread, None elsewhere (signal.alarm would raise)."""
+    if threading.current_thread() is threading.main_thread():
+        return TIMEOUT_SECONDS
+    for name in ("math_verify.parser", "math_verify.grader"):  # "timeout is disabled", once per call otherwise
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return None
+
+
+def _decimal(mantissa: str, exponent: str) -> str:
+    try:
+        value = Decimal(mantissa).scaleb(int(exponent))
+    except (InvalidOperation, ValueError):
+        return f"{mantissa}e{exponent}"
+    text = format(value.normalize(), "f")
+    return text
+
+
+def _currency(text: str) -> str:
+    """Drop a "$" that opens no maths span: a "$" before a digit with no other "$" later on its line."""
+    out, index = [], 0
+    for match in re.finditer(r"\$(?=\d)", text):
+        line_rest = text[match.end():].split("\n", 1)[0]
+        if "$" not in line_rest:
+            out.append(text[index:match.start()])
+            index = match.end()
+    out.append(text[index:])
+    return "".join(out)
+
+
+def normalise(text: str) -> str:
+    """The answer forms math-verify misses, rewritten into ones it reads."""
+    text = text.translate(_FULL_WIDTH)
+    text = _MINUS_SIGNS.sub("-", text)
+    text = _DASH_BEFORE_NUMBER.sub("-", text)
+    text = _TIMES_TEN.sub(lambda m: _decimal(m.group(1), m.group(2)), text)
+    text = _SCIENTIFIC.sub(lambda m: _decimal(m.group(1), m.group(2)), text)
+    text = _ESCAPED_DOLLAR.sub("", text)
+    text = _currency(text)
+    return _ASIDE.sub("", text)
+
+
+def _normalise_words(text: str) -> str:
+    text = _TEXT_WRAPPER.sub(r"\1", text)
+    text = re.sub(r"[\s\u3000]+", " ", text.casefold())
+    return text.strip(" \t\n.,;:!?。，；：！？\"'`()[]*").strip()
+
+
+@dataclass(frozen=True)
+class Gold:
+    text: str
+    parsed: Any = None  # math-verify's parse of a maths gold; None for a text gold
+
+    @property
+    def is_maths(self) -> bool:
+        return self.parsed is not None
+
+
+def parse_gold(gold) -> Gold | None:
+    """The gold answer, ready to compare; None when it cannot be read (empty, or maths math-verify cannot parse)."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    if gold is None or isinstance(gold, bool):
+        return None
+    if isinstance(gold, float) and gold != gold:  # NaN: a missing value in a CSV or parquet column
+        return None
+    text = normalise(str(gold)).strip()
+    if not text:
+        return None
+    if not _MATHS.search(_TEXT_WRAPPER.sub(r"\1", text)):  # "Paris", "\text{Monday}": a text answer
+        words = _normalise_words(text)
+        return Gold(text, None) if words else None
+    # no_fallback: a gold that does not parse is unreadable, never compared as a raw string
+    strict = {"parsing_timeout": _timeouts(), "fallback_mode": "no_fallback"}
+    if "$" in text or "\\boxed" in text:
+        parsed = parse(text, **strict)
+    elif _LATEX_MARKUP.search(text):
+        parsed = parse(f"${text}$", [LatexExtractionConfig()], **strict)
+    else:
+        parsed = parse(text, [ExprExtractionConfig(), LatexExtractionConfig()], **strict)
+        if not parsed:
+            parsed = parse(f"${text}$", [LatexExtractionConfig()], **strict)
+    return Gold(text, parsed) if parsed else None
+
+
+def _bare_latex(answer: str) -> str | None:
+    """LaTeX written without $...$ at the end of the answer ("so it is 2\\sqrt{2}."), which math-verify
+    would read as plain numbers (2): the trailing run of tokens that are no words, when it holds markup."""
+    if _DELIMITED.search(answer):
+        return None
+    lines = [line for line in answer.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    tokens = lines[-1].rstrip(" .").split()
+    tail: list[str] = []
+    while tokens and not _WORD.search(_COMMAND.sub("", tokens[-1])):
+        tail.insert(0, tokens.pop())
+    expression = " ".join(tail)
+    return expression if _LATEX_MARKUP.search(expression) else None
+
+
+def _parse_answer(answer: str):
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    timeout = _timeouts()
+    bare = _bare_latex(answer)
+    if bare:
+        parsed = parse(f"${bare}$", [LatexExtractionConfig()], parsing_timeout=timeout)
+        if parsed:
+            return parsed
+    latex = LatexExtractionConfig(boxed_match_priority=0)  # a \boxed{} answer wins over every other number
+    return parse(answer, [latex, ExprExtractionConfig()], parsing_timeout=timeout)
+
+
+def _text_candidates(answer: str) -> list[str]:
+    candidates = [match.group(1) for match in _BOXED.finditer(answer)]
+    candidates += [match.group(1) for match in _ANSWER_ANCHOR.finditer(answer)]
+    lines = [line for line in answer.strip().splitlines() if line.strip()]
+    if lines:
+        candidates.append(lines[-1])
+    candidates.append(answer)
+    return [_normalise_words(candidate) for candidate in candidates]
+
+
+def matches(answer: str, gold: Gold) -> bool:
+    """True when the final answer in ``answer`` (the text after the thinking) is the gold answer."""
+    answer = normalise(answer)
+    if gold.is_maths:
+        from math_verify import verify
+
+        parsed = _parse_answer(answer)
+        return bool(parsed) and verify(gold.parsed, parsed, timeout_seconds=_timeouts())
+    wanted = _normalise_words(gold.text)
+    candidates = _text_candidates(answer)
+    if wanted in candidates:
+        return True
+    # "The capital of France is Paris." ends with the gold answer (but "not Paris" does not count)
+    last = re.split(r"(?<=[.!?。！？])\s+", answer.strip())[-1] if answer.strip() else ""
+    last = _normalise_words(last)
+    if last.endswith(wanted) and (len(last) == len(wanted) or not last[-len(wanted) - 1].isalnum()):
+        return not _NEGATION.search(last[: -len(wanted)])
+    return False

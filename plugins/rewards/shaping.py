@@ -1,0 +1,238 @@
+"""Rewards for the form of a completion: soft_overlong, repetition, think_format, tag_count, reasoning_steps and
+language.
+
+soft_overlong, repetition and think_format wrap TRL's ``trl.rewards`` (DAPO's overlong punishment, the n-gram
+repetition penalty, the think-format check); TRL is imported when a reward is built, never by the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from grpo_skill import Reward, completion_text, hookimpl
+from grpo_skill.errors import UserError
+from grpo_skill.i18n import N_, _
+
+from .verifiable import max_tokens_param, opens_think
+
+THINK_START, THINK_END = "<think>", "</think>"
+OPENS_THINK_HELP = N_("\"auto\": true when the run's chat template (else the preset) opens <think> in the prompt")
+
+
+def _ids(context, completions, completion_ids):
+    """The completion token ids TRL passes, or the tokenizer's when the reward is called without them."""
+    if completion_ids is not None:
+        return [list(ids) for ids in completion_ids]
+    return context.encode([completion_text(c) for c in completions])
+
+
+def soft_overlong_factory(context):
+    from trl.rewards import get_soft_overlong_punishment
+
+    max_len = max_tokens_param(context, "max_completion_len")
+    cache = context.params["soft_punish_cache"] or max(1, max_len // 5)
+    if not 0 < cache <= max_len:
+        raise UserError(_("params.soft_punish_cache = {cache} must be between 1 and max_completion_len "
+                          "({max_len})").format(cache=cache, max_len=max_len))
+    punish = get_soft_overlong_punishment(max_completion_len=max_len, soft_punish_cache=cache)
+
+    def soft_overlong(completions, completion_ids=None, **kwargs):
+        return punish(completion_ids=_ids(context, completions, completion_ids))
+
+    return soft_overlong
+
+
+def repetition_factory(context):
+    from trl.rewards import get_repetition_penalty_reward
+
+    size, penalty = context.params["ngram_size"], context.params["max_penalty"]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1 or penalty > 0:
+        raise UserError(_("params: ngram_size must be a whole number from 1 up and max_penalty 0 or below "
+                          "(got {size}, {penalty})").format(size=size, penalty=penalty))
+    penalise = get_repetition_penalty_reward(ngram_size=size, max_penalty=float(penalty))
+
+    def repetition(completions, completion_ids=None, **kwargs):
+        return penalise(completion_ids=_ids(context, completions, completion_ids))
+
+    return repetition
+
+
+def think_format_factory(context):
+    from trl.rewards import think_format_reward
+
+    opened = opens_think(context)
+
+    def think_format(completions, **kwargs):
+        # TRL's check wants "<think>...</think>" from the start: put back the <think> the prompt holds
+        texts = [(THINK_START if opened else "") + completion_text(c) for c in completions]
+        return think_format_reward([[{"role": "assistant", "content": text}] for text in texts])
+
+    return think_format
+
+
+def tag_count_factory(context):
+    opened, answer_tags = opens_think(context), context.params["answer_tags"]
+    # each tag and how often it must appear: <think> not at all when the prompt already opened it
+    expected = {THINK_START: 0 if opened else 1, THINK_END: 1}
+    if answer_tags:
+        expected.update({"<answer>": 1, "</answer>": 1})
+
+    def tag_count(completions, **kwargs):
+        scores = []
+        for completion in completions:
+            text = completion_text(completion)
+            right = sum(text.count(tag) == count for tag, count in expected.items())
+            scores.append(right / len(expected))
+        return scores
+
+    return tag_count
+
+
+# open-r1's reasoning_steps pattern: "Step 1:", numbered lines, bullets, and ordinal words
+STEP = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
+
+
+def reasoning_steps_factory(context):
+    enough = context.params["min_steps"]
+    if isinstance(enough, bool) or not isinstance(enough, int) or enough < 1:
+        raise UserError(_("params.min_steps must be a whole number from 1 up (got {value})").format(value=enough))
+
+    def reasoning_steps(completions, **kwargs):
+        return [min(1.0, len(STEP.findall(completion_text(c))) / enough) for c in completions]
+
+    return reasoning_steps
+
+
+_identifier = None
+_identifier_lock = threading.Lock()
+CHUNK_CHARS = 40  # shorter text is too little for a language guess ("OK." reads as Serbian): sentences are joined
+
+
+def language_identifier():
+    """py3langid's identifier (offline: its model ships in the wheel), loaded once."""
+    global _identifier
+    with _identifier_lock:
+        if _identifier is None:
+            try:
+                from py3langid.langid import MODEL_FILE, LanguageIdentifier
+            except ImportError:
+                raise UserError(_("the language reward needs py3langid: pip install py3langid "
+                                  "(or pip install 'grpo-skill[train]')")) from None
+            _identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+        return _identifier
+
+
+def _chunks(text: str) -> list[str]:
+    """Sentences joined into pieces of at least CHUNK_CHARS characters; pieces without letters dropped."""
+    pieces, current = [], ""
+    for sentence in re.split(r"(?<=[.!?;。！？；\n])\s*", text):
+        current = f"{current} {sentence}".strip() if current else sentence.strip()
+        if len(current) >= CHUNK_CHARS:
+            pieces.append(current)
+            current = ""
+    if current:
+        if pieces and len(current) < CHUNK_CHARS:
+            pieces[-1] = f"{pieces[-1]} {current}"
+        else:
+            pieces.append(current)
+    return [piece for piece in pieces if any(char.isalpha() for char in piece)]
+
+
+def language_factory(context):
+    language, part = context.params["language"], context.params["part"]
+    think_end = context.params["think_end_token"]
+    identifier = language_identifier()
+    if language not in identifier.labels:
+        raise UserError(_("params.language = {language!r} is no language code py3langid knows; use an ISO 639-1 "
+                          "code such as en, zh, fr, de, ja").format(language=language))
+    if part not in ("all", "thinking", "answer"):
+        raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
+
+    def share_in_language(*parts: str) -> float | None:
+        chunks = [chunk for part in parts for chunk in _chunks(part)]
+        if not chunks:
+            return None
+        chars = sum(len(chunk) for chunk in chunks)
+        return sum(len(chunk) for chunk in chunks if identifier.classify(chunk)[0] == language) / chars
+
+    opened = opens_think(context)
+
+    def language_reward(completions, **kwargs):
+        scores = []
+        for completion in completions:
+            text = completion_text(completion)
+            if think_end in text:
+                thinking, _end, answer = text.partition(think_end)
+            else:  # unfinished thinking, or no thinking at all
+                thinking, answer = (text, "") if opened or THINK_START in text else ("", text)
+            scores.append(share_in_language(*{"all": (thinking, answer), "thinking": (thinking,),
+                                              "answer": (answer,)}[part]))
+        return scores
+
+    return language_reward
+
+
+@hookimpl
+def register_rewards(register):
+    register(Reward(
+        "soft_overlong", soft_overlong_factory,
+        N_("DAPO's soft overlong punishment on completion tokens: 0.0 up to max_completion_len - "
+           "soft_punish_cache, then falling linearly to -1.0 at max_completion_len, -1.0 beyond."),
+        params={"max_completion_len": 0, "soft_punish_cache": 0},
+        param_help={"max_completion_len": N_("L_max in tokens; 0: the preset's max_completion_length"),
+                    "soft_punish_cache": N_("length of the falling stretch in tokens; 0: a fifth of L_max")},
+        example=("--completion", "A short answer.", "--completion", "A much longer answer that runs on and on.",
+                 "--param", "soft_overlong.max_completion_len=20", "--param", "soft_overlong.soft_punish_cache=10",
+                 "--tokenizer", "tiny"),
+    ))
+    register(Reward(
+        "repetition", repetition_factory,
+        N_("N-gram repetition penalty on completion tokens: 0.0 when no n-gram repeats, down to max_penalty for "
+           "a loop (share of repeated n-grams x max_penalty)."),
+        params={"ngram_size": 3, "max_penalty": -1.0},
+        param_help={"ngram_size": N_("tokens per n-gram"), "max_penalty": N_("the score of a fully repetitive "
+                                                                             "completion (0 or below)")},
+        example=("--completion", "The sum is 42 because 6 times 7 is 42.",
+                 "--completion", "again again again again again again", "--tokenizer", "tiny"),
+    ))
+    register(Reward(
+        "think_format", think_format_factory,
+        N_("1.0 when the completion is <think>reasoning</think>answer (one thinking block, first), else 0.0; "
+           "with a template that opens <think> the completion starts inside the thinking."),
+        params={"template_opens_think": "auto"},
+        param_help={"template_opens_think": OPENS_THINK_HELP},
+        example=("--completion", "<think>6 x 7 = 42</think>42", "--completion", "42",
+                 "--param", "think_format.template_opens_think=false"),
+    ))
+    register(Reward(
+        "tag_count", tag_count_factory,
+        N_("Share of tags used exactly as expected: </think> once, <think> once (or never when the template "
+           "opens it), and with answer_tags <answer> and </answer> once each."),
+        params={"template_opens_think": "auto", "answer_tags": False},
+        param_help={"template_opens_think": OPENS_THINK_HELP,
+                    "answer_tags": N_("also expect <answer>...</answer> after the thinking")},
+        example=("--completion", "<think>6 x 7</think>42", "--completion", "<think>6 x 7<think>42",
+                 "--param", "tag_count.template_opens_think=false"),
+    ))
+    register(Reward(
+        "reasoning_steps", reasoning_steps_factory,
+        N_("Counts step markers (\"Step 1:\", numbered lines, bullets, First/Second/Next/Finally): "
+           "min(1.0, steps / min_steps)."),
+        params={"min_steps": 3},
+        param_help={"min_steps": N_("steps that earn the full 1.0")},
+        example=("--completion", "First, add 6 and 7. Next, check the sum. Finally, answer 13.",
+                 "--completion", "13"),
+    ))
+    register(Reward(
+        "language", language_factory,
+        N_("Share of the text (thinking and answer, or one of them) written in the target language, by py3langid "
+           "on pieces of at least 40 characters: 0.0 to 1.0; None when there is no text to judge."),
+        params={"language": "en", "part": "all", "think_end_token": "</think>"},
+        param_help={"language": N_("ISO 639-1 code: en, zh, fr, de, ja, ..."),
+                    "part": N_("\"all\", \"thinking\" (before </think>) or \"answer\" (after it)"),
+                    "think_end_token": N_("where the thinking ends")},
+        example=("--completion", "Let me add the two numbers first, then check the sum.</think>The answer is 42.",
+                 "--completion", "我先把两个数相加，然后检查一下结果是否正确。</think>The answer is 42.",
+                 "--param", "language.language=en"),
+    ))

@@ -1,0 +1,178 @@
+"""accuracy and reasoning_accuracy: answer forms pinned with the scores the mathematics says they deserve."""
+
+import threading
+import warnings
+
+import pytest
+
+from grpo_skill import RewardError, plugins
+
+
+def accuracy(completions, answers, **params):
+    reward = plugins.get_reward("accuracy").build(params=params)
+    return reward(prompts=[""] * len(completions), completions=completions, answer=answers)
+
+
+FORMS = [
+    # (final answer after </think>, gold, score)
+    ("42", "42", 1.0),
+    ("The answer is 42.", "42", 1.0),
+    ("42.0", "42", 1.0),
+    ("12.50", "12.5", 1.0),
+    (r"\boxed{42}", "42", 1.0),
+    (r"$\boxed{42}$", "42", 1.0),
+    (r"\boxed{\frac{1}{2}}", "1/2", 1.0),
+    (r"\boxed{\frac{1}{2}}", "0.5", 1.0),
+    ("1/2", "1/2", 1.0),  # a fraction gold can match (the old extractor never returned a fraction)
+    ("0.5", "1/2", 1.0),
+    (".5", "0.5", 1.0),
+    ("0.125", "1/8", 1.0),
+    ("-1/2", "-0.5", 1.0),
+    ("-0.5", r"-\frac{1}{2}", 1.0),
+    (r"\frac{3}{4}", "3/4", 1.0),
+    ("0.75", "3/4", 1.0),
+    (r"$\dfrac{3}{4}$", "0.75", 1.0),
+    ("0.33", "1/3", 0.0),  # not equal, only close
+    ("1,000", "1000", 1.0),
+    ("1000", "1,000", 1.0),
+    ("1,234,567", "1234567", 1.0),
+    ("$1,000,000", "1000000", 1.0),
+    ("\u22125", "-5", 1.0),  # Unicode minus
+    ("\u20137", "-7", 1.0),  # an en dash used as a minus
+    ("-5", "5", 0.0),
+    ("Answer: -3", "-3", 1.0),
+    ("1e3", "1000", 1.0),
+    ("1.5e-3", "0.0015", 1.0),
+    (r"$3 \times 10^{2}$", "300", 1.0),
+    ("3 × 10^2", "300", 1.0),
+    (r"$10^{3}$", "1000", 1.0),
+    ("2^{10}", "1024", 1.0),  # LaTeX without $...$
+    (r"2\sqrt{2}", r"2\sqrt{2}", 1.0),
+    (r"$2\sqrt{2}$", r"\sqrt{8}", 1.0),
+    (r"\boxed{42} (found in 3 steps)", "42", 1.0),  # the 3 in the remark is no answer
+    ("5 (pages 4-5)", "5", 1.0),  # nor is the range 4-5 a minus
+    ("50%", "50%", 1.0),
+    ("50%", "50", 1.0),
+    ("50 percent", "50%", 1.0),
+    ("3 apples", "3", 1.0),
+    ("18 dollars", "18", 1.0),
+    ("It costs $18.", "18", 1.0),
+    (r"It costs \$18.", "18", 1.0),
+    (r"\$1,000", "1000", 1.0),
+    ("\uff11\uff12", "12", 1.0),  # full-width digits
+    ("x = 4", "4", 1.0),
+    ("x=4", "x=4", 1.0),
+    (r"$x^2+2x+1$", "(x+1)^2", 1.0),  # equal as expressions
+    (r"$\{1, 2\}$", r"\{2, 1\}", 1.0),  # equal as sets
+    (r"$\pi$", r"\pi", 1.0),
+    ("41", "42", 0.0),
+    ("", "42", 0.0),
+    (r"\boxed{}", "0", 0.0),
+    ("So 6*7 = 42, hence 41 is wrong; the answer is 42.", "42", 1.0),
+    ("I got 7 but the answer is 8", "8", 1.0),
+    ("The answer is 42, found after checking 3 cases", "42", 1.0),
+    (r"The final answer is $\boxed{5}$. I checked 3 other values.", "5", 1.0),
+    ("2 and 3", "3", 1.0),  # no anchor: the last number
+    # text answers: a normalised match, no maths
+    ("Paris", "Paris", 1.0),
+    ("paris.", "Paris", 1.0),
+    ("The capital of France is Paris.", "Paris", 1.0),
+    ("It is not Paris.", "Paris", 0.0),
+    ("London", "Paris", 0.0),
+    ("The answer is (B)", "B", 1.0),
+    ("yes", "Yes", 1.0),
+    ("Monday", r"\text{Monday}", 1.0),
+]
+
+
+@pytest.mark.parametrize("answer, gold, expected", FORMS, ids=[f"{a!r}~{g!r}" for a, g, _ in FORMS])
+def test_answer_forms(answer, gold, expected):
+    assert accuracy(["Let me work it out.</think>" + answer], [gold]) == [expected]
+
+
+def test_there_are_at_least_forty_forms():
+    assert len(FORMS) >= 40
+
+
+def test_the_answer_is_read_after_the_thinking_only():
+    completions = [
+        "6 x 7 is 42, or is it 41?</think>It is 41.",  # the thinking's 42 does not count
+        "Maybe 41.</think>It is 42.",
+    ]
+    assert accuracy(completions, ["42", "42"]) == [0.0, 1.0]
+
+
+def test_unfinished_thinking_scores_zero_when_the_template_opens_it():
+    unfinished = "6 x 7 = 42, so the answer is 42"  # never reached </think>
+    assert accuracy([unfinished], ["42"], template_opens_think=True) == [0.0]
+    # with the thinking preset (its chat template opens <think>), "auto" knows it
+    thinking = plugins.get_reward("accuracy").build(preset=plugins.get_preset("thinking"))
+    assert thinking(completions=[unfinished, "ok</think>42"], answer=["42", "42"]) == [0.0, 1.0]
+    # a model that does not think: the whole text is the answer
+    assert accuracy([unfinished], ["42"], template_opens_think=False) == [1.0]
+    # but a completion that opened <think> itself and never closed it has no answer
+    assert accuracy(["<think>6 x 7 = 42"], ["42"], template_opens_think=False) == [0.0]
+
+
+def test_auto_asks_the_run_tokenizers_chat_template(tiny_tokenizer):
+    # the tiny preset's template opens <think>, but a --model whose template does not (the arithmetic warm start)
+    # answers without thinking: its tokenizer decides, not the preset
+    from transformers import AutoTokenizer
+
+    from grpo_skill import modelbuild
+
+    chat = AutoTokenizer.from_pretrained(modelbuild.build("tiny", opens_think=False))
+    tiny = plugins.get_preset("tiny")
+    for tokenizer, expected in ((chat, [1.0, 1.0]), (tiny_tokenizer, [0.0, 1.0])):
+        reward = plugins.get_reward("accuracy").build(tokenizer=tokenizer, preset=tiny)
+        assert reward(completions=["57", "I add.</think>57"], answer=["57", "57"]) == expected
+
+
+def test_reasoning_accuracy_demands_a_closed_thinking_whatever_the_template():
+    reward = plugins.get_reward("reasoning_accuracy").build()
+    assert reward(completions=["6 x 7 = 42.</think>42", "42", "</think>41"], answer=["42"] * 3) == [1.0, 0.0, 0.0]
+
+
+def test_an_unreadable_gold_is_reported_once_and_its_samples_left_out():
+    reward = plugins.get_reward("accuracy").build()
+    completions = ["</think>42", "</think>1", "</think>42", "</think>1"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = reward(completions=completions, answer=[r"\frac{1}{", r"\frac{1}{", "42", "42"])
+        second = reward(completions=completions, answer=[r"\frac{1}{", r"\frac{1}{", "42", "42"])
+    # the rest of the group still scores: one broken gold does not zero it
+    assert first == second == [None, None, 1.0, 0.0]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and r"'\\frac{1}{'" in messages[0] and "'answer' column" in messages[0]
+
+
+@pytest.mark.parametrize("gold", ["", None, float("nan")])
+def test_an_empty_gold_is_left_out(gold):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert accuracy(["</think>42"], [gold]) == [None]
+
+
+def test_gold_columns_of_numbers_work_like_text():
+    assert accuracy(["</think>42", "</think>0.5"], [42, 0.5]) == [1.0, 1.0]
+
+
+def test_chat_message_completions():
+    completions = [[{"role": "assistant", "content": "ok</think>\\boxed{7}"}]]
+    assert accuracy(completions, ["7"]) == [1.0]
+
+
+def test_another_answer_column_and_a_missing_one():
+    reward = plugins.get_reward("accuracy").build(params={"answer_column": "solution"})
+    assert reward(completions=["</think>9"], solution=["9"]) == [1.0]
+    with pytest.raises(RewardError, match=r"reward 'accuracy' \(plugin builtin:verifiable\).*no 'solution' column"):
+        reward(completions=["</think>9"], answer=["9"])
+
+
+def test_accuracy_in_a_thread_as_trl_runs_async_rewards():
+    # math-verify's timeout uses signal.alarm, which raises outside the main thread; the reward turns it off there
+    results = []
+    thread = threading.Thread(target=lambda: results.append(accuracy([r"</think>\boxed{\frac{1}{2}}"], ["0.5"])))
+    thread.start()
+    thread.join(60)
+    assert results == [[1.0]]

@@ -1,0 +1,248 @@
+"""llm_judge with both built-in backends: a real HTTP server on 127.0.0.1 (good, slow, failing and malformed
+answers), and the local tiny model graded from its token probabilities."""
+
+import json
+import socket
+import threading
+import time
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from grpo_skill import Judge, JudgeRequest, RewardError, hookimpl, plugins
+from grpo_skill.judges import get_judge
+
+
+class JudgeServer:
+    """An OpenAI-compatible /chat/completions endpoint whose behaviour the URL path picks:
+
+    /good      grades 9 when the answer says 42, else 2
+    /flaky     HTTP 500 for the first two requests, then like /good
+    /slow      answers after `slow_seconds`
+    /words     a reply with no number in it
+    /shapeless a JSON body without "choices"
+    /refuse    HTTP 401
+    """
+
+    def __init__(self):
+        self.requests, self.in_flight, self.max_in_flight = [], 0, 0
+        self.lock = threading.Lock()
+        self.slow_seconds = 1.0
+        self.delay = 0.0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep the test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append((self.path, dict(self.headers), body))
+                    count = sum(1 for path, _h, _b in server.requests if path == self.path)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.delay)
+                    self.answer(body, count)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def answer(self, body, count):
+                mode = self.path.split("/")[1]
+                if mode == "refuse":
+                    return self.send(401, {"error": {"message": "invalid api key"}})
+                if mode == "flaky" and count <= 2:
+                    return self.send(500, {"error": "overloaded"})
+                if mode == "slow":
+                    time.sleep(server.slow_seconds)
+                if mode == "shapeless":
+                    return self.send(200, {"id": "x"})
+                question = body["messages"][-1]["content"]
+                grade = "I like it" if mode == "words" else "9" if "Answer to grade:\n42" in question else "2"
+                self.send(200, {"choices": [{"message": {"role": "assistant", "content": grade}}]})
+
+            def send(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def url(self, mode):
+        return f"http://127.0.0.1:{self.httpd.server_port}/{mode}/v1"
+
+
+@pytest.fixture
+def server():
+    judge_server = JudgeServer()
+    judge_server.thread.start()
+    try:
+        yield judge_server
+    finally:
+        judge_server.httpd.shutdown()
+        judge_server.httpd.server_close()
+
+
+def http_judge(url, **settings):
+    settings = {"url": url, "timeout": 5.0, "retries": 2, "backoff": 0.01, **settings}
+    return plugins.get_reward("llm_judge").build(params={"backend": "http", "judge": settings})
+
+
+PROMPTS = ["What is 6 x 7?"] * 3
+COMPLETIONS = ["Easy.</think>42", "</think>41", "still thinking about 42"]
+
+
+def test_http_judge_grades_each_answer(server):
+    reward = http_judge(server.url("good"))
+    scores = reward(prompts=PROMPTS, completions=COMPLETIONS)
+    # 9/10 and 2/10; the third never closed its thinking (no </think>, but "<think>"-less text is an answer)
+    assert scores == [0.9, 0.2, 0.2]
+    paths = [path for path, _headers, _body in server.requests]
+    assert paths == ["/good/v1/chat/completions"] * 3
+    first = server.requests[0][2]
+    assert first["model"] == "judge" and first["temperature"] == 0
+    assert "What is 6 x 7?" in first["messages"][-1]["content"]
+    assert "Easy." not in json.dumps([body for _p, _h, body in server.requests])  # the thinking stays private
+
+
+def test_unfinished_thinking_is_not_sent_to_the_judge(server):
+    reward = plugins.get_reward("llm_judge").build(
+        preset=plugins.get_preset("thinking"),
+        params={"backend": "http", "judge": {"url": server.url("good"), "retries": 0}})
+    assert reward(prompts=PROMPTS, completions=COMPLETIONS) == [0.9, 0.2, 0.0]
+    assert len(server.requests) == 2
+
+
+def test_the_key_comes_only_from_the_named_environment_variable(server, monkeypatch):
+    monkeypatch.setenv("TEST_JUDGE_KEY", "s3cret")
+    http_judge(server.url("good"), api_key_env="TEST_JUDGE_KEY")(prompts=PROMPTS[:1], completions=COMPLETIONS[:1])
+    assert server.requests[0][1]["Authorization"] == "Bearer s3cret"
+    monkeypatch.delenv("TEST_JUDGE_KEY")
+    with pytest.raises(RewardError, match="judge.api_key_env names TEST_JUDGE_KEY, which is not set"):
+        http_judge(server.url("good"), api_key_env="TEST_JUDGE_KEY")
+    with pytest.raises(RewardError, match="judge backend 'http' has no setting 'api_key'"):
+        http_judge(server.url("good"), api_key="s3cret")
+
+
+def test_server_errors_are_retried_with_backoff(server):
+    scores = http_judge(server.url("flaky"), retries=2, concurrency=1)(prompts=PROMPTS[:1], completions=["</think>42"])
+    assert scores == [0.9]
+    assert len(server.requests) == 3  # 500, 500, then the grade
+
+
+def test_a_judge_that_never_answers_in_time_fails_clearly(server):
+    server.slow_seconds = 1.0
+    reward = http_judge(server.url("slow"), timeout=0.2, retries=1)
+    started = time.monotonic()
+    with pytest.raises(RewardError, match=r"cannot reach the judge at http://127.0.0.1:\d+/slow/v1/chat/completions "
+                                          r"\(no answer within 0.2 s, 2 tries\)"):
+        reward(prompts=PROMPTS[:2], completions=COMPLETIONS[:2])
+    assert time.monotonic() - started < 5
+
+
+def test_an_unreachable_judge_fails_in_one_line():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    reward = http_judge(f"http://127.0.0.1:{port}/v1", retries=1)
+    with pytest.raises(RewardError) as raised:
+        reward(prompts=PROMPTS[:1], completions=COMPLETIONS[:1])
+    message = str(raised.value)
+    assert message.startswith("reward 'llm_judge' (plugin builtin:judge): cannot reach the judge at ")
+    assert "ConnectError" in message and "start the server or fix judge.url" in message and "\n" not in message
+
+
+def test_malformed_answers_leave_the_completion_out_with_one_warning(server):
+    for mode, expected in (("words", "not a grade from 0 to 10"), ("shapeless", "without choices[0].message")):
+        reward = http_judge(server.url(mode))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert reward(prompts=PROMPTS, completions=COMPLETIONS) == [None, None, None]
+        assert len(caught) == 1 and expected in str(caught[0].message)
+
+
+def test_a_refused_request_is_not_retried(server):
+    with pytest.raises(RewardError, match=r"refused the request: HTTP 401 .*invalid api key.*check judge.api_key_env"):
+        http_judge(server.url("refuse"))(prompts=PROMPTS[:1], completions=COMPLETIONS[:1])
+    assert len(server.requests) == 1
+
+
+def test_concurrency_is_limited(server):
+    server.delay = 0.3  # long enough for requests to overlap on a busy machine
+    reward = http_judge(server.url("good"), concurrency=2, timeout=10)
+    scores = reward(prompts=["q"] * 6, completions=["</think>42"] * 6)
+    assert scores == [0.9] * 6 and len(server.requests) == 6
+    assert server.max_in_flight == 2
+
+
+def test_a_reference_column_reaches_the_judge(server):
+    reward = plugins.get_reward("llm_judge").build(params={
+        "backend": "http", "reference_column": "answer", "judge": {"url": server.url("good")}})
+    reward(prompts=PROMPTS[:1], completions=COMPLETIONS[:1], answer=["forty-two"])
+    assert "Reference answer:\nforty-two" in server.requests[0][2]["messages"][-1]["content"]
+    with pytest.raises(RewardError, match="no 'answer' column for params.reference_column"):
+        reward(prompts=PROMPTS[:1], completions=COMPLETIONS[:1])
+
+
+def test_unknown_backend_lists_the_known_ones():
+    with pytest.raises(RewardError, match="unknown judge backend 'gpt'; choose one of: http, local"):
+        plugins.get_reward("llm_judge").build(params={"backend": "gpt"})
+
+
+# --- the local backend ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_judge(tiny_model):
+    return get_judge("local").factory({"model": str(tiny_model), "device": "cpu", "batch_size": 8})
+
+
+def test_local_judge_grades_from_token_probabilities(local_judge):
+    requests = [JudgeRequest("What is 6 x 7?", answer, "correct") for answer in ("42", "41", "I have no idea at all")]
+    grades = local_judge(requests)
+    assert len(grades) == 3 and all(0.0 < grade < 1.0 for grade in grades)
+    assert len(set(grades)) == 3  # the answer changes the judge's P(Yes)
+    assert local_judge(requests) == grades  # no sampling: the same answer, the same grade
+
+
+def test_local_judge_batches_without_changing_grades(local_judge, tiny_model):
+    # right-padding must not leak into the scores: one at a time gives what a padded batch gives
+    requests = [JudgeRequest("q", "a short answer", "correct"),
+                JudgeRequest("a much longer question " * 5, "and a longer answer " * 3, "correct", "42")]
+    one_by_one = get_judge("local").factory({"model": str(tiny_model), "device": "cpu", "batch_size": 1})
+    assert one_by_one(requests) == pytest.approx(local_judge(requests), abs=1e-5)
+
+
+def test_llm_judge_with_the_local_tiny_model_offline():
+    reward = plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": "tiny"}})
+    scores = reward(prompts=["What is 6 x 7?"] * 2, completions=["</think>42", [{"role": "assistant",
+                                                                                 "content": "</think>42"}]])
+    assert scores[0] == scores[1] and 0.0 < scores[0] < 1.0
+
+
+def test_local_judge_refuses_a_missing_model_folder(tmp_path):
+    with pytest.raises(RewardError, match="is no model folder; give a local folder"):
+        plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": str(tmp_path / "nope")}})
+
+
+def test_a_judge_backend_from_a_plugin():
+    class Plugin:
+        @hookimpl
+        def register_judges(self, register):
+            register(Judge("length", lambda params: lambda requests: [min(1.0, len(r.answer) / params["chars"])
+                                                                        for r in requests],
+                           "longer is better", params={"chars": 10}))
+
+    plugins.register(Plugin(), name="judge-plugin")
+    try:
+        reward = plugins.get_reward("llm_judge").build(params={"backend": "length", "judge": {"chars": 4}})
+        assert reward(completions=["</think>ab", "</think>abcdefgh"]) == [0.5, 1.0]
+    finally:
+        plugins.unregister("judge-plugin")

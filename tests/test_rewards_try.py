@@ -1,0 +1,199 @@
+"""`grpo-skill rewards try` and `rewards show`, as a user runs them."""
+
+import json
+import shlex
+
+import pytest
+from click.testing import CliRunner
+
+from grpo_skill import plugins
+from grpo_skill.cli import main
+
+ONE_RIGHT = ["--completion", "6 x 7 = 42.</think>\\boxed{42}", "--completion", "</think>41",
+             "--completion", "</think>40", "--completion", "</think>I give up on this one", "--column", "answer=42"]
+
+
+def invoke(*args):
+    result = CliRunner().invoke(main, ["rewards", "try", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout if result.exit_code == 0 else result.output
+
+
+def test_text_output_through_the_command_line(cli):
+    result = cli("rewards", "try", "accuracy", *ONE_RIGHT)
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if "accuracy ×1" in line)
+    assert "total" in header and "advantage" in header
+    rows = [line for line in lines if line.startswith("│")]
+    # one right of four: mean 0.25, std 0.5; advantages 0.75 / 0.5001 and -0.25 / 0.5001
+    assert [row.split("│")[-2].strip() for row in rows] == ["1.5", "-0.4999", "-0.4999", "-0.4999"]
+    assert "mean 0.25, std 0.5 (scale_rewards = group)" in result.stdout
+    assert "ZERO SPREAD" not in result.stdout
+
+
+def test_json_output_through_the_command_line(cli):
+    data = json.loads(cli("rewards", "try", "accuracy:2", "length:0.5", *ONE_RIGHT, "--json").stdout)
+    assert [(r["name"], r["weight"], r["plugin"]) for r in data["rewards"]] == [
+        ("accuracy", 2.0, "builtin:verifiable"), ("length", 0.5, "builtin:seed")]
+    assert [s["scores"] for s in data["samples"]] == [
+        {"accuracy": 1.0, "length": 1.0}, {"accuracy": 0.0, "length": -1.0},
+        {"accuracy": 0.0, "length": -1.0}, {"accuracy": 0.0, "length": 1.0}]
+    # 2 x accuracy + 0.5 x length: totals 2.5, -0.5, -0.5, 0.5; mean 0.5, deviations 2, -1, -1, 0, std sqrt(2)
+    assert [s["total"] for s in data["samples"]] == [2.5, -0.5, -0.5, 0.5]
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx(
+        [2 / 1.41431, -1 / 1.41431, -1 / 1.41431, 0.0], abs=1e-5)
+    assert data["groups"][0]["zero_spread"] is False
+    assert all(r["seconds"] >= 0 for r in data["rewards"])
+
+
+def test_the_standard_presets_rewards_rank_completions_as_the_seed_combined_reward():
+    # the seed's combined_reward: 0.5 x length + 0.5 x format, the standard preset's rewards and weights
+    specs = [f"{name}:{weight}" for name, weight in plugins.get_preset("standard").rewards]
+    completions = ["Short.", " " + " ".join(["word"] * 20) + ".", " ".join(["word"] * 60)]
+    code, output = invoke(*specs, *[arg for c in completions for arg in ("-c", c)], "--json")
+    data = json.loads(output)
+    # Short.: -1 + 1; the 20 words: 1 + 0.5; the 60 words: 0.5 + 0.5 -> halves: 0.0, 0.75, 0.5
+    assert [s["total"] for s in data["samples"]] == [0.0, 0.75, 0.5]
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx([-1.0908, 0.87264, 0.21816], abs=1e-4)
+
+
+def test_zero_spread_is_shown_loudly():
+    code, output = invoke("accuracy", "-c", "</think>41", "-c", "</think>40", "--column", "answer=42")
+    assert code == 0
+    assert "ZERO SPREAD: every completion of this group gets the same total" in output
+    assert "same score for every completion (adds nothing to the spread): accuracy" in output
+    data = json.loads(invoke("accuracy", "-c", "</think>41", "-c", "</think>40", "--column", "answer=42",
+                             "--json")[1])
+    assert data["groups"][0]["zero_spread"] is True and [s["advantage"] for s in data["samples"]] == [0.0, 0.0]
+
+
+def test_none_scores_are_left_out_as_trl_does(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"completion": "</think>1", "answer": "\\frac{1}{"}, {"completion": "</think>2", "answer": "\\frac{1}{"},
+            {"completion": "</think>42", "answer": "42"}, {"completion": "</think>41", "answer": "42"}]
+    samples.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    code, output = invoke("accuracy", "--file", str(samples), "--json")
+    data = json.loads(output)
+    # every reward abstained on the first two: no total, advantage 0; the rest: mean 0.5, std sqrt(0.5)
+    assert [s["total"] for s in data["samples"]] == [None, None, 1.0, 0.0]
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx([0.0, 0.0, 0.70701, -0.70701], abs=1e-4)
+    assert data["warnings"] and "cannot be read" in data["warnings"][0]
+    # with a second reward that scores them, the None is left out of the sum instead
+    data = json.loads(invoke("accuracy", "format:0.5", "--file", str(samples), "--json")[1])
+    assert [s["total"] for s in data["samples"]] == [0.25, 0.25, 1.25, 0.25]  # format: 0.5 each, no final "."
+
+
+def test_scale_rewards_none_keeps_the_raw_differences():
+    data = json.loads(invoke("accuracy", *ONE_RIGHT, "--scale-rewards", "none", "--json")[1])
+    assert [s["advantage"] for s in data["samples"]] == [0.75, -0.25, -0.25, -0.25]
+
+
+def test_groups_follow_the_prompts(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"prompt": "6 x 7?", "completion": "</think>42", "answer": "42"},
+            {"prompt": "6 x 7?", "completion": "</think>41", "answer": "42"},
+            {"prompt": [{"role": "user", "content": "2 + 2?"}], "completion": [{"role": "assistant",
+                                                                                "content": "</think>4"}],
+             "answer": "4"},
+            {"prompt": [{"role": "user", "content": "2 + 2?"}], "completion": "</think>4", "answer": "4"}]
+    samples.write_text("\n".join(json.dumps(row) for row in rows))
+    data = json.loads(invoke("accuracy", "--file", str(samples), "--json")[1])
+    assert [s["group"] for s in data["samples"]] == [0, 0, 1, 1]
+    assert [g["zero_spread"] for g in data["groups"]] == [False, True]
+    code, output = invoke("accuracy", "--file", str(samples))
+    assert "group 2" in output and "ZERO SPREAD" in output
+
+
+def test_token_rewards_need_a_tokenizer_and_tiny_gives_one():
+    code, output = invoke("thinking", "-c", "Let me see.</think>42")
+    assert code == 1 and "this reward counts tokens" in output and "--tokenizer tiny" in output
+    data = json.loads(invoke("thinking", "-c", "Let me see.</think>42", "-c", "no end", "--tokenizer", "tiny",
+                             "--json")[1])
+    assert data["samples"][0]["scores"]["thinking"] > 0 and data["samples"][1]["scores"]["thinking"] == -1.0
+
+
+def test_params_and_presets_change_how_a_reward_is_built():
+    data = json.loads(invoke("length", "-c", "one two three", "--param", "length.too_short=3", "--json")[1])
+    assert data["samples"][0]["scores"]["length"] == 1.0 and data["rewards"][0]["params"]["too_short"] == 3
+    # the thinking preset's template opens <think>: unfinished thinking has no answer
+    data = json.loads(invoke("accuracy", "-c", "it is 42", "--column", "answer=42", "--preset", "thinking",
+                             "--json")[1])
+    assert data["samples"][0]["scores"]["accuracy"] == 0.0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["accuracy:heavy", "-c", "x"], "'accuracy:heavy': write a reward as NAME or NAME:WEIGHT"),
+    (["accuracy:nan", "-c", "x"], "NAME:WEIGHT with a finite number"),
+    (["nosuch", "-c", "x"], "unknown reward 'nosuch'; choose one of:"),
+    (["length"], "give the completions with --completion TEXT"),
+    (["length", "-c", "x", "--param", "format.x=1"], "'format' is not one of the rewards tried"),
+    (["length", "-c", "x", "--param", "length=1"], "write REWARD.KEY=VALUE"),
+    (["length", "-c", "x", "--param", "length.bogus=1"], "reward 'length' has no parameter 'bogus'"),
+    (["length", "-c", "x", "--column", "answer"], "write KEY=VALUE"),
+    (["length", "-c", "x", "--tokenizer", "/no/such/folder"], "no such folder"),
+    (["accuracy", "-c", "</think>42"], "the dataset has no 'answer' column"),
+    (["length", "length:2", "-c", "x"], "a reward is named twice"),
+])
+def test_bad_input_gets_one_line(args, message):
+    code, output = invoke(*args)
+    assert code != 0 and message in output and "Traceback" not in output
+
+
+def test_a_bad_samples_file_names_the_line(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"completion": "a"}\n{"completion": \n')
+    code, output = invoke("length", "--file", str(samples))
+    assert code == 1 and "samples.jsonl:2: not valid JSON" in output
+    samples.write_text('{"text": "a"}\n')
+    assert "samples.jsonl:1: each line is an object with a \"completion\" key" in invoke("length", "--file",
+                                                                                       str(samples))[1]
+
+
+def test_plain_rewards_still_lists():
+    result = CliRunner().invoke(main, ["rewards", "--json"])
+    names = {row["name"] for row in json.loads(result.output)}
+    assert {"accuracy", "llm_judge", "language", "soft_overlong", "length"} <= names
+
+
+def test_show_gives_description_params_config_and_an_example():
+    result = CliRunner().invoke(main, ["rewards", "show", "accuracy"])
+    assert result.exit_code == 0
+    assert "accuracy  (plugin builtin:verifiable)" in result.output
+    assert 'answer_column = "answer"  the dataset column with the gold answer' in result.output
+    assert '[[rewards]]\n  name = "accuracy"' in result.output
+    assert "grpo-skill rewards try accuracy --completion" in result.output
+    data = json.loads(CliRunner().invoke(main, ["rewards", "show", "llm_judge", "--json"]).output)
+    assert [judge["name"] for judge in data["judges"]] == ["http", "local"]
+    assert {"name": "api_key_env", "default": ""}.items() <= data["judges"][0]["params"][2].items()
+    unknown = CliRunner().invoke(main, ["rewards", "show", "nosuch"])
+    assert unknown.exit_code == 1 and "unknown reward 'nosuch'" in unknown.output
+
+
+@pytest.mark.parametrize("name", sorted(name for name, reg in plugins.rewards().items()
+                                        if reg.plugin.startswith("builtin:")))
+def test_every_builtin_has_documented_params_and_an_example_that_runs(name):
+    reward = plugins.get_reward(name)
+    assert reward.description and set(reward.param_help) == set(reward.params), "every param has a line of help"
+    shown = json.loads(CliRunner().invoke(main, ["rewards", "show", name, "--json"]).output)
+    args = shlex.split(shown["example"])
+    assert args[:4] == ["grpo-skill", "rewards", "try", name]
+    code, output = invoke(*args[3:], "--json")
+    assert code == 0, output
+    scores = [sample["scores"][name] for sample in json.loads(output)["samples"]]
+    assert len(scores) >= 2 and len(set(scores)) > 1, f"the example of {name} shows no difference: {scores}"
+
+
+def test_batch_scaling_and_normalize_then_sum(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    rows = [("a", "</think>42"), ("a", "</think>41"), ("b", "</think>42"), ("b", "</think>42")]
+    samples.write_text("\n".join(json.dumps({"prompt": p, "completion": c, "answer": "42"}) for p, c in rows))
+    data = json.loads(invoke("accuracy", "--file", str(samples), "--scale-rewards", "batch", "--json")[1])
+    # totals 1, 0 | 1, 1: the batch's std is 0.5, each group keeps its own mean (0.5 | 1.0)
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx([0.5 / 0.5001, -0.5 / 0.5001, 0.0, 0.0],
+                                                                     abs=1e-5)
+    assert [g["zero_spread"] for g in data["groups"]] == [False, True]
+    data = json.loads(invoke("accuracy", *ONE_RIGHT, "--aggregation", "normalize_then_sum", "--json")[1])
+    # per reward z-scores in the group (0.75 / 0.5001, -0.25 / 0.5001), then scaled by the batch's std of them
+    z = [0.75 / 0.5001, -0.25 / 0.5001]
+    spread = 0.5 / 0.5001 + 1e-4
+    assert [s["advantage"] for s in data["samples"]] == pytest.approx(
+        [z[0] / spread, z[1] / spread, z[1] / spread, z[1] / spread], abs=1e-5)

@@ -1,0 +1,112 @@
+"""The shaping rewards and cosine_length on crafted inputs, with the scores their definitions give."""
+
+import math
+
+import pytest
+
+from grpo_skill import RewardError, plugins
+
+
+def score(name, completions, completion_ids=None, preset=None, **params):
+    reward = plugins.get_reward(name).build(preset=plugins.get_preset(preset) if preset else None, params=params)
+    return reward(prompts=[""] * len(completions), completions=completions, completion_ids=completion_ids)
+
+
+def ids(*lengths):
+    return [[7] * n for n in lengths]
+
+
+def test_soft_overlong_follows_dapo():
+    # L_max 100, cache 20: nothing up to 80 tokens, then (80 - length) / 20, -1 beyond 100
+    scores = score("soft_overlong", ["x"] * 6, ids(10, 80, 85, 90, 100, 101), max_completion_len=100,
+                   soft_punish_cache=20)
+    assert scores == [0.0, 0.0, -0.25, -0.5, -1.0, -1.0]
+
+
+def test_soft_overlong_defaults_to_a_fifth_of_the_preset_length():
+    # the tiny preset generates 32 tokens: the penalty starts after 32 - 32 // 5 = 26
+    assert score("soft_overlong", ["x"] * 3, ids(26, 29, 32), preset="tiny") == [0.0, -0.5, -1.0]
+
+
+def test_soft_overlong_without_a_length_says_which_param():
+    with pytest.raises(RewardError, match="max_completion_len must be a positive number of tokens"):
+        plugins.get_reward("soft_overlong").build()
+
+
+def test_token_rewards_count_the_tokenizers_tokens_without_ids(tiny_tokenizer):
+    reward = plugins.get_reward("soft_overlong").build(tokenizer=tiny_tokenizer,
+                                                       params={"max_completion_len": 4, "soft_punish_cache": 1})
+    long_text = "First, let me think about what is being asked."
+    assert len(tiny_tokenizer.encode(long_text, add_special_tokens=False)) > 4
+    assert reward(completions=[long_text]) == [-1.0]
+
+
+def test_repetition_penalises_repeated_token_ngrams():
+    completion_ids = [[1, 2, 3, 4], [5, 5, 5, 5, 5], [1, 2, 1, 2, 1, 2], [1, 2]]
+    # 2-grams of 5 5 5 5 5: four, one distinct -> 1 - 1/4 = 0.75 repeated
+    assert score("repetition", ["x"] * 4, completion_ids, ngram_size=2) == [0.0, -0.75, -0.6, 0.0]
+    # 3-grams: 5 5 5 5 5 has three, one distinct; 1 2 1 2 1 2 four, two distinct; [1, 2] is too short for one
+    assert score("repetition", ["x"] * 4, completion_ids, max_penalty=-0.5) == pytest.approx(
+        [0.0, -0.5 * 2 / 3, -0.25, 0.0])
+
+
+def test_repetition_refuses_a_positive_penalty():
+    with pytest.raises(RewardError, match="max_penalty 0 or below"):
+        plugins.get_reward("repetition").build(params={"max_penalty": 1.0})
+
+
+def test_think_format_with_and_without_a_template_that_opens_think():
+    completions = ["reasoning</think>answer", "<think>reasoning</think>answer", "<think>reasoning", "answer"]
+    assert score("think_format", completions, template_opens_think=True) == [1.0, 0.0, 0.0, 0.0]
+    assert score("think_format", completions, template_opens_think=False) == [0.0, 1.0, 0.0, 0.0]
+    # "auto" reads the preset: the thinking preset's template opens <think>, the standard one's does not
+    assert score("think_format", completions, preset="thinking") == [1.0, 0.0, 0.0, 0.0]
+    assert score("think_format", completions, preset="standard") == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_tag_count():
+    completions = ["r</think>a", "<think>r</think>a", "r", "<think>r</think>a</think>"]
+    assert score("tag_count", completions, template_opens_think=True) == [1.0, 0.5, 0.5, 0.0]
+    assert score("tag_count", completions, template_opens_think=False) == [0.5, 1.0, 0.0, 0.5]
+    tagged = ["<think>r</think><answer>a</answer>", "<think>r</think>a", "<answer>a</answer>"]
+    assert score("tag_count", tagged, template_opens_think=False, answer_tags=True) == [1.0, 0.5, 0.5]
+
+
+def test_reasoning_steps():
+    completions = [
+        "Step 1: add.\nStep 2: check.\nStep 3: answer.",
+        "First, add. Next, check.",
+        "1. add\n2. check\n3. answer\n4. done",
+        "42",
+    ]
+    assert score("reasoning_steps", completions) == [1.0, pytest.approx(2 / 3), 1.0, 0.0]
+    assert score("reasoning_steps", ["First, add."], min_steps=2) == [0.5]
+
+
+ENGLISH = "Let me add the two numbers first, then check the sum."
+CHINESE = "我先把两个数相加，然后检查一下结果是否正确。"
+ENGLISH_ANSWER = "The answer is forty-two, I am quite sure of it."
+
+
+def test_language_share_of_the_target_language():
+    completions = [ENGLISH + "</think>" + ENGLISH_ANSWER, CHINESE + "</think>" + ENGLISH_ANSWER, "42"]
+    english = score("language", completions, language="en")
+    # the second: 47 English characters of 69 with letters; the third has no text to judge
+    assert english == [1.0, pytest.approx(len(ENGLISH_ANSWER) / (len(CHINESE) + len(ENGLISH_ANSWER))), None]
+    assert score("language", completions[:2], language="zh", part="thinking") == [0.0, 1.0]
+    assert score("language", completions[:2], language="zh", part="answer") == [0.0, 0.0]
+
+
+def test_language_refuses_an_unknown_code():
+    with pytest.raises(RewardError, match="'klingon' is no language code"):
+        plugins.get_reward("language").build(params={"language": "klingon"})
+
+
+def test_cosine_length_scales_correctness_by_length():
+    right, wrong = "</think>42", "</think>41"
+    completions = [right, right, right, wrong, wrong, wrong]
+    scores = plugins.get_reward("cosine_length").build(params={"max_len": 10})(
+        completions=completions, completion_ids=ids(0, 5, 12, 0, 5, 10), answer=["42"] * 6)
+    # right: 1.0 at 0 tokens, 0.75 halfway (cos = 0), 0.5 from max_len on; wrong: -1.0, -0.75, -0.5
+    assert scores == [1.0, pytest.approx(0.75), 0.5, -1.0, pytest.approx(-0.75), -0.5]
+    assert all(math.isfinite(s) for s in scores)
