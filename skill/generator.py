@@ -151,7 +151,7 @@ def _writable_ancestor(target: Path) -> None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise GenerateError(_("cannot create {target}: {folder} is not writable; choose another folder").format(
+        raise GenerateError(_("cannot create {target}: {folder} is not writable; choose a folder you can write to").format(
             target=target, folder=existing))
 
 
