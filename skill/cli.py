@@ -167,6 +167,13 @@ class Group(_TranslatedHelp, click.Group):
 
         try:
             return super().invoke(ctx)
+        except click.UsageError as error:  # click's own would add the usage line: two lines are enough
+            if _debug(ctx) or error.ctx is None:
+                raise
+            failure = click.ClickException(error.format_message() + "\n" + _("Try '{command} {option}' for help.").format(
+                command=error.ctx.command_path, option="-h"))
+            failure.exit_code = error.exit_code
+            raise failure from None
         except (errors.UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
             message = None if _debug(ctx) else errors.user_message(error)
             if message is None:

@@ -35,19 +35,29 @@ def shown_path(path: str | os.PathLike) -> str:
         return str(path)
 
 
+def user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of ``error``'s traceback in a user's or a plugin's code: outside grpo_skill and the
+    standard library; None when it was raised in neither."""
+    stdlib = Path(sysconfig.get_path("stdlib")).resolve()
+    theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not (frame.filename.startswith("<") or _inside(frame.filename, PACKAGE_DIR)
+                      or _inside(frame.filename, stdlib))]
+    return theirs[-1] if theirs else None
+
+
 def where_raised(error: BaseException) -> str:
-    """``file:line: ErrorType: message`` for an exception raised in a user's or a plugin's code: the innermost
-    frame outside grpo_skill and the standard library (SyntaxError: the line it names)."""
+    """``file:line: ErrorType: message`` for an exception raised in a user's or a plugin's code (SyntaxError: the
+    line it names; elsewhere: the innermost frame, see ``user_frame``)."""
     from .i18n import _
 
     kind = type(error).__name__
+    message = str(error) or _("(no message)")
     if isinstance(error, SyntaxError) and error.filename:
         return f"{shown_path(error.filename)}:{error.lineno}: {kind}: {error.msg}"
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if not frame.filename.startswith("<")]
-    stdlib = Path(sysconfig.get_path("stdlib")).resolve()
-    theirs = [frame for frame in frames if not (_inside(frame.filename, PACKAGE_DIR) or _inside(frame.filename, stdlib))]
-    frame = (theirs or frames or [None])[-1]
-    message = str(error) or _("(no message)")
+    frame = user_frame(error)
+    if frame is None:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+        frame = frames[-1] if frames else None
     return f"{shown_path(frame.filename)}:{frame.lineno}: {kind}: {message}" if frame else f"{kind}: {message}"
 
 

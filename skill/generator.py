@@ -182,9 +182,9 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         try:
             plugin_name = plugins.register_project(rendered)
             config.load(rendered / config.CONFIG_FILE)
-        except UserError as error:
+        except UserError as error:  # named where the project was to go, not in the scratch folder
             raise GenerateError(
-                _("the project would not run: {error}").format(error=error)
+                _("the project would not run: {error}").format(error=str(error).replace(str(rendered), str(target)))
             ) from None
         finally:
             if plugin_name:

@@ -14,6 +14,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Mapping
 import pluggy
 
 from . import hookspecs
-from .errors import where_raised
+from .errors import shown_path, user_frame, where_raised
 from .i18n import _
 from .registry import Collection, LoraSettings, Preset, Registered, RegistryError, Reward, collect
 
@@ -91,13 +92,27 @@ _loaded = False
 _collecting: set[str] = set()
 
 
+def shown_name(name: str) -> str:
+    """A plugin's name for messages: a project's rewards.py by its path."""
+    if name.startswith(PROJECT_PLUGIN_PREFIX):
+        return shown_path(Path(name[len(PROJECT_PLUGIN_PREFIX):]) / "rewards.py")
+    return name
+
+
 def _register(plugin, name: str, source: str, version: str | None = None) -> None:
     pm.register(plugin, name=name)
     try:
         pm.check_pending()  # a hook implementation with no spec (a typo) is refused, loudly
     except pluggy.PluginValidationError as error:
         pm.unregister(name=name)
-        raise RegistryError(_("plugin {name!r}: {error}").format(name=name, error=error)) from None
+        hook = re.search(r"unknown hook '(\w+)'", str(error))
+        hooks = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("register_")))
+        if hook is None:
+            raise RegistryError(_("plugin {name!r}: {error}").format(name=shown_name(name), error=error)) from None
+        close = difflib.get_close_matches(hook.group(1), hooks.split(", "), n=1)
+        raise RegistryError(_("plugin {name!r}: unknown hook {hook!r}{suggestion}; the hooks are {hooks}").format(
+            name=shown_name(name), hook=hook.group(1), hooks=hooks,
+            suggestion=_(" (did you mean {close!r}?)").format(close=close[0]) if close else "")) from None
     _sources[name] = (source, version)
 
 
@@ -120,8 +135,9 @@ def _load_entry_points() -> None:
 
 
 def _one_line(error: BaseException) -> str:
-    if isinstance(error, RegistryError):
-        return str(error)
+    if isinstance(error, RegistryError):  # raised by register() inside a hook: say where the hook called it
+        frame = user_frame(error)
+        return f"{shown_path(frame.filename)}:{frame.lineno}: {error}" if frame else str(error)
     return where_raised(error)
 
 
@@ -243,15 +259,16 @@ def _get(collection: Collection, kind: str, name: str):
         else:
             fix = _("unregister one of them")
         raise RegistryError(_("{kind} {name!r} is registered by both {first!r} and {second!r}; {fix}").format(
-            kind=kind, name=name, first=owners[0], second=owners[1], fix=fix))
+            kind=kind, name=name, first=shown_name(owners[0]), second=shown_name(owners[1]), fix=fix))
     if name not in collection.items:
         choices = sorted(collection.items)
-        message = _("unknown {kind} {name!r}").format(kind=kind, name=name)
         close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
         if close:
-            message += _("; did you mean {suggestion!r}?").format(suggestion=close[0])
-        message += _(" Choose one of: {choices}").format(choices=", ".join(choices))
-        broken = [info.name for info in _failures] + sorted(collection.errors)
+            message = _("unknown {kind} {name!r}; did you mean {suggestion!r}? Choose one of: {choices}")
+        else:
+            message = _("unknown {kind} {name!r}; choose one of: {choices}")
+        message = message.format(kind=kind, name=name, suggestion=close[0] if close else "", choices=", ".join(choices))
+        broken = [info.name for info in _failures] + sorted(shown_name(name) for name in collection.errors)
         if broken:
             message += _(" (not loaded, with errors: {plugins}; see grpo-skill plugins)").format(
                 plugins=", ".join(broken))
@@ -298,11 +315,12 @@ def warnings() -> list[str]:
     manager()
     lines = [_("plugin {name!r} failed to load: {error}").format(name=info.name, error=info.error)
              for info in _failures]
-    lines += [_("plugin {name!r} failed in {error}").format(name=name, error=error)
+    lines += [_("plugin {name!r} failed in {error}").format(name=shown_name(name), error=error)
               for name, error in hook_errors().items()]
     for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection())):
         lines += [_("{kind} {name!r} is registered by both {first!r} and {second!r}: projects that use it fail "
-                    "until one goes").format(kind=kind, name=name, first=owners[0], second=owners[1])
+                    "until one goes").format(kind=kind, name=name, first=shown_name(owners[0]),
+                                             second=shown_name(owners[1]))
                   for name, owners in collection.clashes.items()]
     if _unknown_allowed:
         lines.append(_("{env} names {names}, which no installed package provides (installed: {installed})").format(

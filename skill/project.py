@@ -269,9 +269,14 @@ def _local_folder(name: str, project_dir: Path) -> Path | None:
 
 def check_model(config: ProjectConfig) -> None:
     """A local model folder (and ``model.adapter``) must be there; a hub id must look like one."""
+    adapter = config.adapter_dir()
+    if adapter is not None and not (adapter / "adapter_config.json").is_file():
+        raise config.error(("model", "adapter"), _(
+            "no LoRA adapter in {path} (adapter_config.json is missing); point it at a saved adapter "
+            "folder").format(path=adapter))
+    name, local = config.model["name"], config.local_model_dir()
     if config.builds_its_model():
         return
-    name, local = config.model["name"], config.local_model_dir()
     if local is None:
         if not HUB_ID.match(name):
             raise config.error(("model", "name"), _(
@@ -287,11 +292,6 @@ def check_model(config: ProjectConfig) -> None:
                 "model").format(path=local))
         raise config.error(("model", "name"), _("{path} has no config.json, so it is not a model folder; pass "
                                                 "--model PATH to one").format(path=local))
-    adapter = config.adapter_dir()
-    if adapter is not None and not (adapter / "adapter_config.json").is_file():
-        raise config.error(("model", "adapter"), _(
-            "no LoRA adapter in {path} (adapter_config.json is missing); point it at a saved adapter "
-            "folder").format(path=adapter))
 
 
 def _truthy(name: str) -> bool:

@@ -139,12 +139,10 @@ def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseE
     for impl in hook.get_hookimpls():  # in the order the plugins were registered (pluggy calls them reversed)
         plugin, registered = impl.plugin_name, []
 
-        def register(item, _plugin=plugin, _registered=registered):
+        def register(item, _registered=registered):
             if not isinstance(item, kinds):
                 raise RegistryError(
-                    _("plugin {plugin!r} registered {item!r}, expected a {kind}").format(
-                        plugin=_plugin, item=item, kind=kinds[0].__name__
-                    )
+                    _("register() got {item!r}, expected a {kind}").format(item=item, kind=kinds[0].__name__)
                 )
             _registered.append(item)
 
