@@ -296,3 +296,25 @@ def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
     assert project_plugins == ["project:" + str((tmp_path / "second").resolve())]
     assert plugins.rewards()["no_repetition"].plugin == project_plugins[0]
     plugins.unregister(project_plugins[0])
+
+
+def test_the_readme_plugin_example_scores_strings_and_chat_messages():
+    """README's plugin example, run as written: completions arrive as strings, or as chat messages when the
+    dataset's prompts are conversations."""
+    import re
+    import types
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Plugins", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    module = types.ModuleType("readme_plugin")
+    exec(compile(code, "README.md", "exec"), module.__dict__)
+    plugins.register(module, name="readme")
+    try:
+        shouting = plugins.get_reward("shouting").build()
+        assert shouting(completions=["STOP", "Fine."]) == [1.0, 0.0]
+        assert shouting(completions=[[{"role": "assistant", "content": "NO"}], [{"role": "assistant", "content": "ok"}]],
+                        prompts=[[{"role": "user", "content": "hi"}]] * 2) == [1.0, 0.0]
+    finally:
+        plugins.unregister("readme")
