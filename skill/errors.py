@@ -105,7 +105,7 @@ def install() -> None:
         if message is None:
             previous(kind, error, trace)
             return
-        print(f"error: {message}", file=sys.stderr)
+        print(_error_line(message), file=sys.stderr)
         code = exit_code(error)
         if code not in (1, 130):  # Python exits 1 (130 for Ctrl-C) after an uncaught exception
             sys.stderr.flush()
@@ -122,5 +122,11 @@ def run_main(main, *args, **kwargs):
         message = None if debug_wanted() else user_message(error)
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        print(_error_line(message), file=sys.stderr)
         raise SystemExit(exit_code(error)) from None
+
+
+def _error_line(message: str) -> str:
+    from .i18n import _
+
+    return _("error: {message}").format(message=message)

@@ -140,6 +140,8 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     overridden = set()
     for dotted, value in (overrides or {}).items():
         table, key = dotted.split(".", 1)
+        if dotted == "model.name" and isinstance(value, str) and _looks_local(value):
+            value = str(Path(value).expanduser().resolve())  # a folder given on the command line: from here
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)

@@ -263,3 +263,19 @@ def test_bad_dataset_options_write_nothing(cli, tmp_path, extra, message):
     result = cli("new", "d", "--preset", "tiny", *extra, "-o", str(tmp_path), check=False, cwd=tmp_path)
     assert result.returncode != 0 and message in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_generated_tests_pass_on_a_hub_dataset_and_say_why_offline(cli, tmp_path):
+    """The project's own dataset test reads a local file's rows, and for a hub dataset asks what check and
+    train.py ask: nothing online (train.py loads it), and to be in the cache when HF_HUB_OFFLINE is set."""
+    cli("new", "hub", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "hub"
+    edit(project, 'path = "data/prompts.jsonl"', 'path = "grpo-skill-tests/prompts"')
+    from support import run
+
+    pytest_in_project = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+    assert "3 passed" in run(pytest_in_project, cwd=project).stdout
+    offline = run(pytest_in_project, cwd=project, check=False,
+                  env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
+    assert offline.returncode == 1 and "1 failed, 2 passed" in offline.stdout
+    assert "dataset 'grpo-skill-tests/prompts' is not in the Hugging Face cache" in offline.stdout
