@@ -335,8 +335,11 @@ def go_offline() -> None:
 
 def hub_cached(repo_id: str, kind: str) -> bool:
     """True when the Hugging Face cache holds ``repo_id`` (a model's config.json, or a dataset snapshot)."""
-    import huggingface_hub
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    try:
+        import huggingface_hub
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:  # no transformers here (`check` on a laptop): the machine that trains will tell
+        return True
 
     if kind == "model":
         return isinstance(huggingface_hub.try_to_load_from_cache(repo_id, "config.json"), str)
