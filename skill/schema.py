@@ -171,13 +171,12 @@ def _describe_type(annotation) -> tuple[list[str], list | None]:
         return ["null"], None
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (Union, types.UnionType):
-        names, choices, takes_any_str = [], None, False
+        names, choices = [], None
         for member in args:
             member_names, member_choices = _describe_type(member)
             names += [name for name in member_names if name not in names]
             if member_choices is not None:
                 choices = (choices or []) + [c for c in member_choices if c not in (choices or [])]
-            takes_any_str |= member is str
         if choices and not all(isinstance(c, str) for c in choices):
             choices = None  # Literal[False] beside str: a type, not a choice
         return names, choices  # Enum | str: TRL turns the str into the Enum, so only its values pass
