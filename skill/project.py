@@ -307,8 +307,12 @@ def _offline_by_env() -> str | None:
     return None
 
 
+def _hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
 def _hub_host() -> tuple[str, int]:
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    endpoint = urlparse(_hub_endpoint())
     return endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
 
 
@@ -351,10 +355,32 @@ def hub_cached(repo_id: str, kind: str) -> bool:
         return (Path(cache) / repo_id.replace("/", "___")).is_dir()
 
 
+def hub_has(repo_id: str, kind: str) -> bool | str | None:
+    """Whether the hub holds ``repo_id`` (a model's config.json, or a dataset): True, False, "gated" (it does,
+    behind terms to accept), or None when it cannot say."""
+    try:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+    except ImportError:
+        return None
+    api = HfApi(endpoint=_hub_endpoint())
+    try:
+        if kind == "model":
+            return api.file_exists(repo_id, "config.json")
+        return api.repo_exists(repo_id, repo_type="dataset")
+    except GatedRepoError:
+        return "gated"
+    except HfHubHTTPError as error:
+        status = getattr(error.response, "status_code", None)
+        return False if status == 404 else None
+    except Exception:  # a network or server hiccup: the download itself will say more
+        return None
+
+
 def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool = True, dataset: bool = True) -> None:
-    """A model or dataset named by hub id must be downloadable, or cached when offline. Offline (by
-    HF_HUB_OFFLINE, or a hub that does not answer in seconds when ``probe``) a cached one is used without
-    network retries, and a missing one is an error now rather than a minute of retries later."""
+    """A model or dataset named by hub id must be on the hub (asked in one request when ``probe``), or cached
+    when offline. Offline (by HF_HUB_OFFLINE, or a hub that does not answer in seconds) a cached one is used
+    without network retries, and a missing one is an error now rather than a minute of retries later."""
     wanted = []
     if model and not config.builds_its_model() and config.local_model_dir() is None:
         wanted.append((("model", "name"), "model", config.model["name"]))
@@ -364,7 +390,19 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         return
     reason = _offline_by_env()
     if reason is None:
-        if not probe or hub_reachable():
+        if not probe:
+            return
+        if hub_reachable():
+            for loc, kind, repo_id in wanted:
+                found = None if hub_cached(repo_id, kind) else hub_has(repo_id, kind)
+                if found is False:
+                    raise config.error(loc, _(
+                        "{kind} {repo!r} is not on the hub: check the name (a private repo needs HF_TOKEN, in .env), "
+                        "or use {flag} for a local copy").format(
+                        kind=_(kind), repo=repo_id, flag="--model PATH" if kind == "model" else _("a local file")))
+                if found == "gated":
+                    raise config.error(loc, _("{kind} {repo!r} is gated: accept its terms on its hub page, then set "
+                                              "HF_TOKEN (in .env)").format(kind=_(kind), repo=repo_id))
             return
         host = _hub_host()[0]
         reason = _("{host} cannot be reached").format(host=host)

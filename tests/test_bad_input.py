@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import os
 import shutil
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -382,6 +384,13 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
          env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": None}),
     Case("train-hub-dataset-offline", "dataset 'grpo-skill-tests/no-data' is not in the Hugging Face cache",
          mode="load", edits=edit('path = "data/prompts.jsonl"', 'path = "grpo-skill-tests/no-data"'), env=offline()),
+    Case("train-hub-typo", "model 'owner/missing-model' is not on the hub: check the name", mode="load",
+         overrides={"model.name": "owner/missing-model"}, env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
+    Case("train-hub-gated", "model 'owner/gated-model' is gated: accept its terms", mode="load",
+         overrides={"model.name": "owner/gated-model"}, env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
+    Case("train-hub-dataset-typo", "dataset 'owner/missing-data' is not on the hub", mode="load",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "owner/missing-data"'),
+         env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
     Case("train-typo", "did you mean `learning_rate`?", mode="load", edits=edit("learning_rate", "learnin_rate")),
     Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
     Case("train-reward-factory-raises", "reward 'no_repetition' could not be built: ", mode="build",
@@ -410,6 +419,9 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-train-hub-offline", "error: model.name (given on the command line): model 'Qwen/Qwen3-4B' is not in "
          "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH", mode="script",
          args=("train.py", "--model", "Qwen/Qwen3-4B"), env=offline(HF_HOME="{tmp}/hf-home")),
+    Case("script-train-hub-typo", "error: model.name (given on the command line): model 'owner/missing-model' is not "
+         "on the hub", mode="script", args=("train.py", "--model", "owner/missing-model"),
+         env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
@@ -447,8 +459,38 @@ def tree_hashes(folder: Path) -> dict[str, str]:
             for path in sorted(folder.rglob("*")) if path.is_file() and "__pycache__" not in path.parts}
 
 
+class FakeHub(http.server.BaseHTTPRequestHandler):
+    """A Hugging Face hub that has nothing: every repo is missing, except the gated ones (behind terms)."""
+
+    def answer(self):
+        gated = "gated" in self.path
+        self.send_response(403 if gated else 404)
+        self.send_header("X-Error-Code", "GatedRepo" if gated else "RepoNotFound")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET = answer
+
+    def log_message(self, *args):
+        pass
+
+
+HUB = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fake_hub():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    HUB["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield
+    server.shutdown()
+    server.server_close()
+
+
 def fill(text: str, tmp: Path, project: Path) -> str:
-    return text.replace("{project}", str(project)).replace("{tmp}", str(tmp))
+    return text.replace("{project}", str(project)).replace("{tmp}", str(tmp)).replace("{hub}", HUB.get("url", ""))
 
 
 @contextlib.contextmanager
@@ -471,8 +513,11 @@ def environment(changes: dict, tmp: Path, project: Path):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        if hub_constants is not None:
-            hub_constants.HF_HUB_OFFLINE = saved_offline
+        hub_constants_now = sys.modules.get("huggingface_hub.constants")
+        if hub_constants_now is not None:  # imported before the case, or during it (reading the case's variables)
+            hub_constants_now.HF_HUB_OFFLINE = saved_offline if hub_constants is not None else any(
+                os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
+                for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def run_case(case: Case, tmp: Path, project: Path) -> tuple[int, str, str]:
