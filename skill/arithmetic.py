@@ -82,11 +82,13 @@ def sampled_accuracy(model, tokenizer, rows: list[dict], seed: int = 0) -> float
         output = model.generate(**inputs, max_new_tokens=6, do_sample=True, temperature=1.0,
                                 pad_token_id=tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-    right = 0
-    for text, row in zip(texts, rows):
-        numbers = re.findall(r"-?\d+", text)
-        right += bool(numbers) and numbers[-1] == row["answer"]
-    return right / len(rows)
+    return sum(is_right(text, row["answer"]) for text, row in zip(texts, rows)) / len(rows)
+
+
+def is_right(text: str, answer: str) -> bool:
+    """The last whole number in ``text`` is ``answer``."""
+    numbers = re.findall(r"-?\d+", text)
+    return bool(numbers) and numbers[-1] == answer
 
 
 def warm_start(data: str | Path, out: str | Path, *, steps: int = 300, batch_size: int = 64, lr: float = 1e-3,
@@ -159,7 +161,8 @@ def warm_start(data: str | Path, out: str | Path, *, steps: int = 300, batch_siz
     model.eval().to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
     return {"model": str(out), "base": str(base), "steps": step, "max_steps": steps,
-            "train_accuracy": probes[-1][1] if probes else None, "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+            "train_accuracy": probes[-1][1] if probes else None,
+            "first_loss": sum(losses[:5]) / len(losses[:5]), "final_loss": sum(losses[-20:]) / len(losses[-20:]),
             "seconds": round(time.perf_counter() - started, 1), "device": device}
 
 

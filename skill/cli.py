@@ -33,9 +33,8 @@ def emit(data, as_json: bool, render_text) -> None:
 def warn_broken_plugins() -> None:
     from . import plugins
 
-    for info in plugins.failures():
-        click.echo(_("warning: plugin {name!r} failed to load: {error}").format(name=info.name, error=info.error),
-                   err=True)
+    for line in plugins.warnings():
+        click.echo(_("warning: {problem}").format(problem=line), err=True)
 
 
 # Table headers: the JSON keys, translated for the text listings.
@@ -161,6 +160,28 @@ class Group(_TranslatedHelp, click.Group):
     command_class = Command
     group_class = type  # subgroups are Groups too
 
+    def invoke(self, ctx):
+        """A mistake the user can fix (UserError, a path they cannot write, a broken JSON file, Ctrl-C) ends in
+        one line and a non-zero exit; --debug or GRPO_SKILL_DEBUG=1 shows the traceback instead."""
+        from . import errors
+
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as error:  # click's own would add the usage line: two lines are enough
+            if _debug(ctx) or error.ctx is None:
+                raise
+            failure = click.ClickException(error.format_message() + "\n" + _("Try '{command} {option}' for help.").format(
+                command=error.ctx.command_path, option="-h"))
+            failure.exit_code = error.exit_code
+            raise failure from None
+        except (errors.UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
+            message = None if _debug(ctx) else errors.user_message(error)
+            if message is None:
+                raise
+            failure = click.ClickException(message)
+            failure.exit_code = errors.exit_code(error)
+            raise failure from None
+
     def main(self, args=None, *rest, **kwargs):
         """Choose the language before parsing, so that `--help` and parse errors already speak it."""
         previous = i18n.chosen()
@@ -185,6 +206,18 @@ def _lang_before_command(args) -> str | None:
     return None
 
 
+def _debug(ctx) -> bool:
+    from .errors import debug_wanted
+
+    return bool(ctx.find_root().meta.get("grpo_skill.debug")) or debug_wanted()
+
+
+def _set_debug(ctx, param, value):
+    if value:
+        ctx.find_root().meta["grpo_skill.debug"] = True
+    return value
+
+
 def _set_language(ctx, param, value):
     if value:
         i18n.set_language(value)
@@ -196,12 +229,15 @@ def _set_language(ctx, param, value):
 @click.version_option(package_name="grpo-skill", help=N_("Show the version and exit."))
 @click.option("--lang", type=click.Choice(LANGS), is_eager=True, expose_value=False, callback=_set_language,
               help=N_("Language of messages; default: the locale's (LANG=zh_CN.UTF-8 gives zh-CN), else en."))
+@click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug,
+              help=N_("Show the full traceback of an error (also: GRPO_SKILL_DEBUG=1)."))
 def main():
     pass
 
 
-@main.command(help=N_("Create a runnable GRPO project NAME from a preset."))
-@click.argument("name")
+@main.command(help=N_("Create a runnable GRPO project at PATH (e.g. my-run or ~/runs/my-run) from a preset; "
+                      "the last part of PATH is the project's name."))
+@click.argument("path")
 @click.option("--preset", "-p", default="standard", show_default=True, help=N_("See `grpo-skill presets`."))
 @click.option("--reward", "-r", "rewards", multiple=True, metavar="NAME[:WEIGHT]",
               help=N_("A reward and its weight; repeat for several. Default: the preset's."))
@@ -213,28 +249,31 @@ def main():
 @click.option("--prompt-column", default="prompt", show_default=True, help=N_("The dataset's column of prompts."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("Language of the project's README and comments."))
-@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False), help=N_("Where to create NAME."))
-@click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty, overwriting same-named files."))
+@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
+              help=N_("The folder PATH is relative to."))
+@click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty; files you changed since "
+                                               "they were generated are backed up first, other files are kept."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def new(name, preset, rewards, backend, model, dataset, prompt_column, lang, output_dir, force, as_json):
-    from .generator import GenerateError, render
+def new(path, preset, rewards, backend, model, dataset, prompt_column, lang, output_dir, force, as_json):
+    from .generator import render_project
 
     lang = lang or i18n.current()
-    try:
-        target, files = render(name, output_dir, force=force, preset_name=preset, reward_options=rewards,
-                               backend=backend, model=model, lang=lang, dataset=dataset,
-                               prompt_column=prompt_column)
-    except GenerateError as error:
-        fail(str(error))
+    rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
+                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column)
+    target, files = rendered.target, rendered.files
     from .update import start_repository
 
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
-              "repository": repository}
+              "backup_dir": str(rendered.backup_dir) if rendered.backup_dir else None,
+              "backed_up": rendered.backed_up, "repository": repository}
 
     def text(data):
         click.echo(_("Created {project} ({count} files, preset {preset}).").format(
             project=data["project"], count=len(files), preset=preset))
+        if rendered.backed_up:
+            click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
+                folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
         click.echo(_("Next:  cd {project} && python train.py").format(project=target))
         if repository == "inside":
             click.echo(_("note: the project is inside another git repository; commit it there before "
@@ -431,18 +470,20 @@ def plugin_new(name, output_dir, as_json):
     emit(result, as_json, text)
 
 
-@main.command(help=N_("Validate a project's config.toml without loading any model."))
+@main.command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
-def check(project):
+@click.option("--rewards", "run_rewards", is_flag=True,
+              help=N_("Also run the project's rewards.py, to check it and the params of its rewards."))
+def check(project, run_rewards):
     from . import project as projects
 
-    try:
-        loaded = projects.load(project)
-    except projects.ConfigError as error:
-        fail(str(error))
+    loaded = projects.load(project, rewards=run_rewards)
+    projects.check_hub_access(loaded, probe=False)
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
+    if not run_rewards and (loaded.project_dir / "rewards.py").is_file():
+        click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
 
 
 @main.command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end."))

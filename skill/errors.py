@@ -1,7 +1,132 @@
-"""Errors a user can cause and fix: the CLI prints them in one line, without a traceback."""
+"""Errors a user can cause and fix: the CLI, train.py and evaluate.py print them in one line, without a traceback.
+
+``GRPO_SKILL_DEBUG=1`` (or the CLI's ``--debug``) shows the full traceback instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+
+DEBUG_ENV = "GRPO_SKILL_DEBUG"
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 class UserError(Exception):
     """What is wrong and how to fix it, in one or two lines."""
 
     exit_code = 1
+
+
+def debug_wanted() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` relative to the working folder when it lies inside it (shorter messages), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of ``error``'s traceback in a user's or a plugin's code: outside grpo_skill and the
+    standard library; None when it was raised in neither."""
+    stdlib = Path(sysconfig.get_path("stdlib")).resolve()
+    theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not (frame.filename.startswith("<") or _inside(frame.filename, PACKAGE_DIR)
+                      or _inside(frame.filename, stdlib))]
+    return theirs[-1] if theirs else None
+
+
+def where_raised(error: BaseException) -> str:
+    """``file:line: ErrorType: message`` for an exception raised in a user's or a plugin's code (SyntaxError: the
+    line it names; elsewhere: the innermost frame, see ``user_frame``)."""
+    from .i18n import _
+
+    kind = type(error).__name__
+    message = str(error) or _("(no message)")
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{shown_path(error.filename)}:{error.lineno}: {kind}: {error.msg}"
+    frame = user_frame(error)
+    if frame is None:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
+        frame = frames[-1] if frames else None
+    return f"{shown_path(frame.filename)}:{frame.lineno}: {kind}: {message}" if frame else f"{kind}: {message}"
+
+
+def _inside(filename: str, folder: Path) -> bool:
+    try:
+        Path(filename).resolve().relative_to(folder)
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def user_message(error: BaseException) -> str | None:
+    """One line for an error the user can fix (a UserError, a file they cannot write, Ctrl-C); None for a bug,
+    which keeps its traceback."""
+    from .i18n import _
+
+    if isinstance(error, UserError):
+        return str(error)
+    if isinstance(error, KeyboardInterrupt):
+        return _("interrupted")
+    if isinstance(error, OSError) and error.filename is not None:
+        where = shown_path(error.filename)
+        if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return _("{path}: {reason}; choose a folder you can write to").format(path=where, reason=error.strerror)
+        return f"{where}: {error.strerror or error}"
+    if isinstance(error, json.JSONDecodeError):
+        return _("not valid JSON: {reason} (line {line}, column {column})").format(
+            reason=error.msg, line=error.lineno, column=error.colno)
+    return None
+
+
+def exit_code(error: BaseException) -> int:
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    return getattr(error, "exit_code", 1) if isinstance(error, UserError) else 1
+
+
+def install() -> None:
+    """For a script (train.py, evaluate.py): a mistake the user can fix ends in one line on stderr and a
+    non-zero exit instead of a traceback; ``GRPO_SKILL_DEBUG=1`` keeps the traceback."""
+    previous = sys.excepthook
+
+    def report(kind, error, trace):
+        message = None if debug_wanted() else user_message(error)
+        if message is None:
+            previous(kind, error, trace)
+            return
+        print(_error_line(message), file=sys.stderr)
+        code = exit_code(error)
+        if code not in (1, 130):  # Python exits 1 (130 for Ctrl-C) after an uncaught exception
+            sys.stderr.flush()
+            os._exit(code)
+
+    sys.excepthook = report
+
+
+def run_main(main, *args, **kwargs):
+    """Call ``main``; an error the user can fix ends the process with one line, as ``install`` does."""
+    try:
+        return main(*args, **kwargs)
+    except (UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
+        message = None if debug_wanted() else user_message(error)
+        if message is None:
+            raise
+        print(_error_line(message), file=sys.stderr)
+        raise SystemExit(exit_code(error)) from None
+
+
+def _error_line(message: str) -> str:
+    from .i18n import _
+
+    return _("error: {message}").format(message=message)

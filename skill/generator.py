@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
-from dataclasses import asdict
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from jinja2 import pass_context
@@ -64,14 +66,20 @@ def parse_reward(option: str) -> tuple[str, float]:
 
 
 SAMPLE_PROMPTS = "data/prompts.jsonl"
+BACKUP_DIR = ".grpo-skill-backup"
+ANSWERS_FILE = ".copier-answers.yml"
+
+
+def _looks_local(model: str) -> bool:
+    return model.startswith(("/", ".", "~")) or "\\" in model or model.count("/") > 1
 
 
 def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en", dataset=None,
             prompt_column="prompt") -> dict:
     if not NAME_PATTERN.match(name):
         raise GenerateError(
-            _("project name {name!r} is not allowed: use letters, digits, '-' and '_', starting with a letter "
-              "(at most 64 characters)").format(name=name)
+            _("project name {name!r} (the last part of the path) is not allowed: use letters, digits, '-' and '_', "
+              "starting with a letter (at most 64 characters)").format(name=name)
         )
     if backend not in config.BACKENDS:
         raise GenerateError(
@@ -90,6 +98,8 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
     if model and Path(model).expanduser().exists():
         model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
+    elif model and _looks_local(model):
+        raise GenerateError(_("--model {model}: no such folder; give a model folder or a hub id").format(model=model))
     if dataset is not None:
         dataset = Path(dataset).expanduser()
         if dataset.suffix not in config.LOCAL_DATA_SUFFIXES or not dataset.is_file():
@@ -116,40 +126,124 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
     }
 
 
-def render(name: str, parent: str | Path = ".", *, force: bool = False, **options) -> tuple[Path, list[str]]:
-    """Validate, render into a scratch folder, check the result's config, then copy it into place."""
-    import copier
+def target_of(path: str | Path, parent: str | Path = ".") -> tuple[Path, str]:
+    """``new PATH``: the folder to create and the project's name, its last part (``new .`` names the
+    project after the current folder)."""
+    target = Path(parent).expanduser() / Path(path).expanduser()
+    if target.name in ("", ".", ".."):
+        target = target.resolve()
+    return target, target.name
 
+
+@dataclass
+class Rendered:
+    target: Path
+    files: list[str]  # every file of the project, relative to target
+    backup_dir: Path | None = None  # where the files you had changed were saved (--force)
+    backed_up: list[str] = field(default_factory=list)
+
+
+def render(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> tuple[Path, list[str]]:
+    rendered = render_project(path, parent, force=force, **options)
+    return rendered.target, rendered.files
+
+
+def _writable_ancestor(target: Path) -> None:
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise GenerateError(_("cannot create {target}: {folder} is not writable; choose a folder you can write to").format(
+            target=target, folder=existing))
+
+
+def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> Rendered:
+    """Validate, render into a scratch folder, check the result's config, then copy it into place.
+
+    With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
+    ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
+    left alone."""
+    target, name = target_of(path, parent)
     data = answers(name, **options)
     dataset = options.get("dataset")
-    target = Path(parent) / name
     if target.exists() and not target.is_dir():
         raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
     if target.is_dir() and any(target.iterdir()) and not force:
         raise GenerateError(
-            _("{target} is not empty; choose another name, or pass --force to write into it").format(target=target)
+            _("{target} is not empty; choose another name, or pass --force to write into it (files you changed "
+              "are backed up)").format(target=target)
         )
+    _writable_ancestor(target)
 
     with tempfile.TemporaryDirectory() as scratch:
         rendered = Path(scratch) / name
-        # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
-        copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True,
-                        unsafe=True)
+        _copy_template(rendered, data)
         if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
-            shutil.copyfile(dataset, rendered / data["dataset_path"])
+            shutil.copyfile(Path(dataset).expanduser(), rendered / data["dataset_path"])
         skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
         updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None
         try:
             plugin_name = plugins.register_project(rendered)
             config.load(rendered / config.CONFIG_FILE)
-        except config.ConfigError as error:
+        except UserError as error:  # named where the project was to go, not in the scratch folder
             raise GenerateError(
-                _("the project would not run: {error}").format(error=error)
+                _("the project would not run: {error}").format(error=str(error).replace(str(rendered), str(target)))
             ) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
+        result = Rendered(target, files)
+        if target.is_dir():
+            _back_up_changed(result, rendered, Path(scratch) / "previous")
         shutil.copytree(rendered, target, dirs_exist_ok=True)
-    return target, files
+    return result
+
+
+def _copy_template(destination: Path, data: dict) -> None:
+    import copier
+
+    # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
+    copier.run_copy(str(template_dir()), destination, data=data, defaults=True, quiet=True, overwrite=True,
+                    unsafe=True)
+
+
+def _previous_generation(target: Path, scratch: Path) -> Path | None:
+    """The project as this template makes it from the answers recorded in ``target``: what the user got."""
+    import yaml
+
+    try:
+        recorded = yaml.safe_load((target / ANSWERS_FILE).read_text(encoding="utf-8"))
+        data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+        _copy_template(scratch, data)
+    except Exception:  # no answers, or answers this template cannot use: every differing file is backed up
+        return None
+    return scratch
+
+
+def _back_up_changed(result: Rendered, rendered: Path, scratch: Path) -> None:
+    previous = _previous_generation(result.target, scratch)
+    changed = []
+    for relative in result.files:
+        existing = result.target / relative
+        if not existing.is_file():
+            continue
+        content = existing.read_bytes()
+        if content == (rendered / relative).read_bytes():
+            continue
+        if previous is not None and (previous / relative).is_file() and content == (previous / relative).read_bytes():
+            continue  # as generated: nothing of the user's is lost
+        changed.append(relative)
+    if not changed:
+        return
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = result.target / BACKUP_DIR / stamp
+    suffix = 1
+    while backup.exists():
+        suffix += 1
+        backup = result.target / BACKUP_DIR / f"{stamp}-{suffix}"
+    for relative in changed:
+        (backup / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(result.target / relative, backup / relative)
+    result.backup_dir, result.backed_up = backup, changed

@@ -6,21 +6,19 @@ from typing import Any, Mapping
 
 from . import plugins
 from .i18n import _
-from .registry import Judge, Registered, RegistryError, collect
+from .registry import Collection, Judge, Registered, RegistryError, collect
+
+
+def judge_collection() -> Collection:
+    return collect(plugins.manager().hook.register_judges, Judge, plugins.describe_hook_error)
 
 
 def judges() -> dict[str, Registered]:
-    return collect(plugins.manager().hook.register_judges, Judge)
+    return judge_collection().items
 
 
 def get_judge(name: str) -> Judge:
-    found = judges()
-    if name not in found:
-        raise RegistryError(
-            _("unknown judge backend {name!r}; choose one of: {choices}").format(
-                name=name, choices=", ".join(sorted(found)) or _("none"))
-        )
-    return found[name].item
+    return plugins.get_from(judge_collection(), _("judge backend"), name)
 
 
 def judge_params(judge: Judge, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,39 +1,37 @@
-"""A generated project's config.toml: loading and validation, before anything heavy is imported.
+"""A loaded project: config.toml through the schema, then everything that needs files or the registry.
 
-Every error names the field and says how to fix it, on one line.
+``schema`` checks the TOML alone; here come the checks that read the project's folder: the dataset (exists,
+parses, has its columns, with the line of the first bad row), the project's rewards.py (errors in it as
+``rewards.py:LINE: ErrorType: message``), the model (a local folder that is there; a hub id reachable or
+cached, failing in seconds when offline), the reward names and their params. Nothing heavy is imported.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
-import tomllib
+import math
+import os
+import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from .errors import UserError
-from . import plugins
-from .i18n import N_, _
+from . import plugins, schema
+from .errors import UserError, shown_path, where_raised
+from .i18n import _
 from .registry import Preset, RegistryError
+from .schema import BACKENDS, CONFIG_FILE, SET_BY_TRAIN_PY, ConfigError, Source  # noqa: F401 (re-exported)
 
-CONFIG_FILE = "config.toml"
-BACKENDS = ("auto", "unsloth", "trl")
 LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
-# GRPOConfig fields that train.py derives itself; setting them in [grpo] too would clash.
-SET_BY_TRAIN_PY = {
-    "reward_weights": N_("from the weights of the [[rewards]]"),
-    "bf16": N_("from what the GPU supports"),
-    "fp16": N_("from what the GPU supports"),
-    "gradient_checkpointing": N_("from lora.gradient_checkpointing"),
-    "disable_tqdm": N_("it draws its own progress bar"),
-}
-
-
-class ConfigError(UserError):
-    """A config that cannot run; the message names the field and the fix."""
+# Suffixes that name a file (not a hub id) that train.py cannot read.
+OTHER_FILE_SUFFIXES = {".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".zip", ".gz", ".tar", ".yaml", ".yml", ".md",
+                       ".pkl", ".pt", ".xml", ".html"}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+HUB_HOST_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -51,6 +49,8 @@ class ProjectConfig:
     dataset: dict[str, Any]
     rewards: list[RewardChoice]
     grpo: dict[str, Any]
+    sft: dict[str, Any] | None = None
+    source: Source | None = None
 
     @property
     def project_dir(self) -> Path:
@@ -64,15 +64,34 @@ class ProjectConfig:
     def reward_weights(self) -> list[float]:
         return [choice.weight for choice in self.rewards]
 
+    def error(self, loc: tuple, message: str) -> ConfigError:
+        return (self.source or Source(self.path)).error(loc, message)
+
     def dataset_file(self) -> Path | None:
-        """The local data file, or None when ``dataset.path`` names a hub dataset."""
-        candidate = self.project_dir / self.dataset["path"]
+        """The local data file, or None when ``dataset.path`` names a hub dataset (or a folder)."""
+        candidate = self.project_dir / Path(self.dataset["path"]).expanduser()
         return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
 
+    def builds_its_model(self) -> bool:
+        """True for a preset that makes its model on this machine (tiny) and a config that asks for it."""
+        preset = self.preset
+        return bool(preset.build_model) and self.model["name"] == preset.model_id
+
+    def local_model_dir(self) -> Path | None:
+        """``model.name`` as a folder (relative paths from the project), or None for a hub id."""
+        return _local_folder(self.model["name"], self.project_dir)
+
     def model_path(self) -> str:
-        """``model.name``, or the local build of a preset that makes its model on this machine (tiny)."""
-        name, preset = self.model["name"], self.preset
-        return preset.build_model() if preset.build_model and name == preset.model_id else name
+        """A local folder to load the model from, or the hub id; the tiny preset builds its model here."""
+        if self.builds_its_model():
+            return self.preset.build_model()
+        local = self.local_model_dir()
+        return str(local) if local is not None else self.model["name"]
+
+    def adapter_dir(self) -> Path | None:
+        """``model.adapter``: the LoRA adapter to continue from (relative paths from the project), if any."""
+        adapter = self.model.get("adapter")
+        return (self.project_dir / Path(adapter).expanduser()).resolve() if adapter else None
 
     def chat_messages(self, question: str) -> list[dict[str, str]]:
         """One prompt as chat messages, with ``dataset.system_prompt`` first when it is set."""
@@ -81,207 +100,483 @@ class ProjectConfig:
 
     def build_rewards(self, tokenizer) -> list:
         """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order."""
-        return [
-            plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset, params=choice.params)
-            for choice in self.rewards
-        ]
+        built = []
+        for index, choice in enumerate(self.rewards):
+            reward = plugins.get_reward(choice.name)
+            try:
+                built.append(reward.build(tokenizer=tokenizer, preset=self.preset, params=choice.params))
+            except UserError:
+                raise
+            except Exception as error:  # the reward's factory is plugin or project code
+                raise self.error(("rewards", index, "name"), _("reward {name!r} could not be built: {error}").format(
+                    name=choice.name, error=where_raised(error))) from error
+        return built
 
 
-def _require(table: dict, section: str, key: str, kind: type | tuple[type, ...], hint: str):
-    hint = _(hint)
-    if key not in table:
-        raise ConfigError(
-            _("{section}.{key} is missing; add it to [{section}] ({hint})").format(section=section, key=key, hint=hint)
-        )
-    value = table[key]
-    if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise ConfigError(
-            _("{section}.{key} = {value!r} must be a number ({hint})").format(
-                section=section, key=key, value=value, hint=hint
-            )
-        )
-    if not isinstance(value, kind):
-        raise ConfigError(
-            _("{section}.{key} = {value!r} has the wrong type ({hint})").format(
-                section=section, key=key, value=value, hint=hint
-            )
-        )
-    return value
+# ---- loading --------------------------------------------------------------------------------------------
+
+def config_path(path: str | Path) -> Path:
+    path = Path(path).expanduser()
+    return path / CONFIG_FILE if path.is_dir() else path
 
 
-def load(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
-    """Read and validate a project's config; ``overrides`` maps "section.key" to a value (CLI flags)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CONFIG_FILE
+def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True) -> ProjectConfig:
+    """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
+
+    ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
+    """
+    path = config_path(path)
+    shown = shown_path(path)
     if not path.is_file():
         raise ConfigError(
-            _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=path)
+            _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=shown)
         )
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(_("{path}: not valid TOML ({error}); fix that line").format(path=path, error=error)) from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            path=shown, position=error.start)) from None
+    raw = schema.parse(text, shown)
+    overridden = set()
     for dotted, value in (overrides or {}).items():
-        section, key = dotted.split(".", 1)
-        raw.setdefault(section, {})[key] = value
-
-    for section in ("model", "lora", "dataset", "grpo"):
-        if not isinstance(raw.get(section), dict):
-            raise ConfigError(
-                _("{path}: section [{section}] is missing; copy it from a freshly generated project").format(
-                    path=path, section=section
-                )
-            )
-    if not isinstance(raw.get("rewards"), list) or not raw["rewards"]:
-        raise ConfigError(
-            _("{path}: no [[rewards]] given; add at least one, e.g. [[rewards]] name = \"thinking\"").format(path=path)
-        )
-
-    plugins.register_project(path.parent)
+        table, key = dotted.split(".", 1)
+        if dotted == "model.name" and isinstance(value, str) and _looks_local(value):
+            value = str(Path(value).expanduser().resolve())  # a folder given on the command line: from here
+        if isinstance(raw.setdefault(table, {}), dict):
+            raw[table][key] = value
+            overridden.add(dotted)
+    source = Source(Path(shown), text, overridden)
+    data = schema.validate(raw, source)
     config = ProjectConfig(
-        path=path,
-        model=raw["model"],
-        lora=raw["lora"],
-        dataset=raw["dataset"],
-        rewards=[_reward_choice(i, table) for i, table in enumerate(raw["rewards"])],
-        grpo=raw["grpo"],
+        path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
+        rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
+        grpo=data["grpo"], sft=data["sft"], source=source,
     )
-    validate(config)
+    declared = _project_rewards(config, run=rewards)
+    check_registry(config, declared)
+    check_model(config)
+    check_dataset(config)
     return config
 
 
-def _reward_choice(index: int, table: Any) -> RewardChoice:
-    where = f"rewards[{index}]"
-    if not isinstance(table, dict):
-        raise ConfigError(_("{where} must be a table: [[rewards]] name = \"...\" weight = 1.0").format(where=where))
-    name = _require(table, where, "name", str, N_("a reward from 'grpo-skill rewards'"))
-    weight = table.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ConfigError(
-            _("{where}.weight = {weight!r} must be a number, e.g. weight = 0.5").format(where=where, weight=weight)
-        )
-    params = table.get("params", {})
-    if not isinstance(params, dict):
-        raise ConfigError(_("{where}.params must be a table: [rewards.params] key = value").format(where=where))
-    unknown = set(table) - {"name", "weight", "params"}
-    if unknown:
-        raise ConfigError(
-            _("{where}.{key} is not a reward setting; use name, weight and params").format(
-                where=where, key=sorted(unknown)[0]
-            )
-        )
-    return RewardChoice(name, float(weight), params)
+def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
+    """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
+    config = load(path, overrides)
+    check_hub_access(config)
+    return config
 
 
-def validate(config: ProjectConfig) -> None:
-    model, grpo = config.model, config.grpo
-    _require(model, "model", "name", str, N_("a hub id or a local path"))
-    _require(model, "model", "preset", str, N_("one of 'grpo-skill presets'"))
-    backend = model.get("backend", "auto")
-    if backend not in BACKENDS:
-        raise ConfigError(
-            _("model.backend = {backend!r} is not one of {choices}; pick one").format(
-                backend=backend, choices=", ".join(BACKENDS)
-            )
-        )
+# ---- the project's rewards.py and the registry ----------------------------------------------------------
+
+def _project_rewards(config: ProjectConfig, run: bool) -> set[str] | None:
+    """Run the project's rewards.py (``run``), or read the reward names it registers from its source."""
+    rewards_py = config.project_dir / "rewards.py"
+    if not rewards_py.is_file():
+        return None
+    if run:
+        name = plugins.register_project(config.project_dir)
+        error = plugins.reward_collection().errors.get(name)
+        if error:
+            raise RegistryError(error)
+        return None
+    try:
+        tree = ast.parse(rewards_py.read_bytes(), filename=str(rewards_py))
+    except SyntaxError as error:
+        raise RegistryError(where_raised(error)) from None
+    names = set()
+    for node in ast.walk(tree):  # Reward("name", ...) or Reward(name="name", ...)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Reward":
+            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "name"]
+            names |= {arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
+    return names
+
+
+def check_registry(config: ProjectConfig, declared: set[str] | None = None) -> None:
+    """The preset and every reward are registered (``declared``: names an unrun rewards.py registers), and
+    each reward's params are ones it takes, of the type of their defaults."""
     try:
         config.preset
     except RegistryError as error:
-        raise ConfigError(f"model.preset: {error}") from None
-    try:
-        for index, choice in enumerate(config.rewards):
-            _check_params(index, choice)
-    except RegistryError as error:
-        raise ConfigError(f"rewards: {error}") from None
-
-    max_seq = _require(model, "model", "max_seq_length", int, N_("prompt + completion tokens"))
-    completion = _require(grpo, "grpo", "max_completion_length", int, N_("tokens generated per completion"))
-    if completion >= max_seq:
-        raise ConfigError(
-            _("grpo.max_completion_length ({completion}) leaves no room for the prompt in model.max_seq_length "
-              "({max_seq}); lower it or raise max_seq_length").format(completion=completion, max_seq=max_seq)
-        )
-    generations = _require(grpo, "grpo", "num_generations", int, N_("completions per prompt, at least 2"))
-    if generations < 2:
-        raise ConfigError(
-            _("grpo.num_generations = {generations}: GRPO compares completions, use at least 2").format(
-                generations=generations
-            )
-        )
-    batch = grpo.get("per_device_train_batch_size", 8) * grpo.get("gradient_accumulation_steps", 1)
-    if batch % generations:
-        raise ConfigError(
-            _("grpo: per_device_train_batch_size x gradient_accumulation_steps = {batch} is not divisible by "
-              "num_generations = {generations}; make the batch a multiple of {generations}").format(
-                batch=batch, generations=generations
-            )
-        )
-    if "reward_weights" in grpo and len(grpo["reward_weights"]) != len(config.rewards):
-        raise ConfigError(
-            _("grpo.reward_weights has {weights} weights for {rewards} rewards; "
-              "remove it and set weight in each [[rewards]] instead").format(
-                weights=len(grpo["reward_weights"]), rewards=len(config.rewards)
-            )
-        )
-    for key in sorted(set(grpo) & set(SET_BY_TRAIN_PY)):
-        raise ConfigError(
-            _("grpo.{key} is set by train.py ({why}); remove it from [grpo]").format(
-                key=key, why=_(SET_BY_TRAIN_PY[key])
-            )
-        )
-    _require(config.dataset, "dataset", "path", str,
-             N_("a local .jsonl/.json/.csv/.parquet file or a hub dataset id"))
-    _require(config.dataset, "dataset", "prompt_column", str, N_("the column that holds the prompts"))
-    check_dataset_columns(config)
+        raise config.error(("model", "preset"), str(error)) from None
+    for index, choice in enumerate(config.rewards):
+        if declared and choice.name in declared:
+            continue  # from rewards.py, not run: its params are checked when it runs
+        try:
+            reward = plugins.get_reward(choice.name)
+        except RegistryError as error:
+            raise config.error(("rewards", index, "name"), str(error)) from None
+        _check_params(config, index, choice, reward.params)
+    names = [choice.name for choice in config.rewards]
+    for index, name in enumerate(names):
+        if names.index(name) != index:
+            raise config.error(("rewards", index, "name"), _(
+                "{name!r} is listed twice; keep one [[rewards]] entry per reward").format(name=name))
 
 
-def _check_params(index: int, choice: RewardChoice) -> None:
-    reward = plugins.get_reward(choice.name)
-    unknown = set(choice.params) - set(reward.params)
-    if unknown:
-        raise ConfigError(
-            _("rewards[{index}].params.{param}: reward {name!r} takes {params}").format(
-                index=index, param=sorted(unknown)[0], name=choice.name,
-                params=", ".join(sorted(reward.params)) or _("no params"),
-            )
-        )
+def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, declared) -> None:
+    for key, value in choice.params.items():
+        loc = ("rewards", index, "params", key)
+        if key not in declared:
+            close = schema._suggest(key, declared)
+            hint = _("did you mean `{suggestion}`? ").format(suggestion=close) if close else ""
+            raise config.error(loc, _("reward {name!r} has no param {key!r}; {hint}it takes: {params}").format(
+                name=choice.name, key=key, hint=hint, params=", ".join(sorted(declared)) or _("none")))
+        expected = _param_kind(declared[key])
+        if expected and not _is_kind(value, expected):
+            raise config.error(loc, _("= {value}: must be {expected}, like its default {default}").format(
+                value=schema.toml_value(value), expected=_(expected[1]), default=schema.toml_value(declared[key])))
 
 
-def check_dataset_columns(config: ProjectConfig) -> None:
-    """For a local file, check that the prompt column (and the reward's columns) are there."""
-    data_file = config.dataset_file()
-    if data_file is None:
-        return  # hub datasets are checked after loading, in train.py
-    if not data_file.is_file():
-        raise ConfigError(
-            _("dataset.path: {path} does not exist; point it at your prompts file").format(path=data_file)
-        )
-    columns = _first_row_columns(data_file)
-    if columns is None:
+def _param_kind(default) -> tuple[tuple[type, ...], str] | None:
+    if default is None:
+        return None
+    if isinstance(default, bool):
+        return (bool,), "true or false"
+    if isinstance(default, int):
+        return (int,), "a whole number"
+    if isinstance(default, float):
+        return (int, float), "a finite number"
+    if isinstance(default, str):
+        return (str,), "a string"
+    if isinstance(default, (list, tuple)):
+        return (list,), "a list"
+    if isinstance(default, dict):
+        return (dict,), "a table"
+    return None
+
+
+def _is_kind(value, expected) -> bool:
+    types, _words = expected
+    if isinstance(value, bool) and bool not in types:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, types)
+
+
+# ---- the model ------------------------------------------------------------------------------------------
+
+def _looks_local(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
+
+
+def _local_folder(name: str, project_dir: Path) -> Path | None:
+    candidate = Path(name).expanduser()
+    if not candidate.is_absolute():
+        candidate = project_dir / candidate
+    if _looks_local(name) or candidate.exists():
+        return candidate.resolve()
+    return None
+
+
+def check_model(config: ProjectConfig) -> None:
+    """A local model folder (and ``model.adapter``) must be there; a hub id must look like one."""
+    adapter = config.adapter_dir()
+    if adapter is not None and not (adapter / "adapter_config.json").is_file():
+        raise config.error(("model", "adapter"), _(
+            "no LoRA adapter in {path} (adapter_config.json is missing); point it at a saved adapter "
+            "folder").format(path=adapter))
+    name, local = config.model["name"], config.local_model_dir()
+    if config.builds_its_model():
         return
+    if local is None:
+        if not HUB_ID.match(name):
+            raise config.error(("model", "name"), _(
+                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; pass --model PATH").format(
+                name=name))
+    elif not local.is_dir():
+        raise config.error(("model", "name"), _("no model folder {path}; pass --model PATH to a model folder, "
+                                                "or give a hub id").format(path=local))
+    elif not (local / "config.json").is_file():
+        if (local / "adapter_config.json").is_file():
+            raise config.error(("model", "name"), _(
+                "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
+                "model").format(path=local))
+        raise config.error(("model", "name"), _("{path} has no config.json, so it is not a model folder; pass "
+                                                "--model PATH to one").format(path=local))
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _offline_by_env() -> str | None:
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if _truthy(name):
+            return name
+    return None
+
+
+def _hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
+def _hub_host() -> tuple[str, int]:
+    endpoint = urlparse(_hub_endpoint())
+    return endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
+
+
+def hub_reachable(timeout: float = HUB_HOST_TIMEOUT_S) -> bool:
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True  # a proxy decides; let huggingface_hub try it
+    try:
+        socket.create_connection(_hub_host(), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def go_offline() -> None:
+    """Tell huggingface_hub, transformers and datasets not to try the network (they read these at import)."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[name] = "1"
+    import sys
+
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:  # already imported (a test, a notebook): it read the variable before we set it
+        constants.HF_HUB_OFFLINE = True
+
+
+def hub_cached(repo_id: str, kind: str) -> bool:
+    """True when the Hugging Face cache holds ``repo_id`` (a model's config.json, or a dataset snapshot)."""
+    try:
+        import huggingface_hub
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:  # no transformers here (`check` on a laptop): the machine that trains will tell
+        return True
+
+    if kind == "model":
+        return isinstance(huggingface_hub.try_to_load_from_cache(repo_id, "config.json"), str)
+    try:
+        huggingface_hub.snapshot_download(repo_id, repo_type="dataset", local_files_only=True)
+        return True
+    except (LocalEntryNotFoundError, OSError, ValueError):
+        cache = os.environ.get("HF_DATASETS_CACHE") or Path(huggingface_hub.constants.HF_HOME) / "datasets"
+        return (Path(cache) / repo_id.replace("/", "___")).is_dir()
+
+
+def hub_has(repo_id: str, kind: str) -> bool | str | None:
+    """Whether the hub holds ``repo_id`` (a model's config.json, or a dataset): True, False, "gated" (it does,
+    behind terms to accept), or None when it cannot say."""
+    try:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+    except ImportError:
+        return None
+    api = HfApi(endpoint=_hub_endpoint())
+    try:
+        if kind == "model":
+            return api.file_exists(repo_id, "config.json")
+        return api.repo_exists(repo_id, repo_type="dataset")
+    except GatedRepoError:
+        return "gated"
+    except HfHubHTTPError as error:
+        status = getattr(error.response, "status_code", None)
+        return False if status == 404 else None
+    except Exception:  # a network or server hiccup: the download itself will say more
+        return None
+
+
+def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool = True, dataset: bool = True) -> None:
+    """A model or dataset named by hub id must be on the hub (asked in one request when ``probe``), or cached
+    when offline. Offline (by HF_HUB_OFFLINE, or a hub that does not answer in seconds) a cached one is used
+    without network retries, and a missing one is an error now rather than a minute of retries later."""
+    wanted = []
+    if model and not config.builds_its_model() and config.local_model_dir() is None:
+        wanted.append((("model", "name"), "model", config.model["name"]))
+    if dataset and _hub_dataset(config):
+        wanted.append((("dataset", "path"), "dataset", config.dataset["path"]))
+    if not wanted:
+        return
+    reason = _offline_by_env()
+    if reason is None:
+        if not probe:
+            return
+        if hub_reachable():
+            for loc, kind, repo_id in wanted:
+                found = None if hub_cached(repo_id, kind) else hub_has(repo_id, kind)
+                if found is False:
+                    raise config.error(loc, _(
+                        "{kind} {repo!r} is not on the hub: check the name (a private repo needs HF_TOKEN, in .env), "
+                        "or use {flag} for a local copy").format(
+                        kind=_(kind), repo=repo_id, flag="--model PATH" if kind == "model" else _("a local file")))
+                if found == "gated":
+                    raise config.error(loc, _("{kind} {repo!r} is gated: accept its terms on its hub page, then set "
+                                              "HF_TOKEN (in .env)").format(kind=_(kind), repo=repo_id))
+            return
+        host = _hub_host()[0]
+        reason = _("{host} cannot be reached").format(host=host)
+        go_offline()
+    for loc, kind, repo_id in wanted:
+        if hub_cached(repo_id, kind):
+            continue
+        offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
+        flag = "--model PATH" if kind == "model" else _("dataset.path = a local file")
+        raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
+                                  "({why}); use {flag}, or download it where there is a network").format(
+            kind=_(kind), repo=repo_id, why=offline, flag=flag))
+
+
+# ---- the dataset ----------------------------------------------------------------------------------------
+
+@dataclass
+class DatasetInfo:
+    local: bool
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
+
+
+def _hub_dataset(config: ProjectConfig) -> bool:
+    path = config.dataset["path"]
+    return config.dataset_file() is None and not (config.project_dir / Path(path).expanduser()).is_dir()
+
+
+def wanted_columns(config: ProjectConfig) -> list[tuple[str, str]]:
+    """(what needs it, column) for the prompt column and every reward param named ``*_column``."""
     wanted = [("dataset.prompt_column", config.dataset["prompt_column"])]
     for choice in config.rewards:
-        if "answer_column" in choice.params or choice.name == "accuracy":
-            column = choice.params.get("answer_column", plugins.get_reward(choice.name).params.get("answer_column"))
-            wanted.append((_("{name} reward's answer_column").format(name=choice.name), column))
+        try:
+            defaults = dict(plugins.get_reward(choice.name).params)
+        except RegistryError:
+            defaults = {}  # a reward of an unrun rewards.py: only its given params are known
+        for key, column in {**defaults, **choice.params}.items():
+            if key.endswith("_column") and isinstance(column, str):
+                wanted.append((_("{name} reward's {key}").format(name=choice.name, key=key), column))
+    return wanted
+
+
+def check_dataset(config: ProjectConfig) -> DatasetInfo:
+    """A local file must exist, parse, have rows and every wanted column (prompts as text); the first bad row
+    is named by its line. A hub dataset id is checked for its form here, for access by ``check_hub_access``."""
+    path = config.dataset["path"]
+    data_file = config.dataset_file()
+    loc = ("dataset", "path")
+    if data_file is None:
+        folder = config.project_dir / Path(path).expanduser()
+        if folder.is_dir():
+            return DatasetInfo(local=True)
+        suffix = Path(path).suffix.lower()
+        if suffix in OTHER_FILE_SUFFIXES:
+            raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(
+                suffix=suffix))
+        if _looks_local(path) or not HUB_ID.match(path):
+            raise config.error(loc, _("{path} does not exist; point it at your prompts file or a hub dataset "
+                                      "id").format(path=folder))
+        return DatasetInfo(local=False)
+    if not data_file.is_file():
+        raise config.error(loc, _("{path} does not exist; point it at your prompts file").format(path=data_file))
+    if config.dataset["split"] != "train":
+        raise config.error(("dataset", "split"), _(
+            "a local file has one split, 'train'; set split = \"train\" (or split the file yourself)"))
+    wanted = wanted_columns(config)
+    shown = shown_path(data_file)
+    try:
+        info = _scan(data_file, shown, wanted)
+    except UnicodeDecodeError as error:
+        raise ConfigError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            file=shown, position=error.start)) from None
+    if info.rows == 0:
+        raise ConfigError(_("{file}: no rows; add prompts (dataset.path)").format(file=shown))
+    return info
+
+
+# kept for projects generated before check_dataset existed
+check_dataset_columns = check_dataset
+
+
+def _missing_column(file: str, what: str, column: str, columns) -> ConfigError:
+    return ConfigError(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
+                         "file").format(what=what, column=column, file=Path(file).name,
+                                        columns=", ".join(sorted(columns)) or _("nothing")))
+
+
+def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
+    for what, column in wanted:
+        if column not in row:
+            if first:
+                raise _missing_column(file, what, column, row)
+            raise ConfigError(_("{file}:{line}: this row has no {column!r} ({what}); every row needs it").format(
+                file=file, line=line, column=column, what=what))
+    prompt_column = wanted[0][1]
+    if not isinstance(row[prompt_column], str):
+        raise ConfigError(_("{file}:{line}: {column!r} must be text, not {value}").format(
+            file=file, line=line, column=prompt_column, value=json.dumps(row[prompt_column])[:40]))
+
+
+def _scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
+    suffix = data_file.suffix
+    if suffix == ".jsonl":
+        rows, columns = 0, []
+        with data_file.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column}); fix or remove "
+                                        "that line").format(file=shown, line=number, reason=error.msg,
+                                                            column=error.colno)) from None
+                if not isinstance(row, dict):
+                    raise ConfigError(_("{file}:{line}: each line must be one JSON object, like "
+                                        "{{\"prompt\": \"...\"}}").format(file=shown, line=number))
+                _check_row(shown, number, row, wanted, first=rows == 0)
+                columns = columns or list(row)
+                rows += 1
+        return DatasetInfo(True, rows, columns)
+    if suffix == ".csv":
+        with data_file.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, strict=True)
+            try:
+                header = next(reader, None)
+                if header is None:
+                    return DatasetInfo(True, 0, [])
+                rows = 0
+                for values in reader:
+                    if not any(values):
+                        continue
+                    if len(values) != len(header):
+                        raise ConfigError(_("{file}:{line}: {count} fields where the header has {expected}; quote "
+                                            "fields that hold commas").format(
+                            file=shown, line=reader.line_num, count=len(values), expected=len(header)))
+                    _check_row(shown, reader.line_num, dict(zip(header, values)), wanted, first=rows == 0)
+                    rows += 1
+            except csv.Error as error:
+                raise ConfigError(_("{file}:{line}: not valid CSV ({reason})").format(
+                    file=shown, line=reader.line_num, reason=error)) from None
+        if rows == 0:
+            for what, column in wanted:
+                if column not in header:
+                    raise _missing_column(shown, what, column, header)
+        return DatasetInfo(True, rows, header)
+    if suffix == ".json":
+        try:
+            loaded = json.loads(data_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column})").format(
+                file=shown, line=error.lineno, reason=error.msg, column=error.colno)) from None
+        if isinstance(loaded, dict) and loaded and all(isinstance(v, list) for v in loaded.values()):
+            loaded = [dict(zip(loaded, values)) for values in zip(*loaded.values())]  # columns -> rows
+        if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):
+            raise ConfigError(_("{file}: must hold a list of objects, like [{{\"prompt\": \"...\"}}]").format(
+                file=shown))
+        for number, row in enumerate(loaded, start=1):
+            _check_row(f"{shown} row", number, row, wanted, first=number == 1)
+        return DatasetInfo(True, len(loaded), list(loaded[0]) if loaded else [])
+    return _scan_parquet(data_file, shown, wanted)
+
+
+def _scan_parquet(data_file: Path, shown: str, wanted) -> DatasetInfo:
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:  # datasets brings pyarrow; without it train.py cannot read the file either
+        return DatasetInfo(True)
+    try:
+        metadata = parquet.ParquetFile(data_file).metadata
+    except Exception as error:  # pyarrow raises its own ArrowInvalid for a file that is not Parquet
+        raise ConfigError(_("{file}: not a Parquet file ({reason})").format(file=shown, reason=error)) from None
+    columns = list(metadata.schema.names)
     for what, column in wanted:
         if column not in columns:
-            raise ConfigError(
-                _("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the file").format(
-                    what=what, column=column, file=data_file.name, columns=", ".join(sorted(columns))
-                )
-            )
-
-
-def _first_row_columns(data_file: Path) -> set[str] | None:
-    with data_file.open(encoding="utf-8") as handle:
-        if data_file.suffix == ".jsonl":
-            first = next((line for line in handle if line.strip()), None)
-            return set(json.loads(first)) if first else set()
-        if data_file.suffix == ".csv":
-            return set(next(csv.reader(handle), []))
-        if data_file.suffix == ".json":
-            rows = json.load(handle)
-            return set(rows[0]) if isinstance(rows, list) and rows else None
-    return None  # parquet: checked after loading
+            raise _missing_column(shown, what, column, columns)
+    return DatasetInfo(True, metadata.num_rows, columns)

@@ -379,27 +379,46 @@ class Registered:
     plugin: str
 
 
-def collect(hook, kind: type) -> dict[str, Registered]:
-    """Call every implementation of ``hook`` with a register callback; names must be unique."""
-    found: dict[str, Registered] = {}
-    for impl in reversed(hook.get_hookimpls()):  # pluggy keeps them last-registered first
+@dataclass
+class Collection:
+    """What one hook gathered from every plugin."""
 
-        def register(item, _plugin=impl.plugin_name):
-            if not isinstance(item, kind):
+    items: dict[str, Registered] = field(default_factory=dict)
+    clashes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> the plugins that registered it
+    errors: dict[str, str] = field(default_factory=dict)  # plugin -> what its hook raised, in one line
+
+
+def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseException], str] = str) -> Collection:
+    """Call every implementation of ``hook`` with a register callback.
+
+    A hook that raises is set aside (its error recorded, nothing it registered kept); a name registered by two
+    plugins is kept out of ``items`` and listed in ``clashes``, so that only what uses it fails.
+    """
+    collection = Collection()
+    owners: dict[str, list[str]] = {}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for impl in hook.get_hookimpls():  # in the order the plugins were registered (pluggy calls them reversed)
+        plugin, registered = impl.plugin_name, []
+
+        def register(item, _registered=registered):
+            if not isinstance(item, kinds):
                 raise RegistryError(
-                    _("plugin {plugin!r} registered {item!r}, expected a {kind}").format(
-                        plugin=_plugin, item=item, kind=kind.__name__
-                    )
+                    _("register() got {item!r}, expected a {kind}").format(item=item, kind=kinds[0].__name__)
                 )
-            if item.name in found:
-                raise RegistryError(
-                    _("{kind} {name!r} is registered by both {first!r} and {second!r}; rename one").format(
-                        kind=kind.__name__.lower(), name=item.name, first=found[item.name].plugin, second=_plugin
-                    )
-                )
+            _registered.append(item)
+
+        try:
+            impl.function(register=register)
+        except Exception as error:  # a broken plugin is reported, never fatal to the others
+            collection.errors[plugin] = describe_error(error)
+            continue
+        for item in registered:
+            owners.setdefault(item.name, []).append(plugin)
             if isinstance(item, (Reward, Judge)):
-                item = dataclasses.replace(item, plugin=_plugin)  # so that its errors can name the plugin
-            found[item.name] = Registered(item, _plugin)
-
-        impl.function(register=register)
-    return found
+                item = dataclasses.replace(item, plugin=plugin)  # so that its errors can name the plugin
+            collection.items.setdefault(item.name, Registered(item, plugin))
+    for name, plugins in owners.items():
+        if len(plugins) > 1:
+            collection.clashes[name] = tuple(plugins)
+            collection.items.pop(name, None)
+    return collection

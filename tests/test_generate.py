@@ -1,7 +1,10 @@
 """`grpo-skill new`: what it writes, what it refuses, and `grpo-skill check` on the result."""
 
+import contextlib
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -61,9 +64,10 @@ def test_a_local_model_folder_is_stored_as_an_absolute_path(cli, tmp_path, tiny_
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["../escape"], "project name '../escape' is not allowed"),
-        (["a/b"], "is not allowed"),
+        (["9lives"], "project name '9lives' (the last part of the path) is not allowed"),
+        (["a/-b"], "project name '-b' (the last part of the path) is not allowed"),
         (["{{ 7*7 }}"], "is not allowed"),
+        (["ok", "--model", "./no-such-model"], "--model ./no-such-model: no such folder"),
         (["ok", "--preset", "huge"], "unknown preset 'huge'"),
         (["ok", "-r", "nonsense"], "unknown reward 'nonsense'"),
         (["ok", "-r", "length:heavy"], "weight 'heavy' is not a number"),
@@ -93,10 +97,71 @@ def test_force_writes_into_a_non_empty_folder_and_keeps_other_files(cli, tmp_pat
     target.mkdir()
     (target / "notes.md").write_text("keep me\n")
     (target / "train.py").write_text("old\n")
-    cli("new", "mine", "--preset", "tiny", "-o", str(tmp_path), "--force")
+    result = cli("new", "mine", "--preset", "tiny", "-o", str(tmp_path), "--force", "--json")
     assert (target / "notes.md").read_text() == "keep me\n"
     assert "GRPOTrainer" in (target / "train.py").read_text()
-    assert files_under(target) == PROJECT_FILES | {"notes.md"}
+    reported = json.loads(result.stdout)
+    assert reported["backed_up"] == ["train.py"]
+    backup = Path(reported["backup_dir"])
+    assert backup.parent == target / ".grpo-skill-backup" and (backup / "train.py").read_text() == "old\n"
+    assert files_under(target) == PROJECT_FILES | {"notes.md", str((backup / "train.py").relative_to(target))}
+
+
+def test_force_over_a_generated_project_backs_up_only_what_the_user_changed(cli, tmp_path):
+    cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "run"
+    edit(project, "seed = 42", "seed = 7")
+    before = snapshot(project)
+    result = cli("new", "run", "--preset", "tiny", "-r", "thinking:0.5", "-o", str(tmp_path), "--force")
+    assert "your versions are in" in result.stderr and "config.toml" in result.stderr
+    backups = list((project / ".grpo-skill-backup").iterdir())
+    assert len(backups) == 1 and files_under(backups[0]) == {"config.toml"}  # train.py etc. were as generated
+    assert (backups[0] / "config.toml").read_bytes() == before["config.toml"]
+    assert "weight = 0.5" in (project / "config.toml").read_text()
+    # once more with nothing changed since: nothing is backed up
+    cli("new", "run", "--preset", "tiny", "-r", "thinking:0.5", "-o", str(tmp_path), "--force")
+    assert len(list((project / ".grpo-skill-backup").iterdir())) == 1
+
+
+@pytest.mark.parametrize("path, where", [
+    ("~/runs/my-run", "home/runs/my-run"),
+    ("./a/b", "cwd/a/b"),
+    ("deep/er/proj", "out/deep/er/proj"),
+])
+def test_new_takes_a_path_whose_last_part_is_the_name(cli, tmp_path, path, where):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "cwd").mkdir()
+    extra = ["-o", str(tmp_path / "out")] if where.startswith("out/") else []
+    cli("new", path, "--preset", "tiny", *extra, cwd=tmp_path / "cwd", env={"HOME": str(tmp_path / "home")})
+    project = tmp_path / where
+    assert files_under(project) == PROJECT_FILES
+    answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert answers["project_name"] == project.name
+
+
+@contextlib.contextmanager
+def read_only_folder(tmp_path):
+    """A folder this process cannot write into: a chmod-ed one, or /sys for root (whom chmod does not stop)."""
+    if os.geteuid() == 0:
+        yield Path("/sys")
+        return
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        yield locked
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_read_only_parent_is_one_line_and_nothing_written(cli, tmp_path):
+    with read_only_folder(tmp_path) as locked:
+        before = sorted(locked.iterdir())
+        result = cli("new", str(locked / "grpo-skill-test" / "proj"), "--preset", "tiny", check=False)
+        assert sorted(locked.iterdir()) == before
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "choose a folder you can write to" in result.stderr and str(locked) in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_help_and_listings_import_nothing_heavy(tmp_path):
@@ -130,29 +195,40 @@ def edit(project, old, new):
 
 
 @pytest.mark.parametrize(
-    "old, new, message",
+    "old, new, line, message",
     [
-        ('preset = "tiny"', 'preset = "huge"', "model.preset: unknown preset 'huge'"),
-        ('name = "thinking"', 'name = "thinkin"', "rewards: unknown reward 'thinkin'"),
-        ("seed = 42", "seed = 42\nreward_weights = [0.5, 0.5]", "grpo.reward_weights has 2 weights for 1 rewards"),
-        ("per_device_train_batch_size = 8", "per_device_train_batch_size = 6", "is not divisible by num_generations = 8"),
-        ("max_completion_length = 32", "max_completion_length = 300", "grpo.max_completion_length (300) leaves no room"),
-        ('prompt_column = "prompt"', 'prompt_column = "question"', "column 'question' is not in prompts.jsonl"),
-        ('backend = "auto"', 'backend = "jax"', "model.backend = 'jax' is not one of"),
-        ("[lora]", "[lora", "not valid TOML"),
-        ('path = "data/prompts.jsonl"', 'path = "data/missing.jsonl"', "dataset.path"),
-        ("weight = 1.0", 'weight = "heavy"', "rewards[0].weight = 'heavy' must be a number"),
-        ("weight = 1.0", "weight = 1.0\nparams = { bogus = 1 }", "rewards[0].params.bogus"),
-        ("num_generations = 8", "num_generations = 1", "use at least 2"),
-        ("seed = 42", "seed = 42\nbf16 = true", "grpo.bf16 is set by train.py"),
-        ("seed = 42", "seed = 42\nreward_weights = [2.0]", "grpo.reward_weights is set by train.py"),
+        ('preset = "tiny"', 'preset = "huge"', 4, "model.preset: unknown preset 'huge'"),
+        ('name = "thinking"', 'name = "thinkin"', 25, "rewards[0].name: unknown reward 'thinkin'; did you mean 'thinking'?"),
+        ("seed = 42", "seed = 42\nreward_weights = [0.5, 0.5]", 46, "grpo.reward_weights: set by train.py"),
+        ("per_device_train_batch_size = 8", "per_device_train_batch_size = 6", 38,
+         "per_device_train_batch_size x gradient_accumulation_steps = 6 is not divisible by num_generations = 8"),
+        ("max_completion_length = 32", "max_completion_length = 300", 39,
+         "grpo.max_completion_length: 300 leaves no room for the prompt in model.max_seq_length (256)"),
+        ('prompt_column = "prompt"', 'prompt_column = "question"', None, "column 'question' is not in prompts.jsonl"),
+        ('backend = "auto"', 'backend = "jax"', 7, 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
+        ("[lora]", "[lora", 11, "not valid TOML"),
+        ('path = "data/prompts.jsonl"', 'path = "data/missing.jsonl"', 19, "dataset.path: "),
+        ("weight = 1.0", 'weight = "heavy"', 26, 'rewards[0].weight = "heavy": must be a number'),
+        ("weight = 1.0", "weight = 1.0\nparams = { bogus = 1 }", 27,
+         "rewards[0].params.bogus: reward 'thinking' has no param 'bogus'"),
+        ("num_generations = 8", "num_generations = 1", 38, "grpo.num_generations = 1: must be at least 2"),
+        ("seed = 42", "seed = 42\nbf16 = true", 46, "grpo.bf16: set by train.py"),
+        ("learning_rate = 0.005", "learnin_rate = 0.005", 35, "grpo.learnin_rate = 0.005: unknown key in [grpo]; did "
+                                                               "you mean `learning_rate`?"),
+        ("load_in_4bit = false", "load_in_4bits = false", 9, "did you mean `load_in_4bit`?"),
     ],
 )
-def test_check_reports_bad_configs(cli, project, old, new, message):
+def test_check_reports_bad_configs(project, old, new, line, message):
+    from click.testing import CliRunner
+
+    from grpo_skill.cli import main
+
     edit(project, old, new)
-    result = cli("check", str(project), check=False)
-    assert result.returncode != 0
+    result = CliRunner().invoke(main, ["check", str(project)])
+    assert result.exit_code == 1
     assert message in result.stderr
+    if line:
+        assert f"{project / 'config.toml'}:{line}: " in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
@@ -190,3 +266,19 @@ def test_bad_dataset_options_write_nothing(cli, tmp_path, extra, message):
     result = cli("new", "d", "--preset", "tiny", *extra, "-o", str(tmp_path), check=False, cwd=tmp_path)
     assert result.returncode != 0 and message in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_generated_tests_pass_on_a_hub_dataset_and_say_why_offline(cli, tmp_path):
+    """The project's own dataset test reads a local file's rows, and for a hub dataset asks what check and
+    train.py ask: nothing online (train.py loads it), and to be in the cache when HF_HUB_OFFLINE is set."""
+    cli("new", "hub", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "hub"
+    edit(project, 'path = "data/prompts.jsonl"', 'path = "grpo-skill-tests/prompts"')
+    from support import run
+
+    pytest_in_project = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+    assert "3 passed" in run(pytest_in_project, cwd=project).stdout
+    offline = run(pytest_in_project, cwd=project, check=False,
+                  env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
+    assert offline.returncode == 1 and "1 failed, 2 passed" in offline.stdout
+    assert "dataset 'grpo-skill-tests/prompts' is not in the Hugging Face cache" in offline.stdout

@@ -94,18 +94,134 @@ def test_a_plugin_with_an_unknown_hook_is_refused_loudly():
     assert not plugins.pm.has_plugin("typo")
 
 
-def test_two_plugins_registering_one_name_is_an_error():
-    class Clash:
-        @hookimpl
-        def register_rewards(self, register):
-            register(Reward("length", lambda context: None, "clashes with the built-in"))
+class Clash:
+    """Registers a reward named like a built-in one, and one of its own."""
 
+    @hookimpl
+    def register_rewards(self, register):
+        register(Reward("length", lambda context: None, "clashes with the built-in"))
+        register(Reward("clash_only", lambda context: lambda completions, **kw: [0.0] * len(completions), "fine"))
+
+
+@pytest.fixture
+def project(tmp_path):
+    from grpo_skill import generator
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    return tmp_path / "proj"
+
+
+def invoke(*args):
+    from click.testing import CliRunner
+
+    from grpo_skill.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_a_clashing_name_breaks_only_what_uses_it(project):
     plugins.register(Clash(), name="clash")
     try:
-        with pytest.raises(RegistryError, match="'length' is registered by both"):
-            plugins.rewards()
+        assert "length" not in plugins.rewards() and "clash_only" in plugins.rewards()
+        with pytest.raises(RegistryError, match="'length' is registered by both 'builtin:rewards' and 'clash'"):
+            plugins.get_reward("length")
+        assert invoke("check", str(project)).exit_code == 0  # the tiny project uses `thinking` only
+        config = project / "config.toml"
+        config.write_text(config.read_text().replace('name = "thinking"', 'name = "length"'))
+        result = invoke("check", str(project))
+        assert result.exit_code == 1 and "'length' is registered by both" in result.stderr
+        listing = invoke("rewards")
+        assert listing.exit_code == 0 and "warning: reward 'length' is registered by both" in listing.stderr
     finally:
         plugins.unregister("clash")
+
+
+class RaisingHook:
+    @hookimpl
+    def register_rewards(self, register):
+        register(Reward("never_kept", lambda context: None, "registered before the hook fails"))
+        raise ValueError("the plugin's own bug")
+
+
+def test_a_hook_that_raises_is_isolated_and_listed_with_its_error():
+    plugins.register(RaisingHook(), name="raising")
+    try:
+        assert "never_kept" not in plugins.rewards() and "thinking" in plugins.rewards()
+        listed = {row["name"]: row for row in json.loads(invoke("plugins", "--json").output)}
+        assert "ValueError: the plugin's own bug" in listed["raising"]["error"]
+        assert "test_registry.py:" in listed["raising"]["error"]  # where it raised
+        assert listed["builtin:rewards"]["error"] is None
+        rewards = invoke("rewards")
+        assert rewards.exit_code == 0 and "plugin 'raising' failed in register_rewards" in rewards.stderr
+        assert invoke("presets").exit_code == 0
+        with pytest.raises(RegistryError, match="unknown reward 'never_kept'.*raising"):
+            plugins.get_reward("never_kept")
+    finally:
+        plugins.unregister("raising")
+
+
+class Derived:
+    """Derives presets from a built-in one and from a preset of a plugin registered after it."""
+
+    @hookimpl
+    def register_presets(self, register):
+        register(plugins.derive_preset("tiny", "tiny-long", description="tiny, 200 steps",
+                                       grpo={"max_steps": 200}, lora={"r": 8}))
+        register(plugins.derive_preset("later-base", "from-later", max_seq_length=512))
+
+
+class LaterBase:
+    @hookimpl
+    def register_presets(self, register):
+        register(plugins.derive_preset("tiny", "later-base", rewards=(("length", 1.0),)))
+
+
+def test_a_preset_derived_from_another_during_registration():
+    plugins.register(Derived(), name="derived")
+    plugins.register(LaterBase(), name="later")
+    try:
+        tiny, long = plugins.get_preset("tiny"), plugins.get_preset("tiny-long")
+        assert long.grpo == {**tiny.grpo, "max_steps": 200} and long.lora.r == 8
+        assert long.lora.target_modules == tiny.lora.target_modules and long.build_model is tiny.build_model
+        assert long.description == "tiny, 200 steps" and plugins.presets()["tiny-long"].plugin == "derived"
+        later = plugins.get_preset("from-later")
+        assert later.max_seq_length == 512 and later.rewards == (("length", 1.0),) and later.grpo == tiny.grpo
+    finally:
+        plugins.unregister("derived")
+        plugins.unregister("later")
+
+
+class CallsGetPreset:
+    @hookimpl
+    def register_presets(self, register):
+        base = plugins.get_preset("tiny")  # recursed forever before derive_preset existed
+        register(Preset(name="copy", description="", model_id=base.model_id, max_seq_length=128,
+                        load_in_4bit=False, grpo=base.grpo, rewards=()))
+
+
+class DerivesFromNothing:
+    @hookimpl
+    def register_presets(self, register):
+        register(plugins.derive_preset("no-such-preset", "orphan"))
+
+
+@pytest.mark.parametrize("plugin, error", [
+    (CallsGetPreset(), "get_preset() was called while presets are being registered; derive a preset"),
+    (DerivesFromNothing(), "preset 'orphan' derives from 'no-such-preset', which no plugin registers"),
+])
+def test_a_broken_derivation_is_reported_not_fatal(plugin, error):
+    plugins.register(plugin, name="broken-presets")
+    try:
+        assert "tiny" in plugins.presets()
+        assert error in plugins.hook_errors()["broken-presets"]
+        assert invoke("presets").exit_code == 0
+    finally:
+        plugins.unregister("broken-presets")
+
+
+def test_derive_preset_refuses_a_field_presets_do_not_have():
+    with pytest.raises(RegistryError, match="Preset has no field 'think_end_token'"):
+        plugins.derive_preset("tiny", "x", think_end_token="</think>")
 
 
 def write_fake_distribution(site, name, module, entry_points, source):
@@ -150,7 +266,8 @@ def list_plugins(cli, site, **env):
 def test_installed_plugins_load_and_broken_ones_are_reported(cli, fake_site):
     listed, _ = list_plugins(cli, fake_site, GRPO_SKILL_PLUGINS=None)
     assert listed["good"]["source"] == "entry point" and listed["good"]["hooks"] == ["register_rewards"]
-    assert "ModuleNotFoundError" in listed["broken"]["error"] and "a_module_that_does_not_exist" in listed["broken"]["error"]
+    assert listed["broken"]["error"] == (
+        f"{fake_site / 'broken_plugin.py'}:1: ModuleNotFoundError: No module named 'a_module_that_does_not_exist'")
     assert "register_reward" in listed["typo"]["error"]
     # the CLI still works, and says what failed
     rewards = cli("rewards", "--json", env={"PYTHONPATH": str(fake_site), "GRPO_SKILL_PLUGINS": None})
@@ -166,6 +283,13 @@ def test_the_environment_variable_restricts_which_plugins_load(cli, fake_site):
                            "builtin:judge"}
 
 
+def test_an_unknown_name_in_the_environment_variable_warns(cli, fake_site):
+    result = cli("rewards", env={"PYTHONPATH": str(fake_site), "GRPO_SKILL_PLUGINS": "good,nonexistent"})
+    assert "shouting" in result.stdout
+    assert "GRPO_SKILL_PLUGINS names 'nonexistent', which no installed package provides" in result.stderr
+    assert "installed: broken, good, typo" in result.stderr
+
+
 def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
     from grpo_skill import generator, project as config
 
@@ -177,3 +301,25 @@ def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
     assert project_plugins == ["project:" + str((tmp_path / "second").resolve())]
     assert plugins.rewards()["no_repetition"].plugin == project_plugins[0]
     plugins.unregister(project_plugins[0])
+
+
+def test_the_readme_plugin_example_scores_strings_and_chat_messages():
+    """README's plugin example, run as written: completions arrive as strings, or as chat messages when the
+    dataset's prompts are conversations."""
+    import re
+    import types
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Plugins", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    module = types.ModuleType("readme_plugin")
+    exec(compile(code, "README.md", "exec"), module.__dict__)
+    plugins.register(module, name="readme")
+    try:
+        shouting = plugins.get_reward("shouting").build()
+        assert shouting(completions=["STOP", "Fine."]) == [1.0, 0.0]
+        assert shouting(completions=[[{"role": "assistant", "content": "NO"}], [{"role": "assistant", "content": "ok"}]],
+                        prompts=[[{"role": "user", "content": "hi"}]] * 2) == [1.0, 0.0]
+    finally:
+        plugins.unregister("readme")

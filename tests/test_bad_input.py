@@ -1,0 +1,621 @@
+"""Bad input, case by case: every mistake a user can make ends in a short message that says what is wrong, a
+non-zero exit, no traceback, and no file written or changed.
+
+Each case starts from a fresh copy of one generated tiny project (and the empty folder around it), makes the
+user's mistake, hashes every file, runs the command, and checks: the exit code, one or two lines on stderr
+holding the key fact, no "Traceback", and the same hashes afterwards. CLI cases run in-process through
+click's CliRunner (the same ``main`` and standalone handling as the console script); train.py's checks run
+in-process through ``project.load_for_run`` (what train.py calls first), and a few cases run the real
+scripts and the real console script as subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.server
+import os
+import shutil
+import sys
+import textwrap
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from click.testing import CliRunner
+
+from grpo_skill import Preset, Reward, errors, hookimpl, plugins
+from grpo_skill import project as projects
+from grpo_skill.cli import main
+
+from support import run as run_process
+
+PROMPTS = "data/prompts.jsonl"
+LINE_OF = {"rewards.weight": 26, "grpo.max_steps": 42, "grpo.learning_rate": 35}  # in the tiny project
+
+
+# ---- the cases ------------------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    id: str
+    fact: str  # the key fact the message must hold
+    code: int = 1
+    args: tuple = ("check", "{project}")  # CLI arguments; {project} and {tmp} are filled in
+    edits: tuple = ()  # (old, new) replacements in config.toml
+    files: dict = field(default_factory=dict)  # relative path (from the case folder) -> text or bytes
+    plugin: object = None  # registered for the case, unregistered after
+    env: dict = field(default_factory=dict)
+    mode: str = "cli"  # "cli" | "load" (train.py's load_for_run in-process) | "script" (a subprocess)
+    overrides: dict = field(default_factory=dict)  # mode "load": train.py's command-line overrides
+    setup: Callable | None = None  # extra preparation: setup(tmp, project)
+    stdout_fact: str | None = None  # for warnings: the command succeeds and prints this
+
+
+def edit(old, new):
+    return ((old, new),)
+
+
+def rewards_py(source):
+    return {"proj/rewards.py": textwrap.dedent(source)}
+
+
+def jsonl(*lines):
+    return {f"proj/{PROMPTS}": "".join(line + "\n" for line in lines)}
+
+
+def read_only_folder():
+    """A folder this process cannot write into: /sys for root (whom permissions do not stop), else a
+    folder whose write permission the case's setup removes."""
+    return "/sys" if os.geteuid() == 0 else "{tmp}/locked"
+
+
+def lock(tmp, project):
+    if os.geteuid() != 0:
+        (tmp / "locked").mkdir()
+        (tmp / "locked").chmod(0o500)
+
+
+CLI_CASES = [
+    Case("new-name-digit", "project name '9lives' (the last part of the path) is not allowed", args=("new", "9lives")),
+    Case("new-name-space", "project name 'my run'", args=("new", "my run")),
+    Case("new-name-template", "project name '{{ 7*7 }}'", args=("new", "{{ 7*7 }}")),
+    Case("new-name-dash-in-path", "project name '-x'", args=("new", "a/-x")),
+    Case("new-preset-typo", "unknown preset 'standrd'; did you mean 'standard'?", args=("new", "ok", "-p", "standrd")),
+    Case("new-reward-unknown", "unknown reward 'nonsense'", args=("new", "ok", "-r", "nonsense")),
+    Case("new-reward-weight-text", "weight 'heavy' is not a number", args=("new", "ok", "-r", "length:heavy")),
+    Case("new-reward-twice", "a reward is given twice", args=("new", "ok", "-r", "length", "-r", "length:2")),
+    Case("new-dataset-missing", "--dataset missing.jsonl: not a .jsonl", args=("new", "ok", "--dataset", "missing.jsonl")),
+    Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
+         files={"notes.txt": "What is 2 + 2?\n"}),
+    Case("new-prompt-column", "column 'question' is not in prompts.jsonl",
+         args=("new", "ok", "-p", "tiny", "--prompt-column", "question")),
+    Case("new-accuracy-without-answers", "column 'answer' is not in prompts.jsonl",
+         args=("new", "ok", "-p", "tiny", "-r", "accuracy")),
+    Case("new-dataset-bad-line", "not valid JSON", args=("new", "ok", "-p", "tiny", "--dataset", "mine.jsonl"),
+         files={"mine.jsonl": '{"prompt": "fine"}\n{"prompt": broken}\n'}),
+    Case("new-not-empty", "is not empty; choose another name, or pass --force", args=("new", "proj", "-p", "tiny")),
+    Case("new-target-is-file", "exists and is not a folder", args=("new", "afile"), files={"afile": "mine\n"}),
+    Case("new-model-missing-folder", "--model ./no-model: no such folder", args=("new", "ok", "--model", "./no-model")),
+    Case("new-backend-choice", "'jax' is not one of 'auto', 'unsloth', 'trl'", code=2,
+         args=("new", "ok", "--backend", "jax")),
+    Case("new-lang-choice", "'fr' is not one of 'en', 'zh-CN'", code=2, args=("new", "ok", "--lang", "fr")),
+    Case("new-unknown-option", "No such option '--bogus'", code=2, args=("new", "ok", "--bogus")),
+    Case("new-missing-path", "Missing argument 'PATH'", code=2, args=("new",)),
+    Case("unknown-command", "No such command 'chekc'. Did you mean 'check'?", code=2, args=("chekc",)),
+    Case("new-read-only-parent", "choose a folder you can write to",
+         args=("new", read_only_folder() + "/grpo-skill-test/proj", "-p", "tiny"), setup=lock),
+    Case("check-no-folder", "no such config file", args=("check", "{tmp}/nowhere")),
+    Case("check-no-config", "no such config file", args=("check", "{tmp}/empty"),
+         setup=lambda tmp, project: (tmp / "empty").mkdir()),
+    Case("check-not-utf8", "not UTF-8 text", files={"proj/config.toml": b"[model]\nname = \"\xff\xfe\"\n"}),
+    Case("rewards-project-missing", "'{tmp}/nowhere' does not exist", code=2,
+         args=("rewards", "--project", "{tmp}/nowhere")),
+    Case("metrics-no-file", "has no metrics.jsonl", args=("metrics", "{project}")),
+    Case("metrics-plot-read-only", "choose a folder you can write to", setup=lock,
+         args=("metrics", "{project}/outputs", "--plot", read_only_folder() + "/reward.png"),
+         files={"proj/outputs/metrics.jsonl": '{"step": 1, "reward": 0.5}\n{"step": 2, "reward": 0.7}\n'}),
+    Case("skill-install-read-only", "choose a folder you can write to", setup=lock,
+         args=("skill", "install", "--dest", read_only_folder() + "/skills")),
+    Case("build-model-shape", "'huge' is not one of 'tiny', 'qwen3-4b'", code=2, args=("build-model", "--shape", "huge")),
+]
+
+TYPE_CASES = [  # (id, old, new, fact)
+    ("grpo-typo", "learning_rate = 0.005", "learnin_rate = 0.005", "unknown key in [grpo]; did you mean `learning_rate`?"),
+    ("model-typo", "load_in_4bit = false", "load_in_4bits = false", "did you mean `load_in_4bit`?"),
+    ("lora-typo", "dropout = 0.0", "dropuot = 0.0", "did you mean `dropout`?"),
+    ("dataset-typo", 'prompt_column = "prompt"', 'promt_column = "prompt"', "did you mean `prompt_column`?"),
+    ("rewards-typo", "weight = 1.0", "wieght = 1.0", "rewards[0].wieght = 1.0: unknown key in [rewards]; did you mean `weight`?"),
+    ("key-in-wrong-table", "seed = 42", "seed = 42\nr = 8", "grpo.r = 8: not a [grpo] key: it belongs in [lora]"),
+    ("key-outside-tables", "[model]", "seed = 1\n[model]", "seed = 1: is outside any table; put it under [grpo]"),
+    ("unknown-table", "[grpo]", "[trainer]\nx = 1\n[grpo]", "trainer: unknown table"),
+    ("table-typo", "[lora]", "[lroa]", "unknown table; did you mean [lora]?"),
+    ("missing-key", "max_seq_length = 256", "", "model.max_seq_length: is missing; add it to [model]"),
+    ("max-steps-text", "max_steps = 60", 'max_steps = "sixty"', 'grpo.max_steps = "sixty": must be a whole number'),
+    ("max-steps-quoted", "max_steps = 60", 'max_steps = "60"', "must be a whole number (no quotes)"),
+    ("max-steps-zero", "max_steps = 60", "max_steps = 0", "grpo.max_steps = 0: must be at least 1"),
+    ("max-steps-negative", "max_steps = 60", "max_steps = -1", "grpo.max_steps = -1: must be at least 1"),
+    ("max-steps-fraction", "max_steps = 60", "max_steps = 2.5", "grpo.max_steps = 2.5: must be a whole number"),
+    ("r-quoted", "r = 16", 'r = "16"', 'lora.r = "16": must be a whole number (no quotes)'),
+    ("r-zero", "r = 16", "r = 0", "lora.r = 0: must be at least 1"),
+    ("alpha-zero", "alpha = 16", "alpha = 0", "lora.alpha = 0: must be greater than 0"),
+    ("dropout-above-one", "dropout = 0.0", "dropout = 1.5", "lora.dropout = 1.5: must be below 1"),
+    ("dropout-negative", "dropout = 0.0", "dropout = -0.1", "lora.dropout = -0.1: must be at least 0"),
+    ("target-modules-number", 'target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", '
+     '"down_proj", "lm_head"]', "target_modules = 5", "lora.target_modules = 5: must be a list of strings"),
+    ("target-modules-numbers", '"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"',
+     "1, 2", "lora.target_modules = [1, 2]: must be a list of strings"),
+    ("target-modules-empty", '"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"',
+     "", "lora.target_modules = []: must not be empty"),
+    ("checkpointing-yes", "gradient_checkpointing = false", 'gradient_checkpointing = "yes"',
+     'must be true or false or "unsloth"'),
+    ("4bit-quoted", "load_in_4bit = false", 'load_in_4bit = "false"', "must be true or false (no quotes)"),
+    ("max-seq-quoted", "max_seq_length = 256", 'max_seq_length = "256"', "model.max_seq_length = \"256\""),
+    ("lr-negative", "learning_rate = 0.005", "learning_rate = -1e-5", "grpo.learning_rate = -1e-05: must be greater than 0"),
+    ("lr-zero", "learning_rate = 0.005", "learning_rate = 0", "grpo.learning_rate = 0: must be greater than 0"),
+    ("lr-nan", "learning_rate = 0.005", "learning_rate = nan", "grpo.learning_rate = nan: must be a finite number"),
+    ("lr-inf", "learning_rate = 0.005", "learning_rate = inf", "grpo.learning_rate = inf: must be a finite number"),
+    ("lr-quoted", "learning_rate = 0.005", 'learning_rate = "1e-5"', "must be a number (no quotes)"),
+    ("beta-negative", "beta = 0.0", "beta = -0.1", "grpo.beta = -0.1: must be at least 0"),
+    ("temperature-zero", "seed = 42", "seed = 42\ntemperature = 0.0", "grpo.temperature = 0.0: must be greater than 0"),
+    ("generations-one", "num_generations = 8", "num_generations = 1", "grpo.num_generations = 1: must be at least 2"),
+    ("batch-not-divisible", "per_device_train_batch_size = 8", "per_device_train_batch_size = 6",
+     "= 6 is not divisible by num_generations = 8"),
+    ("completion-too-long", "max_completion_length = 32", "max_completion_length = 256",
+     "256 leaves no room for the prompt in model.max_seq_length (256)"),
+    ("weight-nan", "weight = 1.0", "weight = nan", "rewards[0].weight = nan: must be a finite number"),
+    ("weight-inf", "weight = 1.0", "weight = -inf", "rewards[0].weight = -inf: must be a finite number"),
+    ("weight-text", "weight = 1.0", 'weight = "heavy"', 'rewards[0].weight = "heavy": must be a number'),
+    ("weight-empty", "weight = 1.0", 'weight = ""', 'rewards[0].weight = "": must be a number'),
+    ("weight-bool", "weight = 1.0", "weight = true", "rewards[0].weight = true: must be a number"),
+    ("reward-no-name", 'name = "thinking"\n', "", "rewards[0].name: is missing"),
+    ("reward-unknown", 'name = "thinking"', 'name = "thinkng"', "unknown reward 'thinkng'; did you mean 'thinking'?"),
+    ("rewards-single-brackets", "[[rewards]]", "[rewards]", "write each reward as a [[rewards]] table"),
+    ("reward-twice", "weight = 1.0", 'weight = 1.0\n[[rewards]]\nname = "thinking"',
+     "rewards[1].name: 'thinking' is listed twice"),
+    ("reward-param-unknown", "weight = 1.0", "weight = 1.0\nparams = { think_end = 1 }",
+     "reward 'thinking' has no param 'think_end'; did you mean `think_end_token`?"),
+    ("reward-param-type", "weight = 1.0", "weight = 1.0\nparams = { think_end_token = 5 }",
+     "rewards[0].params.think_end_token = 5: must be a string"),
+    ("reward-params-not-table", "weight = 1.0", "weight = 1.0\nparams = 5", "rewards[0].params = 5: must be a table"),
+    ("bf16-set", "seed = 42", "seed = 42\nbf16 = true", "grpo.bf16: set by train.py"),
+    ("reward-weights-set", "seed = 42", "seed = 42\nreward_weights = [1.0]", "grpo.reward_weights: set by train.py"),
+    ("optim-typo", 'optim = "adamw_torch"', 'optim = "adamw_torh"', 'did you mean "adamw_torch"?'),
+    ("scheduler-typo", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "constnt"', 'did you mean "constant"?'),
+    ("report-to-number", "report_to = []", "report_to = 5", "grpo.report_to = 5: must be a string"),
+    ("python-object-field", "seed = 42", "seed = 42\nparallelism_config = 2", "cannot be set in config.toml"),
+    ("auto-batch", "seed = 42", "seed = 42\nauto_find_batch_size = true", "grpo.auto_find_batch_size: GRPO needs whole groups"),
+    ("generation-batch-and-steps", "seed = 42", "seed = 42\ngeneration_batch_size = 16\nsteps_per_generation = 2",
+     "set generation_batch_size or steps_per_generation, not both"),
+    ("backend-choice", 'backend = "auto"', 'backend = "jax"', 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
+    ("preset-typo", 'preset = "tiny"', 'preset = "tinny"', "unknown preset 'tinny'; did you mean 'tiny'?"),
+    ("preset-unknown", 'preset = "tiny"', 'preset = "enormous"', "unknown preset 'enormous'; choose one of: standard,"),
+    ("model-name-empty", 'name = "grpo-skill/tiny-qwen3"', 'name = ""', 'model.name = "": must not be an empty string'),
+    ("model-folder-missing", 'name = "grpo-skill/tiny-qwen3"', 'name = "./models/mine"', "no model folder"),
+    ("model-not-a-hub-id", 'name = "grpo-skill/tiny-qwen3"', 'name = "my model!"', "is neither a model folder nor a hub id"),
+    ("adapter-missing", "load_in_4bit = false", 'load_in_4bit = false\nadapter = "sft-out"', "no LoRA adapter in"),
+    ("dataset-missing", 'path = "data/prompts.jsonl"', 'path = "data/missing.jsonl"', "missing.jsonl does not exist"),
+    ("dataset-txt", 'path = "data/prompts.jsonl"', 'path = "data/prompts.txt"', ".txt files cannot be read"),
+    ("dataset-split", 'split = "train"', 'split = "test"', "a local file has one split, 'train'"),
+    ("system-prompt-number", 'system_prompt = ""', "system_prompt = 5", "dataset.system_prompt = 5: must be a string"),
+    ("chat-kwargs-number", 'system_prompt = ""', 'system_prompt = ""\nchat_template_kwargs = 3',
+     "dataset.chat_template_kwargs = 3: must be a table"),
+    ("sft-unknown-key", "[model]", "[sft]\nepochs = 1\n[model]", "sft.epochs = 1: unknown key"),
+    ("toml-syntax", "[lora]", "[lora", "not valid TOML"),
+    ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
+]
+CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old, new, fact in TYPE_CASES] + [
+    Case("config-rewards-empty", "rewards = []: must not be empty",
+         edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
+]
+
+
+def model_folder_without_config(tmp, project):
+    (project / "not-a-model").mkdir()
+    (project / "not-a-model" / "weights.bin").write_text("x")
+
+
+def adapter_folder(tmp, project):
+    (project / "adapter").mkdir()
+    (project / "adapter" / "adapter_config.json").write_text("{}")
+
+
+def offline(**extra):
+    return {"HF_HUB_OFFLINE": "1", **extra}
+
+
+HUB_MODEL = 'name = "grpo-skill-tests/not-downloaded"'
+MODEL_CASES = [
+    Case("model-folder-without-config", "has no config.json, so it is not a model folder",
+         edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "not-a-model"'), setup=model_folder_without_config),
+    Case("model-is-an-adapter", "is a LoRA adapter, not a model; set model.adapter",
+         edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "adapter"'), setup=adapter_folder),
+    Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set)",
+         edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL), env=offline()),
+]
+
+DATASET_CASES = [
+    Case("jsonl-broken-line", "data/prompts.jsonl:2: not valid JSON",
+         files=jsonl('{"prompt": "a"}', '{"prompt": "b",}', '{"prompt": "c"}')),
+    Case("jsonl-array-line", "data/prompts.jsonl:1: each line must be one JSON object", files=jsonl('["a", "b"]')),
+    Case("jsonl-empty", "data/prompts.jsonl: no rows", files=jsonl()),
+    Case("jsonl-row-without-prompt", "data/prompts.jsonl:3: this row has no 'prompt'",
+         files=jsonl('{"prompt": "a"}', "", '{"question": "b"}')),
+    Case("jsonl-prompt-not-text", "data/prompts.jsonl:1: 'prompt' must be text, not 42", files=jsonl('{"prompt": 42}')),
+    Case("jsonl-not-utf8", "not UTF-8 text", files={f"proj/{PROMPTS}": b'{"prompt": "caf\xe9"}\n'}),
+    Case("csv-extra-field", "data/prompts.csv:3: 3 fields where the header has 2",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.csv"'),
+         files={"proj/data/prompts.csv": "prompt,answer\nWhat is 1+1?,2\nWhat is 2+2?,4,extra\n"}),
+    Case("csv-open-quote", "data/prompts.csv:2: not valid CSV",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.csv"'),
+         files={"proj/data/prompts.csv": 'prompt\n"never closed\n'}),
+    Case("csv-missing-column", "column 'prompt' is not in prompts.csv (it has: question)",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.csv"'),
+         files={"proj/data/prompts.csv": "question\nWhat is 1+1?\n"}),
+    Case("json-broken", "data/prompts.json:1: not valid JSON",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.json"'),
+         files={"proj/data/prompts.json": '[{"prompt": "a"'}),
+    Case("json-not-rows", "must hold a list of objects",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.json"'),
+         files={"proj/data/prompts.json": '"just a string"'}),
+    Case("parquet-garbage", "data/prompts.parquet: not a Parquet file",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.parquet"'),
+         files={"proj/data/prompts.parquet": "this is not parquet"}),
+    Case("accuracy-without-answer-column", "accuracy reward's answer_column: column 'answer' is not in prompts.jsonl",
+         edits=edit('name = "thinking"', 'name = "accuracy"')),
+]
+
+REWARDS_PY_CASES = [
+    Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}", "--rewards"),
+         files=rewards_py("from grpo_skill import hookimpl\n\ndef broken(:\n    pass\n")),
+    Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n")),
+    Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
+         args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
+    Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
+         args=("check", "{project}", "--rewards"), files=rewards_py("import os\n\nundefined_thing.call()\n")),
+    Case("rewards-py-hook-raises", "rewards.py:6: RuntimeError: not today", args=("check", "{project}", "--rewards"),
+         files=rewards_py("""\
+             from grpo_skill import hookimpl
+
+
+             @hookimpl
+             def register_rewards(register):
+                 raise RuntimeError("not today")
+         """)),
+    Case("rewards-py-registers-junk", "rewards.py:6: register() got 'no_repetition', expected a Reward",
+         args=("check", "{project}", "--rewards"), files=rewards_py("""\
+             from grpo_skill import hookimpl
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register("no_repetition")
+         """)),
+    Case("rewards-py-hook-typo", "rewards.py': unknown hook 'register_reward' (did you mean 'register_rewards'?)", args=("check", "{project}", "--rewards"),
+         files=rewards_py("""\
+             from grpo_skill import hookimpl
+
+
+             @hookimpl
+             def register_reward(register):
+                 pass
+         """)),
+    Case("rewards-py-clash-used", "'length' is registered by both 'builtin:rewards' and 'proj/rewards.py'",
+         args=("check", "{project}", "--rewards"), edits=edit('name = "thinking"', 'name = "length"'),
+         files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward("length", lambda context: None, "mine"))
+         """)),
+    Case("rewards-project-listing-broken", "rewards.py:1: ZeroDivisionError: division by zero",
+         args=("rewards", "--project", "{project}"), files=rewards_py("1 / 0\n")),
+]
+
+
+class ClashingPlugin:
+    @hookimpl
+    def register_rewards(self, register):
+        register(Reward("format", lambda context: None, "a second 'format'"))
+
+
+class RaisingPlugin:
+    @hookimpl
+    def register_rewards(self, register):
+        register(Reward("only_here", lambda context: None, "lost with the failing hook"))
+        raise KeyError("api_key")
+
+
+class RecursingPresets:
+    @hookimpl
+    def register_presets(self, register):
+        plugins.get_preset("tiny")
+
+
+class OrphanPreset:
+    @hookimpl
+    def register_presets(self, register):
+        register(plugins.derive_preset("no-such-base", "orphan"))
+
+
+class BadPreset:
+    @hookimpl
+    def register_presets(self, register):
+        register(Preset(name="odd-batch", description="a batch that is not a multiple of G", model_id="x/y",
+                        max_seq_length=256, load_in_4bit=False, rewards=(("thinking", 1.0),),
+                        grpo={"num_generations": 4, "max_completion_length": 32, "per_device_train_batch_size": 3}))
+
+
+PLUGIN_CASES = [
+    Case("plugin-clash-used", "reward 'format' is registered by both 'builtin:rewards' and 'test-plugin'",
+         plugin=ClashingPlugin(), edits=edit('name = "thinking"', 'name = "format"')),
+    Case("plugin-clash-new", "reward 'format' is registered by both", plugin=ClashingPlugin(),
+         args=("new", "ok", "-r", "format")),
+    Case("plugin-clash-listed", "warning: reward 'format' is registered by both", code=0, plugin=ClashingPlugin(),
+         args=("rewards",), stdout_fact="thinking"),
+    Case("plugin-hook-raises-used", "unknown reward 'only_here'", plugin=RaisingPlugin(),
+         edits=edit('name = "thinking"', 'name = "only_here"')),
+    Case("plugin-hook-raises-listed", "warning: plugin 'test-plugin' failed in register_rewards", code=0,
+         plugin=RaisingPlugin(), args=("rewards",), stdout_fact="thinking"),
+    Case("plugin-hook-raises-plugins", "", code=0, plugin=RaisingPlugin(), args=("plugins", "--json"),
+         stdout_fact="KeyError: 'api_key'"),
+    Case("plugin-get-preset-in-hook", "get_preset() was called while presets are being registered", code=0,
+         plugin=RecursingPresets(), args=("presets",), stdout_fact="tiny"),
+    Case("plugin-orphan-derivation", "unknown preset 'orphan'", plugin=OrphanPreset(), args=("new", "ok", "-p", "orphan")),
+    Case("plugin-bad-preset", "the project would not run", plugin=BadPreset(), args=("new", "ok", "-p", "odd-batch")),
+]
+
+LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flags make
+    Case("train-max-steps-zero", "grpo.max_steps = 0 (given on the command line): must be at least 1", mode="load",
+         overrides={"grpo.max_steps": 0}),
+    Case("train-max-steps-negative", "grpo.max_steps = -1 (given on the command line): must be at least 1",
+         mode="load", overrides={"grpo.max_steps": -1}),
+    Case("train-model-missing", "no model folder", mode="load", overrides={"model.name": "/no/such/model"}),
+    Case("train-backend", 'model.backend = "jax" (given on the command line)', mode="load",
+         overrides={"model.backend": "jax"}),
+    Case("train-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set)",
+         mode="load", overrides={"model.name": "grpo-skill-tests/not-downloaded"}, env=offline()),
+    Case("train-hub-unreachable", "is not in the Hugging Face cache and the hub is offline (127.0.0.1 cannot be reached)",
+         mode="load", overrides={"model.name": "grpo-skill-tests/not-downloaded"},
+         env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": None}),
+    Case("train-hub-dataset-offline", "dataset 'grpo-skill-tests/no-data' is not in the Hugging Face cache",
+         mode="load", edits=edit('path = "data/prompts.jsonl"', 'path = "grpo-skill-tests/no-data"'), env=offline()),
+    Case("train-hub-typo", "model 'owner/missing-model' is not on the hub: check the name", mode="load",
+         overrides={"model.name": "owner/missing-model"}, env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
+    Case("train-hub-gated", "model 'owner/gated-model' is gated: accept its terms", mode="load",
+         overrides={"model.name": "owner/gated-model"}, env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
+    Case("train-hub-dataset-typo", "dataset 'owner/missing-data' is not on the hub", mode="load",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "owner/missing-data"'),
+         env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
+    Case("train-typo", "did you mean `learning_rate`?", mode="load", edits=edit("learning_rate", "learnin_rate")),
+    Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
+    Case("train-reward-factory-raises", "reward 'no_repetition' could not be built: ", mode="build",
+         edits=edit('name = "thinking"', 'name = "no_repetition"'),
+         files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+
+             def factory(context):
+                 return context.params["missing"]
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
+         """)),
+]
+
+SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
+    Case("script-train-max-steps", "error: grpo.max_steps = 0 (given on the command line): must be at least 1",
+         mode="script", args=("train.py", "--max-steps", "0")),
+    Case("script-train-max-steps-text", "argument --max-steps: invalid int value: 'sixty'", code=2, mode="script",
+         args=("train.py", "--max-steps", "sixty")),
+    Case("script-train-config-typo", "error: config.toml:35: grpo.learnin_rate = 0.005: unknown key", mode="script",
+         args=("train.py",), edits=edit("learning_rate", "learnin_rate")),
+    Case("script-train-hub-offline", "error: model.name (given on the command line): model 'Qwen/Qwen3-4B' is not in "
+         "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH", mode="script",
+         args=("train.py", "--model", "Qwen/Qwen3-4B"), env=offline(HF_HOME="{tmp}/hf-home")),
+    Case("script-train-hub-typo", "error: model.name (given on the command line): model 'owner/missing-model' is not "
+         "on the hub", mode="script", args=("train.py", "--model", "owner/missing-model"),
+         env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
+    Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
+         args=("train.py", "--backend", "unsloth")),
+    Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
+    Case("script-evaluate-prompts", "--prompts must be at least 1", code=2, mode="script",
+         args=("evaluate.py", "--prompts", "0")),
+    Case("script-cli-check", "Error: ", mode="script", args=("-m", "grpo_skill.cli", "check", "{project}"),
+         edits=edit("weight = 1.0", "weight = nan")),
+    Case("script-cli-env-unknown-plugin", "GRPO_SKILL_PLUGINS names 'nonexistent', which no installed package provides",
+         code=0, mode="script", args=("-m", "grpo_skill.cli", "rewards"), env={"GRPO_SKILL_PLUGINS": "nonexistent"},
+         stdout_fact="thinking"),
+]
+
+CASES = CLI_CASES + CONFIG_CASES + MODEL_CASES + DATASET_CASES + REWARDS_PY_CASES + PLUGIN_CASES + LOAD_CASES + \
+    SCRIPT_CASES
+
+
+def test_there_are_at_least_80_distinct_cases():
+    assert len({case.id for case in CASES}) == len(CASES) >= 80
+
+
+# ---- running one --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def template_project(tmp_path_factory):
+    from grpo_skill import generator
+
+    folder = tmp_path_factory.mktemp("template")
+    generator.render("proj", folder, preset_name="tiny")
+    return folder / "proj"
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (Python's own __pycache__ aside) and its hash."""
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file() and "__pycache__" not in path.parts}
+
+
+class FakeHub(http.server.BaseHTTPRequestHandler):
+    """A Hugging Face hub that has nothing: every repo is missing, except the gated ones (behind terms)."""
+
+    def answer(self):
+        gated = "gated" in self.path
+        self.send_response(403 if gated else 404)
+        self.send_header("X-Error-Code", "GatedRepo" if gated else "RepoNotFound")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET = answer
+
+    def log_message(self, *args):
+        pass
+
+
+HUB = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fake_hub():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    HUB["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+def fill(text: str, tmp: Path, project: Path) -> str:
+    return text.replace("{project}", str(project)).replace("{tmp}", str(tmp)).replace("{hub}", HUB.get("url", ""))
+
+
+@contextlib.contextmanager
+def environment(changes: dict, tmp: Path, project: Path):
+    """Set (None: unset) environment variables for an in-process case; afterwards put them, and what
+    huggingface_hub read from them, back."""
+    saved = {name: os.environ.get(name) for name in [*changes, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"]}
+    hub_constants = sys.modules.get("huggingface_hub.constants")
+    saved_offline = getattr(hub_constants, "HF_HUB_OFFLINE", None)
+    for name, value in changes.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = fill(value, tmp, project)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        hub_constants_now = sys.modules.get("huggingface_hub.constants")
+        if hub_constants_now is not None:  # imported before the case, or during it (reading the case's variables)
+            hub_constants_now.HF_HUB_OFFLINE = saved_offline if hub_constants is not None else any(
+                os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
+                for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def run_case(case: Case, tmp: Path, project: Path) -> tuple[int, str, str]:
+    """(exit code, stderr, stdout) as the user would see them."""
+    args = [fill(arg, tmp, project) for arg in case.args]
+    if case.mode == "script":
+        env = {name: (fill(value, tmp, project) if value else value) for name, value in case.env.items()}
+        result = run_process([sys.executable, *args], cwd=project, env=env, check=False, timeout=120)
+        return result.returncode, result.stderr, result.stdout
+    with environment(case.env, tmp, project):
+        if case.mode in ("load", "build"):
+            try:
+                config = projects.load_for_run(project / "config.toml", case.overrides)
+                if case.mode == "build":
+                    config.build_rewards(tokenizer=None)
+            except BaseException as error:  # what train.py's errors.install() prints for it
+                message = errors.user_message(error)
+                assert message is not None, f"{type(error).__name__} would print a traceback: {error}"
+                return errors.exit_code(error), f"error: {message}\n", ""
+            return 0, "", ""
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        return result.exit_code, result.stderr, result.stdout
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_gets_a_short_answer_and_changes_nothing(case, template_project, tmp_path, monkeypatch):
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    for old, new in case.edits:
+        config = project / "config.toml"
+        text = config.read_text()
+        assert old in text, old
+        config.write_text(text.replace(old, new, 1))
+    for relative, content in case.files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if case.setup:
+        case.setup(tmp_path, project)
+    monkeypatch.chdir(tmp_path)
+    before = tree_hashes(tmp_path)
+    if case.plugin is not None:
+        plugins.register(case.plugin, "test-plugin")
+    try:
+        code, stderr, stdout = run_case(case, tmp_path, project)
+    finally:
+        if case.plugin is not None:
+            plugins.unregister("test-plugin")
+        for name, _plugin in plugins.pm.list_name_plugin():
+            if name.startswith(plugins.PROJECT_PLUGIN_PREFIX):
+                plugins.unregister(name)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == case.code, (code, stderr, stdout)
+    assert fill(case.fact, tmp_path, project) in stderr, stderr
+    assert len(lines) <= 2 and (lines or case.code == 0), stderr
+    assert "Traceback" not in stderr + stdout, stderr
+    if case.stdout_fact:
+        assert case.stdout_fact in stdout
+    assert tree_hashes(tmp_path) == before
+
+
+def test_train_py_fails_fast_when_the_hub_is_offline(template_project, tmp_path):
+    """The 54 seconds of retries are gone: an uncached hub model with HF_HUB_OFFLINE fails before any
+    heavy import."""
+    import time
+
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    started = time.perf_counter()
+    result = run_process([sys.executable, "train.py", "--model", "Qwen/Qwen3-4B"], cwd=project, check=False,
+                         env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
+    assert result.returncode == 1 and "--model PATH" in result.stderr
+    assert time.perf_counter() - started < 20  # seconds, on a busy 2-core machine; it was 54 s of retries
+
+
+def test_a_cached_hub_model_passes_offline(template_project, tmp_path):
+    """The other side of the offline check: a model in the Hugging Face cache loads without the network."""
+    home = tmp_path / "hf-home"
+    snapshot = home / "hub" / "models--owner--cached" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (home / "hub" / "models--owner--cached" / "refs").mkdir()
+    (home / "hub" / "models--owner--cached" / "refs" / "main").write_text("abc123")
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    probe = ("from grpo_skill import project\n"
+             f"config = project.load_for_run({str(project / 'config.toml')!r}, {{'model.name': 'owner/cached'}})\n"
+             "print(config.model_path())\n")
+    result = run_process([sys.executable, "-c", probe], env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(home)})
+    assert result.stdout.strip() == "owner/cached"
+
+
+def test_debug_shows_the_traceback(template_project, tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_steps = 60", "max_steps = 0"))
+    result = CliRunner().invoke(main, ["--debug", "check", str(project)])
+    assert isinstance(result.exception, projects.ConfigError)  # raised, not turned into one line
+    script = run_process([sys.executable, "train.py"], cwd=project, env={"GRPO_SKILL_DEBUG": "1"}, check=False)
+    assert script.returncode == 1 and "Traceback" in script.stderr and "ConfigError" in script.stderr

@@ -1,0 +1,117 @@
+"""The config.toml schema: [grpo] follows the installed TRL, the keys each table accepts, where a key is written,
+and nothing heavy on the way."""
+
+import json
+import sys
+
+import pytest
+
+from grpo_skill import schema
+
+from support import run
+
+
+def test_the_committed_grpo_fields_are_the_installed_trls():
+    """data/grpo_config.json is derived from TRL's GRPOConfig; after a TRL upgrade, regenerate it with
+    `python -m grpo_skill.schema --write` (this test then shows what changed)."""
+    derived = schema.derive_grpo_fields()  # imports TRL: only here, never on the CLI path
+    committed = json.loads(schema.grpo_fields_json(derived))
+    assert schema.trl_version() == derived["trl"]
+    assert schema.grpo_fields() == committed["fields"]
+
+
+def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    keys = set(schema.table_keys()["grpo"])
+    settable = {spec.name for spec in dataclasses.fields(GRPOConfig) if spec.init} - {"parallelism_config"}
+    assert keys == settable
+    fields = schema.grpo_fields()
+    assert fields["optim"]["choices"][:2] == ["adamw_torch", "adamw_torch_fused"]
+    assert fields["learning_rate"] == {"type": ["float"], "default": 1e-06}
+
+
+def test_the_keys_of_our_own_tables():
+    keys = schema.table_keys()
+    assert keys["model"] == ["preset", "name", "backend", "max_seq_length", "load_in_4bit", "adapter"]
+    assert keys["lora"] == ["r", "alpha", "dropout", "target_modules", "gradient_checkpointing"]
+    assert keys["dataset"] == ["path", "split", "prompt_column", "system_prompt", "chat_template_kwargs"]
+    assert keys["rewards"] == ["name", "weight", "params"]
+    assert list(keys) == ["model", "lora", "dataset", "rewards", "grpo", "sft"]
+
+
+TEXT = """\
+# a comment with name = "not this"
+[model]
+name = "m"   # the model
+"preset" = "tiny"
+
+[[rewards]]
+name = "a"
+
+[[rewards]]
+name = "b"
+params = { x = 1 }
+
+[[rewards]]
+name = "c"
+[rewards.params]
+y = 2
+
+[grpo]
+learning_rate = 1e-5
+"""
+
+
+@pytest.mark.parametrize("loc, line", [
+    (("model", "name"), 3),
+    (("model", "preset"), 4),  # a quoted key
+    (("model", "backend"), 2),  # not written: its table's header
+    (("rewards", 0, "name"), 7),
+    (("rewards", 1, "name"), 10),
+    (("rewards", 1, "params", "x"), 11),  # inside an inline table: the line of the table
+    (("rewards", 2, "params"), 15),  # a sub-table: its header
+    (("rewards", 2, "params", "y"), 16),
+    (("rewards", 2, "weight"), 13),
+    (("grpo", "learning_rate"), 19),
+    (("lora", "r"), None),  # neither key nor table written
+])
+def test_locate_finds_the_line_a_key_is_written_on(loc, line):
+    assert schema.locate(TEXT, loc) == line
+
+
+def test_validated_data_keeps_the_values_as_written():
+    raw = {
+        "model": {"preset": "tiny", "name": "m", "max_seq_length": 256},
+        "lora": {"r": 16, "alpha": 16, "target_modules": ["q_proj"]},
+        "dataset": {"path": "data/p.jsonl"},
+        "rewards": [{"name": "thinking"}],
+        "grpo": {"output_dir": "out", "num_generations": 8, "max_completion_length": 32, "logging_steps": 1},
+    }
+    data = schema.validate(raw, schema.Source("config.toml"))
+    assert data["lora"]["alpha"] == 16 and isinstance(data["lora"]["alpha"], int)  # not turned into 16.0
+    assert data["lora"]["gradient_checkpointing"] == "unsloth" and data["model"]["backend"] == "auto"
+    assert data["rewards"] == [{"name": "thinking", "weight": 1.0, "params": {}}]
+    assert data["grpo"] == raw["grpo"]  # only what the file sets: GRPOConfig supplies the rest
+    assert data["sft"] is None
+
+
+def test_loading_a_project_imports_nothing_heavy(tmp_path):
+    from grpo_skill import generator
+
+    generator.render("p", tmp_path, preset_name="tiny")
+    probe = (
+        "import sys\n"
+        "from grpo_skill import project\n"
+        f"project.load({str(tmp_path / 'p')!r})\n"
+        "heavy = {'torch', 'transformers', 'trl', 'datasets', 'peft', 'huggingface_hub'} & set(sys.modules)\n"
+        "print(sorted(heavy))\n"
+    )
+    assert run([sys.executable, "-c", probe]).stdout.strip() == "[]"
+
+
+def test_the_keys_command_lists_every_table():
+    keys = json.loads(run([sys.executable, "-m", "grpo_skill.schema", "--keys"]).stdout)
+    assert "learning_rate" in keys["grpo"] and keys["sft"] == []
