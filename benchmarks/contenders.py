@@ -113,6 +113,12 @@ OVERHEAD = [
               "terminal", tty=True, guess_s_per_step=STD),
     _unsloth("generated unsloth, terminal", "standard", "rich's progress bar drawing to a terminal", tty=True,
              guess_s_per_step=STD),
+    _unsloth("generated unsloth, terminal, rich manual refresh", "standard", "the progress bar drawn only at each "
+             "step, without rich's refresh thread (a one-line change to RichProgress)", tty=True,
+             ablate=("rich_manual_refresh",), guess_s_per_step=STD),
+    _unsloth("generated unsloth, TRL's gradient_checkpointing flag", "standard", "GRPOConfig.gradient_checkpointing "
+             "left True as in a hand-written loop (train.py passes False with Unsloth)", ablate=("trl_default_gc",),
+             guess_s_per_step=STD),
 ]
 
 # Speed levers, one at a time against the equal-settings rows.
@@ -140,6 +146,10 @@ LEVERS = [
               grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=18, fixed_s=30),
     Contender("generated trl, liger", "standard", "generated", "trl", "the TRL backend with use_liger_kernel",
               grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=22, fixed_s=30),
+    Contender("generated trl, spg 8, static compiled", "standard", "generated", "trl", "the TRL backend (4-bit) with "
+              "a compiled static-cache decode step: what train.py would give with generation_config.disable_compile "
+              "= False", grpo={"steps_per_generation": 8, "cache_implementation": "static"}, compile_decode=True,
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=3.0, fixed_s=60),
     _unsloth("generated unsloth, spg 8", "thinking", "long completions, 64 sequences at once: the memory it takes",
              grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=7.5),
     Contender("plain trl, liger", "thinking", "plain trl", "trl", "long completions: the logits' memory without and "
@@ -157,7 +167,8 @@ DRY = [
               preset_speed=True),
     Contender("generated trl, no callbacks", "standard", "generated", "trl", "the no_callbacks ablation",
               ablate=("no_callbacks",)),
-    Contender("generated trl, terminal", "standard", "generated", "trl", "rich in a pseudo-terminal", tty=True),
+    Contender("generated trl, terminal, rich manual refresh", "standard", "generated", "trl",
+              "rich in a pseudo-terminal, drawn at each step only", tty=True, ablate=("rich_manual_refresh",)),
     Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
     Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
 ]

@@ -12,9 +12,13 @@ the script's own import order (unsloth first) holds; import hooks act when the s
 - after BENCH_WARMUP_STEPS optimizer steps it waits for BENCH_QUIET (no other contender is importing), times
   BENCH_MEASURE_STEPS steps, writes R.json and stops the training; the script then ends as it would (not timed).
 
-BENCH_ABLATE (comma-separated) changes one thing in the program: ``no_callbacks`` makes
-grpo_skill.runtime.callbacks.install add none of grpo-skill's callbacks (train.py's summary then finds no metrics
-file: that failure after the measurement is expected).
+BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what it costs:
+  no_callbacks          grpo_skill.runtime.callbacks.install adds none of grpo-skill's callbacks (train.py's summary
+                        then finds no metrics file: that failure after the measurement is expected)
+  rich_manual_refresh   rich progress bars draw only when updated, without their 10-per-second refresh thread
+  trl_default_gc        GRPOConfig.gradient_checkpointing left at TRL's default (True), as a hand-written loop has it
+                        (the generated train.py passes False for Unsloth, which checkpoints in its own way)
+BENCH_COMPILE_DECODE=1 lets transformers compile the static-cache decode step (TRL's GenerationConfig turns it off).
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ class Bench:
 
     def __init__(self, result: Path, progress: Path | None):
         self.result, self.progress = result, progress
+        self.ablate = set(filter(None, os.environ.get("BENCH_ABLATE", "").split(",")))
         self.warmup = int(os.environ.get("BENCH_WARMUP_STEPS", "2"))
         self.measure = int(os.environ.get("BENCH_MEASURE_STEPS", "4"))
         self.info: dict = {"import_s": None, "gate_wait_s": 0.0}
@@ -154,6 +159,8 @@ class Bench:
 
         self.torch, self.cuda = torch, torch.cuda.is_available()
         self.info["trainer_class"] = type(trainer).__name__
+        if "trl_default_gc" in self.ablate:
+            trainer.args.gradient_checkpointing = True
         wrapped = []
         for method, label in (("_generate_and_score_completions", "generate_and_score"), ("_calculate_rewards",
                               "rewards"), ("compute_loss", "loss"),
@@ -187,6 +194,8 @@ class Bench:
 
         class StepTimer(TrainerCallback):
             def on_train_begin(self, args, state, control, **kwargs):
+                if os.environ.get("BENCH_COMPILE_DECODE") == "1" and hasattr(trainer, "generation_config"):
+                    trainer.generation_config.disable_compile = False
                 bench.sync()
                 bench.info["train_begin_s"] = round(time.perf_counter() - STARTED, 2)
                 bench.step_ends = [time.perf_counter()]
@@ -284,7 +293,7 @@ def main() -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     bench = Bench(options.result, options.progress)
-    ablate = set(filter(None, os.environ.get("BENCH_ABLATE", "").split(",")))
+    ablate = bench.ablate
 
     def on_modeling_utils(module):
         load = module.PreTrainedModel.from_pretrained.__func__
@@ -321,9 +330,25 @@ def main() -> int:
 
         module.install = install
 
+    def on_rich_progress(module):
+        init, update = module.Progress.__init__, module.Progress.update
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **{**kwargs, "auto_refresh": False})
+
+        @functools.wraps(update)
+        def update_and_draw(self, *args, **kwargs):
+            update(self, *args, **kwargs)
+            self.refresh()
+
+        module.Progress.__init__, module.Progress.update = __init__, update_and_draw
+
     hooks = {"transformers.modeling_utils": on_modeling_utils, "transformers.trainer": on_trainer}
     if "no_callbacks" in ablate:
         hooks["grpo_skill.runtime.callbacks"] = on_callbacks
+    if "rich_manual_refresh" in ablate:
+        hooks["rich.progress"] = on_rich_progress
     sys.meta_path.insert(0, PostImportHooks(hooks))
 
     sys.argv = [options.script, *options.args]

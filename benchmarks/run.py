@@ -225,6 +225,8 @@ class Benchmark:
                # one compile cache for every Unsloth contender: only the first pays Unsloth's compilation
                "UNSLOTH_COMPILE_LOCATION": str(self.work / "unsloth_compiled_cache"),
                **settings["env"]}
+        if settings["compile_decode"] and job.contender.program == "generated":
+            env["BENCH_COMPILE_DECODE"] = "1"  # what train.py would do with the change described in docs
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         if self.args.dry_run:
@@ -355,8 +357,13 @@ class Benchmark:
                 queue.clear()
                 break
             time.sleep(POLL_S)
-        for job in self.finishing:
-            self.stop(job)
+        while self.finishing:  # let the last ones end their scripts (within their grace and the budget)
+            now = time.time()
+            if now >= self.deadline:
+                for job in self.finishing:
+                    job.result_at = now - EXIT_GRACE_S
+            self.reap(now)
+            time.sleep(POLL_S)
 
     def watch(self, slot: dict, now: float) -> None:
         current, follower = slot["current"], slot["next"]
