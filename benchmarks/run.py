@@ -8,15 +8,16 @@ random-weight Qwen3-4B-shape model, in one GPU session.
 Each contender runs in its own process (benchmarks/harness.py times it), one at a time per GPU; the next one's
 imports overlap the current one's training, never its timed steps. A contender past its time limit is stopped and
 recorded as "timed out" (with what it measured so far); one that does not fit the budget any more is "skipped".
-DIR gets benchmarks.json and benchmarks.md after every contender (a cut-off run still reports what finished),
-logs/ (one log per contender) and work/ (the model, the generated projects). Copy benchmarks.{json,md} to docs/
-to commit them. The table is printed last.
+DIR gets benchmarks.json and benchmarks.md after every contender (a cut-off run still reports what finished) and
+logs/ (one log per contender); the model, the generated projects and their outputs go to --work. Copy
+benchmarks.{json,md} to docs/ to commit them. The table is printed last.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import fnmatch
 import json
 import os
 import pty
@@ -147,7 +148,7 @@ class Benchmark:
     def __init__(self, args):
         self.args = args
         self.out = args.out.resolve()
-        self.work = self.out / "work"
+        self.work = Path(args.work).resolve()  # never under --out: it holds an 8 GB model and the adapters
         self.logs = self.out / "logs"
         self.started = time.time()
         self.deadline = self.started + args.budget
@@ -166,9 +167,9 @@ class Benchmark:
     def build_model(self) -> Path:
         if self.args.model:
             return Path(self.args.model).resolve()
-        target = self.work / "model"
-        began = time.time()
         shape = "tiny" if self.args.dry_run else "qwen3-4b"
+        target = self.work / f"model-{shape}"  # reused when a previous run built it (the build is atomic)
+        began = time.time()
         print(f"building the {shape} model", file=sys.stderr, flush=True)
         grpo_skill("build-model", "--shape", shape, "--out", str(target))
         self.report["model_build_s"] = round(time.time() - began, 1)
@@ -406,10 +407,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="where to write benchmarks.{json,md}, logs/ and work/")
     parser.add_argument("--suite", nargs="+", default=["default"], choices=[*catalog.SUITES, "all"])
-    parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
-                        help="only contenders whose case/name contains one of these (e.g. 'standard/generated')")
+    parser.add_argument("--only", nargs="+", default=[], metavar="CASE/NAME",
+                        help="only these contenders; shell-style patterns: 'thinking/*', '*/generated unsloth*'")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the whole run (default 540)")
     parser.add_argument("--model", help="a model folder already built (skips building one)")
+    parser.add_argument("--work", default="/tmp/grpo-skill-bench",
+                        help="scratch folder: the model, the generated projects, their outputs (default: %(default)s)")
     parser.add_argument("--gpus", type=int, default=1, help="run this many contenders side by side, one per GPU")
     parser.add_argument("--dry-run", action="store_true",
                         help="this machine, no GPU: the tiny model and the TRL contenders, to check the plumbing")
@@ -418,7 +421,7 @@ def main(argv=None) -> int:
 
     contenders = catalog.DRY if args.dry_run else catalog.suite(args.suite)
     if args.only:
-        contenders = [c for c in contenders if any(pattern in c.key for pattern in args.only)]
+        contenders = [c for c in contenders if any(fnmatch.fnmatchcase(c.key, pattern) for pattern in args.only)]
     jobs = [Job(index, contender, settings_for(contender, args.dry_run)) for index, contender in enumerate(contenders)]
     for job in jobs:
         job.planned_s = planned_seconds(job.contender, job.settings)

@@ -93,8 +93,8 @@ def test_every_contender_of_a_case_does_the_same_work_per_step():
 
 
 def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, tiny_model):
-    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, budget=60, suite=["default"],
-                                                             dry_run=False))
+    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=60,
+                                                             suite=["default"], dry_run=False))
     prompts = REPO / "templates" / "project" / "data" / "prompts.jsonl"
     equal = bench_run.Job(0, contender("generated unsloth"), bench_run.settings_for(contender("generated unsloth"),
                                                                                     False))
@@ -114,8 +114,8 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
 
 def test_a_dry_run_times_the_generated_project(tmp_path, tiny_model):
     out = tmp_path / "bench"
-    run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--out", str(out), "--dry-run", "--model",
-         str(tiny_model), "--only", "standard/generated trl"], timeout=300)
+    run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--out", str(out), "--work", str(tmp_path / "work"),
+         "--dry-run", "--model", str(tiny_model), "--only", "standard/generated trl"], timeout=300)
     report = json.loads((out / "benchmarks.json").read_text())
     [row] = [row for row in report["rows"] if row["name"] == "generated trl"]
     assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
