@@ -238,13 +238,16 @@ class Bench:
         cuda = self.torch.cuda
         window = cuda.max_memory_allocated(), cuda.max_memory_reserved()
         before = self.info.get("before_window_peaks", (0, 0))
-        expandable = [segment["is_expandable"] for segment in cuda.memory_snapshot() if "is_expandable" in segment]
+        try:  # what the allocator really uses: it reads PYTORCH_ALLOC_CONF once, when CUDA starts
+            expandable = cuda.memory._snapshot().get("allocator_settings", {}).get("expandable_segments")
+        except Exception:  # noqa: BLE001 - a private API: absent in some versions
+            expandable = None
         return {
             "peak_allocated_gib": round(max(before[0], window[0]) / GIB, 3),
             "peak_reserved_gib": round(max(before[1], window[1]) / GIB, 3),
             "window_peak_allocated_gib": round(window[0] / GIB, 3),
             "window_peak_reserved_gib": round(window[1] / GIB, 3),
-            "expandable_segments": any(expandable) if expandable else None,
+            "expandable_segments": expandable,
         }
 
     def report(self, partial: bool) -> dict:

@@ -115,13 +115,14 @@ def markdown(report: dict) -> str:
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
                 + f" | {speed_settings(row)} |")
     lines += ["", "## What each row tells", "", "| case | contender | tells | wall s | steps (warm-up + timed) | "
-              "first step s | prompt tokens | sequences per generation | exit status |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "first step s | prompt tokens | sequences per generation | expandable segments | exit status |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         lines.append(f"| {row['case']} | {row['name']} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {row.get('prompt_tokens_per_sequence', '')} | "
-                     f"{row.get('sequences_per_generation', '')} | {row.get('exit_status', '')} |")
+                     f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
+                     f"{row.get('exit_status', '')} |")
     failures = [row for row in rows if row.get("error")]
     if failures:
         lines += ["", "## Failures", ""]
