@@ -74,6 +74,9 @@ def _unsloth(name, case, tells, **kw):
     return Contender(name=name, case=case, program="generated", backend="unsloth", tells=tells, **kw)
 
 
+# A static KV cache of one fixed size (the standard case's max_seq_length), so that transformers compiles the decode
+# step once: TRL pads each generation batch to its own longest prompt, which would otherwise change the cache size.
+STATIC_COMPILED = {"cache_implementation": "static", "generation_kwargs": {"max_cache_len": 512}}
 STD, THINK = 4.3, 14.5  # guessed Unsloth s/step at G=8: 256 and 1024 tokens (design.md §6, §8)
 
 DEFAULT = [
@@ -87,6 +90,10 @@ DEFAULT = [
              measure_cycles=1, guess_s_per_step=2.4, fixed_s=55),
     _unsloth("generated unsloth + speed", "thinking", "the thinking preset's speed settings", preset_speed=True,
              warmup_cycles=1, measure_cycles=1, guess_s_per_step=9.0, fixed_s=60),
+    Contender("plain trl, spg 8, static compiled", "standard", "plain trl", "trl", "static KV cache with the decode "
+              "step compiled (TRL turns compilation off; this contender turns it back on)",
+              model={"load_in_4bit": False}, grpo={"steps_per_generation": 8, **STATIC_COMPILED},
+              compile_decode=True, warmup_cycles=1, measure_cycles=1, guess_s_per_step=2.0, fixed_s=90),
     Contender("hand-written unsloth", "thinking", "hand-written unsloth", "unsloth",
               "the reference for long completions", warmup_cycles=1, measure_cycles=2, guess_s_per_step=THINK,
               fixed_s=60),
@@ -137,10 +144,6 @@ LEVERS = [
     Contender("plain trl, spg 8", "standard", "plain trl", "trl", "plain TRL with generation batched over 8 steps",
               model={"load_in_4bit": False}, grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1,
               guess_s_per_step=3.0, fixed_s=30),
-    Contender("plain trl, spg 8, static compiled", "standard", "plain trl", "trl", "static KV cache with the decode "
-              "step compiled (TRL turns compilation off; this contender turns it back on)",
-              model={"load_in_4bit": False}, grpo={"steps_per_generation": 8, "cache_implementation": "static"},
-              compile_decode=True, warmup_cycles=1, measure_cycles=1, guess_s_per_step=2.0, fixed_s=60),
     Contender("plain trl, liger", "standard", "plain trl", "trl", "use_liger_kernel: chunked log-probs (no full "
               "151k-vocabulary logits) and Liger's fused kernels", model={"load_in_4bit": False},
               grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=18, fixed_s=30),
@@ -148,8 +151,8 @@ LEVERS = [
               grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=22, fixed_s=30),
     Contender("generated trl, spg 8, static compiled", "standard", "generated", "trl", "the TRL backend (4-bit) with "
               "a compiled static-cache decode step: what train.py would give with generation_config.disable_compile "
-              "= False", grpo={"steps_per_generation": 8, "cache_implementation": "static"}, compile_decode=True,
-              warmup_cycles=1, measure_cycles=1, guess_s_per_step=3.0, fixed_s=60),
+              "= False", grpo={"steps_per_generation": 8, **STATIC_COMPILED}, compile_decode=True,
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=3.0, fixed_s=90),
     _unsloth("generated unsloth, spg 8", "thinking", "long completions, 64 sequences at once: the memory it takes",
              grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=7.5),
     Contender("plain trl, liger", "thinking", "plain trl", "trl", "long completions: the logits' memory without and "
