@@ -152,6 +152,7 @@ class Settings:
     beta: float = 0.0
     optim: str = "adamw_8bit"
     use_liger_kernel: bool = False
+    static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
 
     @property
     def generation_steps(self) -> int:
@@ -222,7 +223,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     logits = completion_logits * k[logit_key]
 
     # Generating: the KV cache of the whole generation batch, and what scoring it holds.
-    kv_tokens = settings.sequence_tokens
+    kv_tokens = max(settings.sequence_tokens, settings.static_cache_tokens or 0)
     if backend == "unsloth":
         kv_tokens = math.ceil(kv_tokens / UNSLOTH_KV_BUCKET) * UNSLOTH_KV_BUCKET
     kv = (settings.generation_batch * kv_tokens * shape.num_hidden_layers * 2 * shape.num_key_value_heads
@@ -297,6 +298,8 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         max_completion_length=int(grpo.get("max_completion_length", 256)), prompt_tokens=prompt_tokens,
         beta=float(grpo.get("beta", 0.0)), optim=str(grpo.get("optim", "adamw_torch")),
         use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
+        static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
+                             if grpo.get("cache_implementation") == "static" else None),
     )
 
 
@@ -473,7 +476,7 @@ def render_text(result: dict) -> str:
             gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
         if result["changes"]:
             lines.append(_("changes that make it fit, one at a time:"))
-            lines += [_("  {change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
+            lines += ["  " + _("{change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
                 change=_change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"])
                 for item in result["changes"]]
         else:
