@@ -160,7 +160,10 @@ class Bench:
         self.torch, self.cuda = torch, torch.cuda.is_available()
         self.info["trainer_class"] = type(trainer).__name__
         if "trl_default_gc" in self.ablate:
-            trainer.args.gradient_checkpointing = True
+            try:
+                trainer.args.gradient_checkpointing = True
+            except Exception as error:  # noqa: BLE001 - recorded: the row then measured no change
+                self.info["ablation_error"] = repr(error)
         wrapped = []
         for method, label in (("_generate_and_score_completions", "generate_and_score"), ("_calculate_rewards",
                               "rewards"), ("compute_loss", "loss"),
