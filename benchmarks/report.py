@@ -1,6 +1,8 @@
 """The benchmark's report: benchmarks.json -> benchmarks.md, and the short table printed at the end of a run.
 
     python benchmarks/report.py docs/benchmarks.json      # rewrite docs/benchmarks.md from the JSON (no hand edits)
+    python benchmarks/report.py docs/benchmarks.json --merge OUT/bench/benchmarks.json
+        # add another run's rows (a row of the same case and name is replaced), then rewrite the page
 """
 
 from __future__ import annotations
@@ -115,14 +117,14 @@ def markdown(report: dict) -> str:
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
                 + f" | {speed_settings(row)} |")
     lines += ["", "## What each row tells", "", "| case | contender | tells | wall s | steps (warm-up + timed) | "
-              "first step s | prompt tokens | sequences per generation | expandable segments | exit status |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "first step s | prompt tokens | sequences per generation | expandable segments | exit status | run |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         lines.append(f"| {row['case']} | {row['name']} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {row.get('prompt_tokens_per_sequence', '')} | "
                      f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
-                     f"{row.get('exit_status', '')} |")
+                     f"{row.get('exit_status', '')} | {row.get('run_date', '')} |")
     failures = [row for row in rows if row.get("error")]
     if failures:
         lines += ["", "## Failures", ""]
@@ -150,11 +152,30 @@ def write(report: dict, prefix: Path) -> None:
     prefix.with_suffix(".md").write_text(markdown(report))
 
 
+def merge(report: dict, other: dict) -> dict:
+    """``report`` with ``other``'s rows added; each row keeps the date of the run that measured it."""
+    runs = report.setdefault("runs", [{key: report.get(key) for key in ("date", "suites", "wall_s", "budget_s")}])
+    runs.append({key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")})
+    for row in report["rows"]:
+        row.setdefault("run_date", report.get("date"))
+    keys = {(row["case"], row["name"]) for row in other["rows"]}
+    report["rows"] = [row for row in report["rows"] if (row["case"], row["name"]) not in keys]
+    report["rows"] += [{**row, "run_date": other.get("date")} for row in other["rows"]]
+    report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "
+                                                 f"{', '.join(other.get('suites', []))}) merged in"]
+    return report
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", type=Path)
+    parser.add_argument("--merge", type=Path, action="append", default=[], help="another run's benchmarks.json")
     args = parser.parse_args(argv)
     report = json.loads(args.json.read_text())
+    for other in args.merge:
+        report = merge(report, json.loads(other.read_text()))
+    if args.merge:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     args.json.with_suffix(".md").write_text(markdown(report))
     print(table(report))
     return 0
