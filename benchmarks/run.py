@@ -312,7 +312,7 @@ class Benchmark:
 
     def run(self, jobs: list[Job], gpus: list[int | None]) -> None:
         queue = list(jobs)
-        slots = {gpu: {"current": None, "next": None} for gpu in gpus}
+        slots = {gpu: {"current": None, "next": None, "decided": False} for gpu in gpus}
 
         def take(start_at: float) -> Job | None:
             for job in list(queue):
@@ -337,8 +337,12 @@ class Benchmark:
                     if current.process is None:
                         self.launch(current, gpu)
                     current.release()
-                    slot["current"] = current
-                    # the next contender imports while this one loads and trains, if it fits after it
+                    slot["current"], slot["decided"] = current, False
+                # Once this one's imports are over (two imports at once would race on Unsloth's compile cache), the
+                # next contender imports while this one loads and warms up, if it fits after it.
+                if not slot["decided"] and (current.ready or current.path("progress.json").exists()
+                                            or current.process.poll() is not None):
+                    slot["decided"] = True
                     follower = take(current.released + current.planned_s)
                     if follower is not None:
                         self.launch(follower, gpu)
@@ -374,8 +378,8 @@ class Benchmark:
         if current is None:
             return
         # the timed steps start once the follower's imports are over
-        if not current.path("quiet").exists() and (follower is None or follower.ready
-                                                   or follower.process.poll() is not None):
+        if not current.path("quiet").exists() and slot["decided"] and (
+                follower is None or follower.ready or follower.process.poll() is not None):
             current.path("quiet").write_text("quiet\n")
         exited = current.process.poll() is not None
         if current.path("result.json").is_file():
