@@ -4,7 +4,8 @@
 #
 #   scripts/gpu-suite.sh [--out DIR] [--workers N] [--budget SECONDS] [--no-install] [-- PYTEST_ARGS...]
 #
-# On the project's offline H200 (repository root; `.gpu` and `.whl` carried, see docs/gpu-report.md):
+# On the project's offline H200 (repository root; `.gpu` built by scripts/build_gpu_bundle.py and carried,
+# see docs/gpu-suite.md):
 #   source .gpu/env.sh && scripts/gpu-suite.sh --out "$OUT"
 # It installs this checkout (editable, no deps) and any wheels in .whl/, runs `pytest -m gpu tests/gpu` with
 # pytest-xdist when it is there (the tests share one GPU), and writes into DIR: gpu-report.json,
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
         --workers) WORKERS=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
         --no-install) INSTALL=0; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         --) shift; break ;;
         *) break ;;
     esac

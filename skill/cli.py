@@ -506,6 +506,31 @@ def metrics(run_dir, plot, as_json):
     ))
 
 
+@main.command(help=N_("Estimate a run's peak GPU memory and seconds per step from its settings, without a GPU."))
+@click.argument("project", required=False, type=click.Path(file_okay=False))
+@click.option("--preset", help=N_("Plan a preset's settings instead of a project's."))
+@click.option("--backend", type=click.Choice(["unsloth", "trl"]),
+              help=N_("Default: the project's (auto counts as unsloth); unsloth for a preset."))
+@click.option("--gpu-memory", type=float, metavar="GIB", help=N_("The GPU's memory; default: nvidia-smi's, if any."))
+@click.option("--prompt-tokens", type=int, help=N_("The longest prompt in tokens; default: guessed from the dataset."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def plan(project, preset, backend, gpu_memory, prompt_tokens, as_json):
+    from . import plan as planner
+    from .errors import UserError
+
+    if project and preset:
+        fail(_("give a project folder or --preset, not both"))
+    try:
+        if preset:
+            settings, about = planner.from_preset(preset, backend, prompt_tokens)
+        else:
+            settings, about = planner.from_project(project or ".", backend, prompt_tokens)
+    except UserError as error:
+        fail(str(error))
+    result = planner.plan(settings, about, gpu_memory if gpu_memory is not None else planner.gpu_memory_gib())
+    emit(result, as_json, lambda data: click.echo(planner.render_text(data)))
+
+
 @main.command("build-model",
               help=N_("Build a random-weight Qwen3 and its tokenizer locally (no download); print its folder."))
 @click.option("--shape", default="tiny", show_default=True, type=click.Choice(["tiny", "qwen3-4b"]),

@@ -1,0 +1,191 @@
+"""What the benchmark runs: the cases, the shared settings, and every contender with what its row tells.
+
+A contender is one program (the generated project's train.py, a hand-written Unsloth loop, or plain TRL) at one
+case's settings plus its own changes. Every contender of a case does the same work per optimizer step: one prompt,
+``num_generations`` completions of ``max_completion_length`` tokens (a random-weight model never samples its end
+token, so every completion runs to full length), one optimizer step over them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+QWEN3_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+# The settings every contender shares unless it says otherwise: the issue's comparison (G=8, 8 completions per
+# step, LoRA r16 on every linear layer, 4-bit, adamw_8bit, beta 0.1).
+GRPO_COMMON = {
+    "num_generations": 8,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "learning_rate": 5e-6,
+    "beta": 0.1,
+    "optim": "adamw_8bit",
+    "logging_steps": 1,
+    "temperature": 1.0,
+}
+LORA_COMMON = {"r": 16, "alpha": 16, "dropout": 0.0, "target_modules": QWEN3_TARGETS,
+               "gradient_checkpointing": "unsloth"}
+MODEL_COMMON = {"load_in_4bit": True}
+
+CASES = {
+    "standard": {"preset": "standard", "max_completion_length": 256, "max_seq_length": 512},
+    "thinking": {"preset": "thinking", "max_completion_length": 1024, "max_seq_length": 1280},
+}
+# --dry-run: the tiny model on a CPU, a few tokens; only the plumbing is checked.
+DRY_CASES = {
+    "standard": {"preset": "standard", "max_completion_length": 12, "max_seq_length": 128},
+    "thinking": {"preset": "thinking", "max_completion_length": 40, "max_seq_length": 160},
+}
+DRY_GRPO = {"num_generations": 4, "per_device_train_batch_size": 4, "optim": "adamw_torch"}
+
+# GRPOConfig keys that change speed (and memory) but not what one optimizer step learns from: a preset's values
+# for these are its "speed settings". The equal-settings rows remove them.
+SPEED_KEYS = ("steps_per_generation", "generation_batch_size", "cache_implementation", "use_liger_kernel")
+# Used for the "+ speed" rows while a preset sets none of SPEED_KEYS: the best measured so far (design.md §8).
+PROPOSED_SPEED = {"standard": {"steps_per_generation": 8}, "thinking": {"steps_per_generation": 4}}
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str  # the row's name; unique with the case
+    case: str  # "standard" | "thinking"
+    program: str  # "generated" | "hand-written unsloth" | "plain trl"
+    backend: str  # "unsloth" | "trl"
+    tells: str  # what its row answers
+    grpo: dict = field(default_factory=dict)  # GRPOConfig changes on top of the case's
+    model: dict = field(default_factory=dict)  # e.g. {"load_in_4bit": False}
+    preset_speed: bool = False  # add the case preset's speed settings (or PROPOSED_SPEED)
+    env: dict = field(default_factory=dict)  # extra environment for its process
+    ablate: tuple[str, ...] = ()  # benchmarks/harness.py ablations
+    tty: bool = False  # run it with a pseudo-terminal as stdout/stderr, as a user's terminal
+    compile_decode: bool = False  # plain TRL: let transformers compile the static-cache decode step
+    warmup_cycles: int = 2  # generation cycles left out (the first includes compilation)
+    measure_cycles: int = 3
+    guess_s_per_step: float = 5.0  # before any measurement: only to plan the time budget
+    fixed_s: float = 45.0  # load, set-up and exit, besides the steps (imports overlap the previous contender)
+
+    @property
+    def key(self) -> str:
+        return f"{self.case}/{self.name}"
+
+
+def _unsloth(name, case, tells, **kw):
+    return Contender(name=name, case=case, program="generated", backend="unsloth", tells=tells, **kw)
+
+
+# A static KV cache of one fixed size (the standard case's max_seq_length), so that transformers compiles the decode
+# step once: TRL pads each generation batch to its own longest prompt, which would otherwise change the cache size.
+STATIC_COMPILED = {"cache_implementation": "static", "generation_kwargs": {"max_cache_len": 512}}
+STD, THINK = 4.3, 14.5  # guessed Unsloth s/step at G=8: 256 and 1024 tokens (design.md §6, §8)
+
+DEFAULT = [
+    Contender("hand-written unsloth", "standard", "hand-written unsloth", "unsloth",
+              "the reference: a user's own Unsloth GRPO loop at the same settings", guess_s_per_step=STD,
+              fixed_s=110),  # the first Unsloth process also compiles (~50 s) and imports with nothing to overlap
+    _unsloth("generated unsloth", "standard", "the generated project at equal settings: its overhead over the "
+             "hand-written loop (the goal: within 3%)", guess_s_per_step=STD),
+    _unsloth("generated unsloth + speed", "standard", "the generated project with the standard preset's speed "
+             "settings: ahead of the hand-written loop by how much", preset_speed=True, warmup_cycles=1,
+             measure_cycles=1, guess_s_per_step=2.4, fixed_s=55),
+    _unsloth("generated unsloth + speed", "thinking", "the thinking preset's speed settings", preset_speed=True,
+             warmup_cycles=1, measure_cycles=1, guess_s_per_step=9.0, fixed_s=60),
+    Contender("plain trl, spg 8, static compiled", "standard", "plain trl", "trl", "static KV cache with the decode "
+              "step compiled (TRL turns compilation off; this contender turns it back on)",
+              model={"load_in_4bit": False}, grpo={"steps_per_generation": 8, **STATIC_COMPILED},
+              compile_decode=True, warmup_cycles=1, measure_cycles=1, guess_s_per_step=2.0, fixed_s=90),
+    Contender("hand-written unsloth", "thinking", "hand-written unsloth", "unsloth",
+              "the reference for long completions", warmup_cycles=1, measure_cycles=2, guess_s_per_step=THINK,
+              fixed_s=60),
+    _unsloth("generated unsloth", "thinking", "equal settings, long completions", warmup_cycles=1,
+             measure_cycles=2, guess_s_per_step=THINK, fixed_s=60),
+    Contender("plain trl", "standard", "plain trl", "trl", "TRL + peft without Unsloth, bf16 weights (the 20 s/step "
+              "reference)", model={"load_in_4bit": False}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=20,
+              fixed_s=30),
+    Contender("generated trl", "standard", "generated", "trl", "the generated project's TRL backend (4-bit "
+              "bitsandbytes + peft)", warmup_cycles=1, measure_cycles=2, guess_s_per_step=25, fixed_s=30),
+]
+
+# Suspects for the generated project's overhead: each changes one thing against "generated unsloth".
+OVERHEAD = [
+    Contender("hand-written unsloth", "standard", "hand-written unsloth", "unsloth", "the reference",
+              guess_s_per_step=STD, fixed_s=110),
+    _unsloth("generated unsloth", "standard", "equal settings", guess_s_per_step=STD),
+    _unsloth("generated unsloth, no callbacks", "standard", "without grpo-skill's callbacks (progress bar, "
+             "metrics.jsonl): their cost", ablate=("no_callbacks",), guess_s_per_step=STD),
+    _unsloth("generated unsloth, allocator set first", "standard", "PYTORCH_ALLOC_CONF=expandable_segments:True "
+             "before torch starts: train.py initialises CUDA before it imports unsloth, which sets it too late",
+             env={"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, guess_s_per_step=STD),
+    Contender("hand-written unsloth, terminal", "standard", "hand-written unsloth", "unsloth", "tqdm drawing to a "
+              "terminal", tty=True, guess_s_per_step=STD),
+    _unsloth("generated unsloth, terminal", "standard", "rich's progress bar drawing to a terminal", tty=True,
+             guess_s_per_step=STD),
+    _unsloth("generated unsloth, terminal, rich manual refresh", "standard", "the progress bar drawn only at each "
+             "step, without rich's refresh thread (a one-line change to RichProgress)", tty=True,
+             ablate=("rich_manual_refresh",), guess_s_per_step=STD),
+    _unsloth("generated unsloth, TRL's gradient_checkpointing flag", "standard", "GRPOConfig.gradient_checkpointing "
+             "left True as in a hand-written loop (train.py passes False with Unsloth)", ablate=("trl_default_gc",),
+             guess_s_per_step=STD),
+]
+
+# Speed levers, one at a time against the equal-settings rows.
+LEVERS = [
+    _unsloth("generated unsloth, spg 4", "standard", "generation batched over 4 optimizer steps (32 sequences)",
+             grpo={"steps_per_generation": 4}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=2.6),
+    _unsloth("generated unsloth, spg 16", "standard", "128 sequences generated at once for 16 steps",
+             grpo={"steps_per_generation": 16}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=1.8),
+    _unsloth("generated unsloth, static cache", "standard", "cache_implementation='static'",
+             grpo={"cache_implementation": "static"}, guess_s_per_step=STD),
+    _unsloth("generated unsloth, beta 0", "standard", "no KL term: no reference-model forward pass (changes what "
+             "is learned: a learning choice, not a free lever)", grpo={"beta": 0.0}, guess_s_per_step=STD),
+    _unsloth("generated unsloth, no decode graphs", "standard", "UNSLOTH_DECODE_CUDA_GRAPHS=0: what Unsloth's "
+             "CUDA-graph decoding gives", env={"UNSLOTH_DECODE_CUDA_GRAPHS": "0"}, warmup_cycles=1,
+             measure_cycles=2, guess_s_per_step=6),
+    Contender("plain trl, spg 8", "standard", "plain trl", "trl", "plain TRL with generation batched over 8 steps",
+              model={"load_in_4bit": False}, grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1,
+              guess_s_per_step=3.0, fixed_s=30),
+    Contender("plain trl, liger", "standard", "plain trl", "trl", "use_liger_kernel: chunked log-probs (no full "
+              "151k-vocabulary logits) and Liger's fused kernels", model={"load_in_4bit": False},
+              grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=18, fixed_s=30),
+    Contender("generated trl, liger", "standard", "generated", "trl", "the TRL backend with use_liger_kernel",
+              grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=22, fixed_s=30),
+    Contender("generated trl, spg 8, static compiled", "standard", "generated", "trl", "the TRL backend (4-bit) with "
+              "a compiled static-cache decode step: what train.py would give with generation_config.disable_compile "
+              "= False", grpo={"steps_per_generation": 8, **STATIC_COMPILED}, compile_decode=True,
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=3.0, fixed_s=90),
+    _unsloth("generated unsloth, spg 8", "thinking", "long completions, 64 sequences at once: the memory it takes",
+             grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=7.5),
+    Contender("plain trl, liger", "thinking", "plain trl", "trl", "long completions: the logits' memory without and "
+              "with Liger (compare generated trl)", model={"load_in_4bit": False}, grpo={"use_liger_kernel": True},
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=45, fixed_s=30),
+]
+
+SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS}
+
+# --dry-run on a CPU: no Unsloth; the code paths of the GPU contenders (the generated project, its speed settings
+# and ablations, a pseudo-terminal, plain TRL) on the tiny model.
+DRY = [
+    Contender("generated trl", "standard", "generated", "trl", "the generated project (TRL backend)"),
+    Contender("generated trl + speed", "standard", "generated", "trl", "with the preset's speed settings",
+              preset_speed=True),
+    Contender("generated trl, no callbacks", "standard", "generated", "trl", "the no_callbacks ablation",
+              ablate=("no_callbacks",)),
+    Contender("generated trl, terminal, rich manual refresh", "standard", "generated", "trl",
+              "rich in a pseudo-terminal, drawn at each step only", tty=True, ablate=("rich_manual_refresh",)),
+    Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
+    Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
+]
+for _dry in DRY:  # plan the dry run's time: a few seconds a step, imports and the tiny model's load
+    object.__setattr__(_dry, "guess_s_per_step", 3.0)
+    object.__setattr__(_dry, "fixed_s", 40.0)
+
+
+def suite(names: list[str]) -> list[Contender]:
+    """Contenders of the named suites, in order, each once (``all``: every suite)."""
+    chosen, seen = [], set()
+    for name in names:
+        for contender in (c for s in SUITES.values() for c in s) if name == "all" else SUITES[name]:
+            if contender.key not in seen:
+                seen.add(contender.key)
+                chosen.append(contender)
+    return chosen

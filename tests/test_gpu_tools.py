@@ -1,0 +1,136 @@
+"""The tools that take this repository to the GPU machine: the offline bundle, the reports, the benchmark's set-up."""
+
+import importlib.util
+import json
+import sys
+import tomllib
+
+import pytest
+
+from grpo_skill import project
+from support import REPO, run
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bundle = load(REPO / "scripts" / "build_gpu_bundle.py")
+gpu_report = load(REPO / "scripts" / "gpu_report.py")
+sys.path.insert(0, str(REPO / "benchmarks"))
+bench_report = load(REPO / "benchmarks" / "report.py")
+bench_run = load(REPO / "benchmarks" / "run.py")
+
+
+# -- the offline bundle ----------------------------------------------------------------------------------------------
+
+def test_the_bundle_asks_pip_for_every_dependency_of_the_gpu_extras():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = pyproject["dependencies"] + pyproject["optional-dependencies"]["train"] \
+        + pyproject["optional-dependencies"]["unsloth"]
+    requirements = bundle.project_requirements()
+    assert {"train", "unsloth"} <= set(bundle.BUNDLE_EXTRAS)
+    missing = [requirement for requirement in wanted if requirement not in requirements]
+    assert not missing, f"not in the bundle's requirements: {missing}"
+
+
+def test_the_image_list_leaves_the_projects_own_packages_to_the_bundle():
+    image = bundle.read_image_packages()
+    for name in ("torch", "transformers", "peft", "accelerate", "typing_extensions", "nvidia-cublas-cu12",
+                 "cuda-bindings", "PyYAML"):
+        assert image.covers(name), name
+    # what the image lacks must be bundled (python-dotenv missing once broke every train.py there)
+    for name in ("trl", "datasets", "unsloth", "unsloth-zoo", "bitsandbytes", "copier", "python-dotenv",
+                 "liger-kernel", "pydantic"):
+        assert not image.covers(name), name
+    assert image.versions["torch"] == "2.11.0" and "torchao==0.17.0" in image.pins
+
+
+def test_an_image_package_pip_must_change_is_bundled_only_when_its_version_is_known():
+    image = bundle.ImagePackages(versions={"peft": "0.10.0", "fsspec": None}, never={"xformers": "no"})
+    resolved = [{"name": name, "version": "1.0", "url": ""} for name in ("trl", "peft", "fsspec", "xformers")]
+    bundled, warnings = bundle.split_image(resolved, image)
+    assert [item["name"] for item in bundled] == ["trl", "peft"]
+    assert len(warnings) == 3
+
+
+# -- reports regenerate from their JSON ------------------------------------------------------------------------------
+
+def test_the_gpu_report_is_generated_from_its_json():
+    report = json.loads((REPO / "docs" / "gpu-report.json").read_text())
+    assert gpu_report.markdown(report) == (REPO / "docs" / "gpu-report.md").read_text(), \
+        "docs/gpu-report.md differs from its JSON: python scripts/gpu_report.py render docs/gpu-report.json"
+
+
+def test_the_benchmark_page_is_generated_from_its_json():
+    json_file, md_file = REPO / "docs" / "benchmarks.json", REPO / "docs" / "benchmarks.md"
+    assert json_file.is_file() == md_file.is_file(), "commit docs/benchmarks.json and .md together"
+    if json_file.is_file():
+        assert bench_report.markdown(json.loads(json_file.read_text())) == md_file.read_text(), \
+            "docs/benchmarks.md differs from its JSON: python benchmarks/report.py docs/benchmarks.json"
+
+
+# -- the benchmark's set-up ------------------------------------------------------------------------------------------
+
+def contender(name, case="standard"):
+    return next(c for c in bench_run.catalog.DEFAULT if c.name == name and c.case == case)
+
+
+def test_every_contender_of_a_case_does_the_same_work_per_step():
+    for case in ("standard", "thinking"):
+        settings = [bench_run.settings_for(c, dry_run=False) for c in bench_run.catalog.suite(["all"])
+                    if c.case == case]
+        for key in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+                    "max_completion_length"):
+            assert len({s["grpo"][key] for s in settings}) == 1, (case, key)
+        # timed windows are whole generation cycles
+        assert all(s["warmup_steps"] % s["steps_per_generation"] == 0 == s["measure_steps"] % s["steps_per_generation"]
+                   for s in settings)
+
+
+def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, tiny_model):
+    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=60,
+                                                             suite=["default"], dry_run=False))
+    prompts = REPO / "templates" / "project" / "data" / "prompts.jsonl"
+    equal = bench_run.Job(0, contender("generated unsloth"), bench_run.settings_for(contender("generated unsloth"),
+                                                                                    False))
+    speed = bench_run.Job(1, contender("generated unsloth + speed"),
+                          bench_run.settings_for(contender("generated unsloth + speed"), False))
+    for job in (equal, speed):
+        bench.prepare(job, tiny_model, prompts)
+    loaded = [project.load(job.cwd) for job in (equal, speed)]
+    for config in loaded:
+        assert config.grpo["num_generations"] == 8 and config.grpo["max_completion_length"] == 256
+        assert config.model["max_seq_length"] == 512 and config.lora["r"] == 16
+    assert not set(bench_run.catalog.SPEED_KEYS) & set(loaded[0].grpo)
+    assert set(bench_run.catalog.SPEED_KEYS) & set(loaded[1].grpo)
+    assert "--max-steps" in equal.command and str(equal.settings["warmup_steps"] + equal.settings["measure_steps"]) \
+        in equal.command
+
+
+def test_a_dry_run_times_the_generated_project(tmp_path, tiny_model):
+    out = tmp_path / "bench"
+    run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--out", str(out), "--work", str(tmp_path / "work"),
+         "--dry-run", "--model", str(tiny_model), "--only", "standard/generated trl"], timeout=300)
+    report = json.loads((out / "benchmarks.json").read_text())
+    [row] = [row for row in report["rows"] if row["name"] == "generated trl"]
+    assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
+    assert 0 < row["completion_tokens_per_step"] <= 4 * 12  # G=4 completions of at most 12 tokens
+    assert row["phases_s_per_step"]["generation"] > 0 and row["phases_s_per_step"]["backward"] > 0
+    assert (out / "benchmarks.md").read_text() == bench_report.markdown(report)
+
+
+def test_a_dry_run_never_writes_docs():
+    done = run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--out", str(REPO / "docs"), "--dry-run"],
+               check=False)
+    assert done.returncode != 0 and "docs/" in done.stderr
+
+
+@pytest.mark.parametrize("suite", ["default", "overhead", "levers"])
+def test_each_suite_lists_its_contenders(suite):
+    done = run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--list", "--suite", suite])
+    assert len(done.stdout.splitlines()) == len(bench_run.catalog.SUITES[suite]) + 1

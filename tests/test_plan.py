@@ -1,0 +1,122 @@
+"""`grpo-skill plan`: memory and time estimates without a GPU, checked against measured runs."""
+
+import ast
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from grpo_skill import plan
+from support import REPO
+
+# The committed benchmark once a GPU run has produced it; the measurements of design.md until then.
+MEASURED = REPO / "docs" / "benchmarks.json"
+if not MEASURED.is_file():
+    MEASURED = REPO / "benchmarks" / "seed-measurements.json"
+REPORT = json.loads(MEASURED.read_text())
+ROWS = plan.measured_rows(REPORT)
+TOLERANCE = 0.25
+
+
+def test_there_are_measured_rows_to_check_against():
+    assert len(ROWS) >= 3, f"{MEASURED} has {len(ROWS)} rows with a measured peak memory"
+
+
+@pytest.mark.parametrize("row,settings", ROWS, ids=[f"{row['case']}/{row['name']}" for row, _ in ROWS])
+def test_the_estimate_is_within_25_percent_of_every_measured_peak(row, settings):
+    result = plan.estimate(settings)
+    assert abs(result.peak_allocated_gib / row["peak_allocated_gib"] - 1) <= TOLERANCE, (
+        f"allocated: estimated {result.peak_allocated_gib:.2f} GiB, measured {row['peak_allocated_gib']} GiB; "
+        f"re-fit with `python -m grpo_skill.plan --calibrate {MEASURED.relative_to(REPO)}`")
+    if row.get("peak_reserved_gib"):
+        assert abs(result.peak_reserved_gib / row["peak_reserved_gib"] - 1) <= TOLERANCE, (
+            f"reserved: estimated {result.peak_reserved_gib:.2f} GiB, measured {row['peak_reserved_gib']} GiB")
+
+
+def test_calibrate_prints_constants_that_fit_the_measurements():
+    done = subprocess.run([sys.executable, "-m", "grpo_skill.plan", "--calibrate", str(MEASURED)],
+                          capture_output=True, text=True, check=True)
+    fitted = ast.literal_eval(done.stdout.split("=", 1)[1].strip())
+    assert set(fitted) == set(plan.CALIBRATION)
+    for row, settings in ROWS:
+        result = plan.estimate(settings, fitted)
+        assert abs(result.peak_allocated_gib / row["peak_allocated_gib"] - 1) <= TOLERANCE, row["name"]
+
+
+def qwen3_4b(**changes) -> plan.Settings:
+    return replace(plan.Settings(shape=plan.KNOWN_SHAPES["qwen3-4b"], beta=0.1), **changes)
+
+
+def test_the_levers_move_memory_the_way_the_advice_assumes():
+    base = plan.estimate(qwen3_4b()).peak_allocated_gib
+    assert plan.estimate(qwen3_4b(steps_per_generation=8)).peak_allocated_gib > base
+    assert plan.estimate(qwen3_4b(load_in_4bit=False)).peak_allocated_gib > base + 4  # 16-bit weights: ~5 GiB more
+    assert plan.estimate(qwen3_4b(gradient_checkpointing=False)).peak_allocated_gib > base
+    assert plan.estimate(qwen3_4b(max_completion_length=1024)).peak_allocated_gib > base
+    trl = qwen3_4b(backend="trl", load_in_4bit=False, gradient_checkpointing=True, max_completion_length=2048)
+    assert plan.estimate(replace(trl, use_liger_kernel=True)).peak_allocated_gib < plan.estimate(trl).peak_allocated_gib
+    # batching generation over more steps costs memory and saves time
+    assert plan.estimate(qwen3_4b(steps_per_generation=8)).s_per_step < plan.estimate(qwen3_4b()).s_per_step
+
+
+def new_project(cli, tmp_path, model="unsloth/Qwen3-4B-unsloth-bnb-4bit", preset="standard"):
+    cli("new", "run", "--preset", preset, "--model", model, "-o", str(tmp_path))
+    return tmp_path / "run"
+
+
+def set_grpo(project, **values):
+    """Set keys of [grpo] in a generated config.toml, as a user would in an editor."""
+    config = project / "config.toml"
+    lines = [line for line in config.read_text().splitlines() if not any(line.startswith(f"{key} =") for key in values)]
+    at = next(index for index, line in enumerate(lines) if line.startswith("[grpo]"))
+    lines[at + 1:at + 1] = [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+    config.write_text("\n".join(lines) + "\n")
+
+
+def test_plan_a_project_that_does_not_fit_names_changes_that_do(cli, tmp_path):
+    project = new_project(cli, tmp_path)
+    set_grpo(project, steps_per_generation=16, max_completion_length=256)
+    roomy = json.loads(cli("plan", str(project), "--gpu-memory", "200", "--json").stdout)
+    assert roomy["fits"] is True
+    assert roomy["settings"]["generation_steps"] == 16 and roomy["settings"]["max_completion_length"] == 256
+    budget = roomy["needed_gib"] * 0.8
+    tight = json.loads(cli("plan", str(project), "--gpu-memory", str(budget), "--json").stdout)
+    assert tight["fits"] is False and tight["changes"]
+    for change in tight["changes"]:
+        assert change["peak_reserved_gib"] + plan.CUDA_CONTEXT_GIB <= budget + 0.05, change
+    text = cli("plan", str(project), "--gpu-memory", str(budget)).stdout
+    assert "does not fit" in text and "steps_per_generation = " in text
+
+
+def test_plan_reads_the_shape_of_a_local_model_folder(cli, tmp_path):
+    model = tmp_path / "my-model"
+    model.mkdir()
+    shape = {"vocab_size": 32000, "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 12,
+             "num_attention_heads": 16, "num_key_value_heads": 4, "tie_word_embeddings": False}
+    (model / "config.json").write_text(json.dumps(shape))
+    project = new_project(cli, tmp_path, model=str(model))
+    result = json.loads(cli("plan", str(project), "--json").stdout)
+    assert result["shape_source"].endswith("config.json")
+    assert result["settings"]["shape"]["hidden_size"] == 1024 and result["settings"]["shape"]["head_dim"] == 64
+    big = json.loads(cli("plan", "--preset", "standard", "--json").stdout)
+    assert result["parts_gib"]["weights"] < big["parts_gib"]["weights"] / 3
+
+
+def test_an_unknown_model_is_a_one_line_error(cli, tmp_path):
+    project = new_project(cli, tmp_path, model="someone/mystery-model")
+    done = cli("plan", str(project), check=False)
+    assert done.returncode == 1
+    assert "mystery-model" in done.stderr and "config.json" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    both = cli("plan", str(project), "--preset", "standard", check=False)
+    assert both.returncode != 0 and "not both" in both.stderr
+
+
+def test_plan_imports_no_torch():
+    code = ("import sys\nfrom grpo_skill.cli import main\n"
+            "try:\n    main(['plan', '--preset', 'thinking', '--gpu-memory', '24', '--json'])\n"
+            "except SystemExit as stop:\n    assert stop.code in (0, None), stop.code\n"
+            "assert 'torch' not in sys.modules, 'plan imported torch'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
