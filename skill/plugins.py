@@ -209,7 +209,7 @@ def register(plugin, name: str) -> None:
 # ---- what the plugins register --------------------------------------------------------------------------
 
 def reward_collection() -> Collection:
-    return collect(manager().hook.register_rewards, Reward, describe_hook_error)
+    return collect(manager().hook.register_rewards, Reward, describe_hook_error, shown_name)
 
 
 def preset_collection() -> Collection:

@@ -232,6 +232,11 @@ def test_check_reports_bad_configs(project, old, new, line, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_check_accepts_llm_judge_without_a_reference_column(cli, project):
+    edit(project, 'name = "thinking"', 'name = "llm_judge"')  # reference_column = "": the judge sees no reference
+    assert "rewards llm_judge:1" in cli("check", str(project)).stdout
+
+
 def test_check_finds_the_projects_own_rewards(cli, project):
     edit(project, 'name = "thinking"', 'name = "no_repetition"')
     assert "rewards no_repetition:1" in cli("check", str(project)).stdout

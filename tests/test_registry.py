@@ -123,7 +123,7 @@ def test_a_clashing_name_breaks_only_what_uses_it(project):
     plugins.register(Clash(), name="clash")
     try:
         assert "length" not in plugins.rewards() and "clash_only" in plugins.rewards()
-        with pytest.raises(RegistryError, match="'length' is registered by both 'builtin:rewards' and 'clash'"):
+        with pytest.raises(RegistryError, match="'length' is registered by both 'builtin:seed' and 'clash'"):
             plugins.get_reward("length")
         assert invoke("check", str(project)).exit_code == 0  # the tiny project uses `thinking` only
         config = project / "config.toml"
@@ -150,7 +150,7 @@ def test_a_hook_that_raises_is_isolated_and_listed_with_its_error():
         listed = {row["name"]: row for row in json.loads(invoke("plugins", "--json").output)}
         assert "ValueError: the plugin's own bug" in listed["raising"]["error"]
         assert "test_registry.py:" in listed["raising"]["error"]  # where it raised
-        assert listed["builtin:rewards"]["error"] is None
+        assert listed["builtin:seed"]["error"] is None
         rewards = invoke("rewards")
         assert rewards.exit_code == 0 and "plugin 'raising' failed in register_rewards" in rewards.stderr
         assert invoke("presets").exit_code == 0
