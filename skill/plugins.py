@@ -216,7 +216,7 @@ def preset_collection() -> Collection:
     """The presets, with every ``derive_preset`` resolved against the presets of all plugins."""
     if "presets" in _collecting:
         raise RegistryError(_("get_preset() was called while presets are being registered; derive a preset "
-                              "with grpo_skill.plugins.derive_preset(base, name, ...) instead"))
+                              "with grpo_skill.derive_preset(base, name, ...) instead"))
     _collecting.add("presets")
     try:
         found = collect(manager().hook.register_presets, (Preset, DerivedPreset), describe_hook_error)
