@@ -327,7 +327,10 @@ def warnings() -> list[str]:
              for info in _failures]
     lines += [_("plugin {name!r} failed in {error}").format(name=shown_name(name), error=error)
               for name, error in hook_errors().items()]
-    for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection())):
+    from .judges import judge_collection  # judges imports this module
+
+    for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection()),
+                             (_("judge backend"), judge_collection())):
         lines += [_("{kind} {name!r} is registered by both {first!r} and {second!r}: projects that use it fail "
                     "until one goes").format(kind=kind, name=name, first=shown_name(owners[0]),
                                              second=shown_name(owners[1]))
