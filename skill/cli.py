@@ -275,7 +275,10 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, lang, out
             click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
                 folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
         click.echo(_("Next:  cd {project} && python train.py").format(project=target))
-        if repository == "inside":
+        if repository == "kept":
+            click.echo(_("note: the project's git repository is kept; review the changes with git diff and commit "
+                         "them before `grpo-skill update`"), err=True)
+        elif repository == "inside":
             click.echo(_("note: the project is inside another git repository; commit it there before "
                          "`grpo-skill update`"), err=True)
         elif repository == "no-git":

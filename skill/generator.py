@@ -210,8 +210,11 @@ def _copy_template(destination: Path, data: dict) -> None:
 
 
 def _previous_generation(target: Path, scratch: Path) -> Path | None:
-    """The project as this template makes it from the answers recorded in ``target``: what the user got."""
+    """The project as `new` makes it (this template, this skill) from the answers recorded in ``target``, with
+    the template version it recorded: what the user got."""
     import yaml
+
+    from . import history
 
     try:
         recorded = yaml.safe_load((target / ANSWERS_FILE).read_text(encoding="utf-8"))
@@ -219,6 +222,9 @@ def _previous_generation(target: Path, scratch: Path) -> Path | None:
         _copy_template(scratch, data)
     except Exception:  # no answers, or answers this template cannot use: every differing file is backed up
         return None
+    skillfiles.add_to_project(scratch, data.get("lang", "en"))
+    commit = recorded.get("_commit") if recorded.get("_src_path") == history.SOURCE else None
+    updates.write_origin(scratch, str(commit) if commit else None)
     return scratch
 
 

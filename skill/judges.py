@@ -10,7 +10,7 @@ from .registry import Collection, Judge, Registered, RegistryError, collect
 
 
 def judge_collection() -> Collection:
-    return collect(plugins.manager().hook.register_judges, Judge, plugins.describe_hook_error)
+    return collect(plugins.manager().hook.register_judges, Judge, plugins.describe_hook_error, plugins.shown_name)
 
 
 def judges() -> dict[str, Registered]:

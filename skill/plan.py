@@ -19,7 +19,6 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from .errors import UserError
 from .i18n import N_, _

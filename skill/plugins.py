@@ -209,14 +209,14 @@ def register(plugin, name: str) -> None:
 # ---- what the plugins register --------------------------------------------------------------------------
 
 def reward_collection() -> Collection:
-    return collect(manager().hook.register_rewards, Reward, describe_hook_error)
+    return collect(manager().hook.register_rewards, Reward, describe_hook_error, shown_name)
 
 
 def preset_collection() -> Collection:
     """The presets, with every ``derive_preset`` resolved against the presets of all plugins."""
     if "presets" in _collecting:
         raise RegistryError(_("get_preset() was called while presets are being registered; derive a preset "
-                              "with grpo_skill.plugins.derive_preset(base, name, ...) instead"))
+                              "with grpo_skill.derive_preset(base, name, ...) instead"))
     _collecting.add("presets")
     try:
         found = collect(manager().hook.register_presets, (Preset, DerivedPreset), describe_hook_error)
@@ -327,7 +327,10 @@ def warnings() -> list[str]:
              for info in _failures]
     lines += [_("plugin {name!r} failed in {error}").format(name=shown_name(name), error=error)
               for name, error in hook_errors().items()]
-    for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection())):
+    from .judges import judge_collection  # judges imports this module
+
+    for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection()),
+                             (_("judge backend"), judge_collection())):
         lines += [_("{kind} {name!r} is registered by both {first!r} and {second!r}: projects that use it fail "
                     "until one goes").format(kind=kind, name=name, first=shown_name(owners[0]),
                                              second=shown_name(owners[1]))

@@ -15,16 +15,19 @@ import math
 import os
 import re
 import socket
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from . import plugins, schema
-from .errors import UserError, shown_path, where_raised
+from .errors import shown_path, where_raised
 from .i18n import _
 from .registry import Preset, RegistryError
-from .schema import BACKENDS, CONFIG_FILE, SET_BY_TRAIN_PY, ConfigError, Source  # noqa: F401 (re-exported)
+from .schema import CONFIG_FILE, ConfigError, Source
+
+BACKENDS = schema.BACKENDS  # for train.py's --backend choices and the generator
 
 LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 # Suffixes that name a file (not a hub id) that train.py cannot read.
@@ -99,18 +102,15 @@ class ProjectConfig:
         return system + [{"role": "user", "content": question}]
 
     def build_rewards(self, tokenizer) -> list:
-        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order."""
-        built = []
-        for index, choice in enumerate(self.rewards):
-            reward = plugins.get_reward(choice.name)
-            try:
-                built.append(reward.build(tokenizer=tokenizer, preset=self.preset, params=choice.params))
-            except UserError:
-                raise
-            except Exception as error:  # the reward's factory is plugin or project code
-                raise self.error(("rewards", index, "name"), _("reward {name!r} could not be built: {error}").format(
-                    name=choice.name, error=where_raised(error))) from error
-        return built
+        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order.
+
+        Factories see the preset with this run's [grpo] settings over the preset's (soft_overlong and
+        cosine_length read max_completion_length from it); a factory that fails raises a RewardError
+        naming the reward and its plugin (see ``Reward.build``)."""
+        preset = self.preset
+        run_preset = dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
+        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=run_preset, params=choice.params)
+                for choice in self.rewards]
 
 
 # ---- loading --------------------------------------------------------------------------------------------
@@ -440,7 +440,7 @@ def wanted_columns(config: ProjectConfig) -> list[tuple[str, str]]:
         except RegistryError:
             defaults = {}  # a reward of an unrun rewards.py: only its given params are known
         for key, column in {**defaults, **choice.params}.items():
-            if key.endswith("_column") and isinstance(column, str):
+            if key.endswith("_column") and isinstance(column, str) and column:  # "": no column (llm_judge)
                 wanted.append((_("{name} reward's {key}").format(name=choice.name, key=key), column))
     return wanted
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import UserError
+from .errors import UserError, where_raised
 from .i18n import _
 
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
@@ -216,7 +216,7 @@ class Reward:
             raise RewardError(f"{where}: {error}") from error
         except Exception as error:
             raise RewardError(_("{where} could not be built: {error}; check its params").format(
-                where=where, error=_error_text(error))) from error
+                where=where, error=where_raised(error))) from error
         if not callable(func):
             raise RewardError(_("{where}: its factory returned {value}, not a function").format(
                 where=where, value=_short(repr(func))))
@@ -388,11 +388,13 @@ class Collection:
     errors: dict[str, str] = field(default_factory=dict)  # plugin -> what its hook raised, in one line
 
 
-def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseException], str] = str) -> Collection:
+def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseException], str] = str,
+            shown_plugin: Callable[[str], str] = str) -> Collection:
     """Call every implementation of ``hook`` with a register callback.
 
     A hook that raises is set aside (its error recorded, nothing it registered kept); a name registered by two
-    plugins is kept out of ``items`` and listed in ``clashes``, so that only what uses it fails.
+    plugins is kept out of ``items`` and listed in ``clashes``, so that only what uses it fails. A reward's or
+    judge's ``plugin`` is its plugin's name as messages show it (``shown_plugin``).
     """
     collection = Collection()
     owners: dict[str, list[str]] = {}
@@ -415,7 +417,7 @@ def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseE
         for item in registered:
             owners.setdefault(item.name, []).append(plugin)
             if isinstance(item, (Reward, Judge)):
-                item = dataclasses.replace(item, plugin=plugin)  # so that its errors can name the plugin
+                item = dataclasses.replace(item, plugin=shown_plugin(plugin))  # so that its errors can name it
             collection.items.setdefault(item.name, Registered(item, plugin))
     for name, plugins in owners.items():
         if len(plugins) > 1:

@@ -342,7 +342,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
         plugins.register_project(project)
     registered = plugins.rewards()
     reward = plugins.get_reward(name)
-    config = [f"[[rewards]]", f"name = {_toml(name)}", "weight = 1.0"]
+    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0"]
     if reward.params:
         config.append(f"params = {_toml(dict(reward.params))}")
     shown = {

@@ -231,7 +231,7 @@ def install(dest: str | Path | None = None, lang: str = "en", *, copy: bool = Fa
         while not existing.exists():
             existing = existing.parent
         if status != "unchanged" and not os.access(existing, os.W_OK):
-            raise InstallError(_("cannot write {path}; choose another --dest").format(path=existing))
+            raise InstallError(_("cannot write {path}; choose a folder you can write to as --dest").format(path=existing))
 
     places, note = [], None
     try:
@@ -249,7 +249,7 @@ def install(dest: str | Path | None = None, lang: str = "en", *, copy: bool = Fa
             entry.unlink()
     except OSError as error:
         raise InstallError(
-            _("cannot write {path}: {error}; choose another --dest").format(
+            _("cannot write {path}: {error}; choose a folder you can write to as --dest").format(
                 path=getattr(error, "filename", None) or root, error=error.strerror or error)
         ) from None
     return Installed(name, lang, source, sorted(files), places, stale, note)

@@ -44,7 +44,7 @@ class UpdateResult:
 # --- what `new` does ---------------------------------------------------------------------------------------
 
 
-def _write_origin(project: Path, ref: str | None) -> None:
+def write_origin(project: Path, ref: str | None) -> None:
     """Put ``_commit``/``_src_path`` after the answers file's header comment; remove both when ``ref`` is None."""
     import yaml
 
@@ -63,7 +63,7 @@ def record_origin(project: str | Path, template: Path | None = None) -> str | No
     """Write the template version into a new project's answers file, or, when the template folder is not a
     bundled commit (a development checkout), leave no ``_commit``/``_src_path`` at all. Returns the version."""
     ref = history.current_commit(template)
-    _write_origin(Path(project), ref)
+    write_origin(Path(project), ref)
     return ref
 
 
@@ -106,14 +106,16 @@ def _copier_identity(cwd: Path) -> dict[str, str]:
 def start_repository(project: str | Path, files: list[str]) -> str:
     """Make a new project a git repository with ``files`` in its first commit, so that `update` can merge later.
 
-    Returns what happened: "created", "inside" (already in someone's repository: left to the user to commit),
-    "no-git", or "failed" (git refused; the project itself is complete).
+    Returns what happened: "created", "kept" (the project's own repository, from before a `new --force`: the
+    changes are left for the user to review and commit), "inside" (already in someone's repository: left to the
+    user to commit), "no-git", or "failed" (git refused; the project itself is complete).
     """
     project = Path(project)
     if _git_path() is None:
         return "no-git"
-    if _work_tree(project) is not None:
-        return "inside"
+    top = _work_tree(project)
+    if top is not None:
+        return "kept" if top.resolve() == project.resolve() else "inside"
     try:
         _git(["init", "-q"], project)
         _git(["add", "--", *files], project)
@@ -182,7 +184,7 @@ def _run_copier(project: Path, commit: str) -> None:
 
 def _apply(project: Path, lang: str, manifest: dict) -> None:
     _run_copier(project, manifest["commit"])
-    _write_origin(project, manifest["ref"])  # whatever the answers file's template writes, keep these portable
+    write_origin(project, manifest["ref"])  # whatever the answers file's template writes, keep these portable
     skillfiles.refresh_in_project(project, lang)
 
 

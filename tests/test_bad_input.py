@@ -265,6 +265,14 @@ DATASET_CASES = [
          files={"proj/data/prompts.parquet": "this is not parquet"}),
     Case("accuracy-without-answer-column", "accuracy reward's answer_column: column 'answer' is not in prompts.jsonl",
          edits=edit('name = "thinking"', 'name = "accuracy"')),
+    Case("cosine-length-without-answer-column",
+         "cosine_length reward's answer_column: column 'solution' is not in prompts.jsonl",
+         edits=edit('weight = 1.0', 'weight = 1.0\nparams = { answer_column = "solution" }')
+         + edit('name = "thinking"', 'name = "cosine_length"')),
+    Case("llm-judge-without-reference-column",
+         "llm_judge reward's reference_column: column 'reference' is not in prompts.jsonl",
+         edits=edit('weight = 1.0', 'weight = 1.0\nparams = { reference_column = "reference" }')
+         + edit('name = "thinking"', 'name = "llm_judge"')),
 ]
 
 REWARDS_PY_CASES = [
@@ -302,7 +310,7 @@ REWARDS_PY_CASES = [
              def register_reward(register):
                  pass
          """)),
-    Case("rewards-py-clash-used", "'length' is registered by both 'builtin:rewards' and 'proj/rewards.py'",
+    Case("rewards-py-clash-used", "'length' is registered by both 'builtin:seed' and 'proj/rewards.py'",
          args=("check", "{project}", "--rewards"), edits=edit('name = "thinking"', 'name = "length"'),
          files=rewards_py("""\
              from grpo_skill import Reward, hookimpl
@@ -351,7 +359,7 @@ class BadPreset:
 
 
 PLUGIN_CASES = [
-    Case("plugin-clash-used", "reward 'format' is registered by both 'builtin:rewards' and 'test-plugin'",
+    Case("plugin-clash-used", "reward 'format' is registered by both 'builtin:seed' and 'test-plugin'",
          plugin=ClashingPlugin(), edits=edit('name = "thinking"', 'name = "format"')),
     Case("plugin-clash-new", "reward 'format' is registered by both", plugin=ClashingPlugin(),
          args=("new", "ok", "-r", "format")),
@@ -393,7 +401,8 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
     Case("train-typo", "did you mean `learning_rate`?", mode="load", edits=edit("learning_rate", "learnin_rate")),
     Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
-    Case("train-reward-factory-raises", "reward 'no_repetition' could not be built: ", mode="build",
+    Case("train-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
+         "proj/rewards.py:5: KeyError: 'missing'; check its params", mode="build",
          edits=edit('name = "thinking"', 'name = "no_repetition"'),
          files=rewards_py("""\
              from grpo_skill import Reward, hookimpl

@@ -74,6 +74,8 @@ def cli_commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> dic
     found = {}
     for name, command in group.commands.items():
         if isinstance(command, click.Group):
+            if command.invoke_without_command:  # a command of its own too: `rewards` lists, `rewards try` scores
+                found[prefix + (name,)] = command
             found.update(cli_commands(command, prefix + (name,)))
         else:
             found[prefix + (name,)] = command

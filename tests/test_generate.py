@@ -108,16 +108,25 @@ def test_force_writes_into_a_non_empty_folder_and_keeps_other_files(cli, tmp_pat
 
 
 def test_force_over_a_generated_project_backs_up_only_what_the_user_changed(cli, tmp_path):
+    from support import run
+
     cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
     project = tmp_path / "run"
+    first_commit = run(["git", "rev-parse", "HEAD"], cwd=project).stdout
     edit(project, "seed = 42", "seed = 7")
     before = snapshot(project)
     result = cli("new", "run", "--preset", "tiny", "-r", "thinking:0.5", "-o", str(tmp_path), "--force")
     assert "your versions are in" in result.stderr and "config.toml" in result.stderr
     backups = list((project / ".grpo-skill-backup").iterdir())
-    assert len(backups) == 1 and files_under(backups[0]) == {"config.toml"}  # train.py etc. were as generated
+    # train.py, the answers file and the skill copies were as generated
+    assert len(backups) == 1 and files_under(backups[0]) == {"config.toml"}
     assert (backups[0] / "config.toml").read_bytes() == before["config.toml"]
     assert "weight = 0.5" in (project / "config.toml").read_text()
+    # the project's own repository is kept as it was: the changes wait in the work tree, the backup is ignored
+    assert "git repository is kept" in result.stderr
+    assert run(["git", "rev-parse", "HEAD"], cwd=project).stdout == first_commit
+    status = run(["git", "status", "--porcelain"], cwd=project).stdout.splitlines()
+    assert " M config.toml" in status and not [line for line in status if line.startswith("??")]
     # once more with nothing changed since: nothing is backed up
     cli("new", "run", "--preset", "tiny", "-r", "thinking:0.5", "-o", str(tmp_path), "--force")
     assert len(list((project / ".grpo-skill-backup").iterdir())) == 1
@@ -230,6 +239,11 @@ def test_check_reports_bad_configs(project, old, new, line, message):
     if line:
         assert f"{project / 'config.toml'}:{line}: " in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_check_accepts_llm_judge_without_a_reference_column(cli, project):
+    edit(project, 'name = "thinking"', 'name = "llm_judge"')  # reference_column = "": the judge sees no reference
+    assert "rewards llm_judge:1" in cli("check", str(project)).stdout
 
 
 def test_check_finds_the_projects_own_rewards(cli, project):

@@ -49,7 +49,7 @@ def test_it_writes_the_package(tmp_path):
 @pytest.mark.parametrize("name, message", [
     ("Answer Length", "plugin name 'Answer Length' is not allowed"),
     ("1st", "plugin name '1st' is not allowed"),
-    ("accuracy", "a reward named 'accuracy' exists already (plugin 'builtin:rewards')"),
+    ("accuracy", "a reward named 'accuracy' exists already (plugin 'builtin:verifiable')"),
 ])
 def test_bad_names_are_refused_and_nothing_written(tmp_path, name, message):
     code, output = plugin_new(name, "-o", str(tmp_path))

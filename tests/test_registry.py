@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from grpo_skill import Preset, Reward, hookimpl, plugins
+from grpo_skill import Judge, Preset, Reward, RewardError, hookimpl, plugins
 from grpo_skill.registry import RegistryError
 
 
@@ -123,7 +123,7 @@ def test_a_clashing_name_breaks_only_what_uses_it(project):
     plugins.register(Clash(), name="clash")
     try:
         assert "length" not in plugins.rewards() and "clash_only" in plugins.rewards()
-        with pytest.raises(RegistryError, match="'length' is registered by both 'builtin:rewards' and 'clash'"):
+        with pytest.raises(RegistryError, match="'length' is registered by both 'builtin:seed' and 'clash'"):
             plugins.get_reward("length")
         assert invoke("check", str(project)).exit_code == 0  # the tiny project uses `thinking` only
         config = project / "config.toml"
@@ -134,6 +134,27 @@ def test_a_clashing_name_breaks_only_what_uses_it(project):
         assert listing.exit_code == 0 and "warning: reward 'length' is registered by both" in listing.stderr
     finally:
         plugins.unregister("clash")
+
+
+class ClashingJudge:
+    @hookimpl
+    def register_judges(self, register):
+        register(Judge("http", lambda params: lambda requests: [1.0] * len(requests), "clashes with the built-in"))
+
+
+def test_a_clashing_judge_backend_is_warned_about_and_breaks_only_llm_judge_on_it(tmp_path):
+    plugins.register(ClashingJudge(), name="clash-judge")
+    try:
+        listing = invoke("rewards")
+        assert listing.exit_code == 0
+        assert "judge backend 'http' is registered by both 'builtin:judge' and 'clash-judge'" in listing.stderr
+        with pytest.raises(RewardError, match="judge backend 'http' is registered by both 'builtin:judge' and "
+                                              "'clash-judge'; unregister one of them"):
+            plugins.get_reward("llm_judge").build(params={"judge": {"url": "http://127.0.0.1:9/v1", "model": "m"}})
+        with pytest.raises(RewardError, match="is no model folder"):  # the other backend is still found
+            plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": str(tmp_path / "none")}})
+    finally:
+        plugins.unregister("clash-judge")
 
 
 class RaisingHook:
@@ -150,7 +171,7 @@ def test_a_hook_that_raises_is_isolated_and_listed_with_its_error():
         listed = {row["name"]: row for row in json.loads(invoke("plugins", "--json").output)}
         assert "ValueError: the plugin's own bug" in listed["raising"]["error"]
         assert "test_registry.py:" in listed["raising"]["error"]  # where it raised
-        assert listed["builtin:rewards"]["error"] is None
+        assert listed["builtin:seed"]["error"] is None
         rewards = invoke("rewards")
         assert rewards.exit_code == 0 and "plugin 'raising' failed in register_rewards" in rewards.stderr
         assert invoke("presets").exit_code == 0

@@ -79,7 +79,8 @@ def test_a_factory_that_fails_says_which_reward_could_not_be_built():
     def factory(context):
         raise ValueError("params.words is empty")
 
-    with pytest.raises(RewardError, match="reward 'picky' could not be built: ValueError: params.words is empty"):
+    with pytest.raises(RewardError, match=r"reward 'picky' could not be built: \S*test_reward_contract.py:\d+: "
+                                          "ValueError: params.words is empty"):
         Reward("picky", factory, "x").build()
     with pytest.raises(RewardError, match="its factory returned 42, not a function"):
         Reward("odd", lambda context: 42, "x").build()

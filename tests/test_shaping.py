@@ -28,6 +28,20 @@ def test_soft_overlong_defaults_to_a_fifth_of_the_preset_length():
     assert score("soft_overlong", ["x"] * 3, ids(26, 29, 32), preset="tiny") == [0.0, -0.5, -1.0]
 
 
+def test_a_project_builds_length_rewards_from_its_own_max_completion_length(tmp_path):
+    from grpo_skill import generator, project
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config = tmp_path / "proj" / "config.toml"
+    text = config.read_text()
+    assert 'name = "thinking"' in text and "max_completion_length = 32" in text
+    config.write_text(text.replace('name = "thinking"', 'name = "soft_overlong"')
+                      .replace("max_completion_length = 32", "max_completion_length = 20"))
+    [reward] = project.load(config).build_rewards(tokenizer=None)
+    # L_max 20 (not the preset's 32), cache 20 // 5 = 4: the penalty starts after 16 tokens
+    assert reward(completions=["x"] * 3, completion_ids=ids(16, 18, 20)) == [0.0, -0.5, -1.0]
+
+
 def test_soft_overlong_without_a_length_says_which_param():
     with pytest.raises(RewardError, match="max_completion_len must be a positive number of tokens"):
         plugins.get_reward("soft_overlong").build()

@@ -41,11 +41,13 @@ _NEGATION = re.compile(r"\b(?:not|no|isn't|never)\s+$")
 
 def require_math_verify() -> None:
     """Fail when the reward is built, with the install line, rather than at its first call."""
+    import importlib
+
     from grpo_skill.errors import UserError
     from grpo_skill.i18n import _
 
     try:
-        import math_verify  # noqa: F401
+        importlib.import_module("math_verify")
     except ImportError:
         raise UserError(_("this reward needs math-verify: pip install math-verify (or pip install "
                           "'grpo-skill[train]')")) from None

@@ -19,7 +19,7 @@ import pytest
 
 from gpu_helpers import set_toml
 from grpo_skill import plugins
-from grpo_skill.runtime import machine, metrics
+from grpo_skill.runtime import metrics
 
 DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"  # tiny builds stand in for the 4B shape
 BACKENDS = ("trl", "unsloth")
