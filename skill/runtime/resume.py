@@ -116,10 +116,11 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
         if last is None:
             raise ResumeError(_("{dir} has no checkpoint to resume from; start the run without --resume").format(
                 dir=output_dir))
-        if finished is not None and finished >= last.step and max_steps is not None and last.step >= max_steps:
+        if max_steps is not None and 0 < max_steps <= last.step:  # Trainer would still train one step
             raise ResumeError(
-                _("the run in {dir} finished at step {step}; to train further, raise --max-steps above {step}, "
-                  "or start over with --overwrite").format(dir=output_dir, step=last.step))
+                _("the run in {dir} already reached step {step} (max_steps {max_steps}); to train further, raise "
+                  "--max-steps above {step}, or start over with --overwrite").format(
+                    dir=output_dir, step=last.step, max_steps=max_steps))
         metrics.rewind(output_dir, last.step)
         print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
               file=sys.stderr)
