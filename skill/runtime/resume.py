@@ -88,6 +88,12 @@ def finished_step(output_dir: Path) -> int | None:
     return step if isinstance(step, int) else 0
 
 
+def is_main_process() -> bool:
+    """Rank 0 of a multi-process launch (torchrun and accelerate set RANK), or a single process: the one that
+    changes the output folder."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def has_run(output_dir: Path) -> bool:
     return bool(checkpoint_dirs(output_dir)) or any((output_dir / name).exists() for name in RUN_FILES)
 
@@ -110,7 +116,8 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
     last = last_checkpoint(output_dir)
     finished = finished_step(output_dir)
     if overwrite:
-        _remove_run(output_dir)
+        if is_main_process():
+            _remove_run(output_dir)
         return Start()
     if resume:
         if last is None:
@@ -121,12 +128,13 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
                 _("the run in {dir} already reached step {step} (max_steps {max_steps}); to train further, raise "
                   "--max-steps above {step}, or start over with --overwrite").format(
                     dir=output_dir, step=last.step, max_steps=max_steps))
-        metrics.rewind(output_dir, last.step)
-        print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
-              file=sys.stderr)
-        for cut_off in checkpoint_dirs(output_dir):
-            if cut_off.step > last.step:  # killed while saving; the resumed run saves that step again
-                shutil.rmtree(cut_off.path)
+        if is_main_process():
+            metrics.rewind(output_dir, last.step)
+            print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
+                  file=sys.stderr)
+            for cut_off in checkpoint_dirs(output_dir):
+                if cut_off.step > last.step:  # killed while saving; the resumed run saves that step again
+                    shutil.rmtree(cut_off.path)
         return Start(last)
     if has_run(output_dir):
         if last is not None and (finished is None or last.step > finished):
