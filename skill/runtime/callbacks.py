@@ -42,7 +42,8 @@ class RichProgress(TrainerCallback):
                 TextColumn("{task.fields[status]}"), console=self.console, transient=False,
             )
             self.progress.start()
-            self.task = self.progress.add_task("train", total=state.max_steps, status="")
+            # a resumed run starts at its checkpoint's step
+            self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step, status="")
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.progress:
