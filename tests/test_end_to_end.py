@@ -2,6 +2,7 @@
 
 import json
 import runpy
+import signal
 import sys
 
 import pytest
@@ -30,6 +31,20 @@ def test_train_reports_where_the_adapter_and_metrics_are(trained):
     assert summary["adapter"] == str(project / "outputs" / "adapter")
     assert summary["metrics"] == str(project / "outputs" / "metrics.jsonl")
     assert (project / "outputs" / "reward.png").stat().st_size > 0
+
+
+def test_the_preset_saves_checkpoints_and_keeps_the_last_two(trained):
+    project, _, _ = trained
+    assert sorted(path.name for path in (project / "outputs").glob("checkpoint-*")) == ["checkpoint-40",
+                                                                                         "checkpoint-60"]
+
+
+def test_a_second_run_refuses_to_bury_the_first(trained):
+    project, summary, _ = trained
+    before = (project / "outputs" / "metrics.jsonl").read_bytes()
+    result = run([sys.executable, "train.py"], cwd=project, check=False)
+    assert result.returncode == 1 and "holds a finished run (60 steps)" in result.stderr
+    assert (project / "outputs" / "metrics.jsonl").read_bytes() == before
 
 
 def test_the_adapter_reloads_onto_the_base_model(trained, tiny_model):
@@ -121,6 +136,7 @@ def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(train
     config = project / "config.toml"
     original = config.read_text()
     plugins.register(HalfReward(), name="half")
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
     try:
         config.write_text(original.replace('name = "thinking"', 'name = "always_half"'))
         monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "with-plugin"])
@@ -128,6 +144,7 @@ def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(train
     finally:
         config.write_text(original)
         plugins.unregister("half")
+        signal.signal(signal.SIGINT, ctrl_c_handler)
     rows = [row for row in metrics.read_metrics(project / "with-plugin") if "reward" in row]
     assert [row["rewards/always_half/mean"] for row in rows] == [0.5, 0.5]
     assert HalfReward.calls == 2

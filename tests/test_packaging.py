@@ -3,20 +3,31 @@
 import json
 import sys
 import venv
+from pathlib import Path
 
 import pytest
 
 from support import REPO, run
 
 
+def with_this_pythons_packages(venv_dir):
+    """Let a new venv import what the running Python has installed (copier, click, torch, ...), after its
+    own packages. Not --system-site-packages: that is the *base* interpreter's, which lacks them when the
+    tests run inside a venv. A plain path line: the .pth files there (an editable grpo-skill) stay unread."""
+    own = next((venv_dir / "lib").glob("python3*/site-packages"))
+    paths = [path for path in sys.path if Path(path).name in ("site-packages", "dist-packages")]
+    (own / "_tests_outer_site_packages.pth").write_text("".join(f"{path}\n" for path in paths))
+
+
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory):
     """A venv with the grpo-skill wheel and the example plugin installed (their dependencies come from the
-    system site-packages, so nothing is downloaded)."""
+    running Python's site-packages, so nothing is downloaded)."""
     root = tmp_path_factory.mktemp("wheel")
     for source in (REPO, REPO / "plugins" / "example-reward-plugin"):
         run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root / "dist"), str(source)])
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(root / "venv")
+    venv.EnvBuilder(with_pip=True).create(root / "venv")
+    with_this_pythons_packages(root / "venv")
     python = root / "venv" / "bin" / "python"
     run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *map(str, (root / "dist").glob("*.whl"))])
     return root / "venv" / "bin"

@@ -15,12 +15,12 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 
 class JsonlMetrics(TrainerCallback):
-    """Appends every log (one per logging step) to a JSON-lines file, with its step."""
+    """Appends every log (one per logging step) to a JSON-lines file, with its step. It never empties the file:
+    resume.prepare has removed an earlier run's file, or rewound it to the checkpoint a resumed run starts from."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:
@@ -42,7 +42,8 @@ class RichProgress(TrainerCallback):
                 TextColumn("{task.fields[status]}"), console=self.console, transient=False,
             )
             self.progress.start()
-            self.task = self.progress.add_task("train", total=state.max_steps, status="")
+            # a resumed run starts at its checkpoint's step
+            self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step, status="")
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.progress:
@@ -61,6 +62,19 @@ class RichProgress(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.progress:
             self.progress.stop()
+
+
+class SaveAndStopOnCtrlC(TrainerCallback):
+    """After the step in which Ctrl-C was pressed: save a checkpoint, then stop (resume.CtrlC sets the flag)."""
+
+    def __init__(self, ctrl_c):
+        self.ctrl_c = ctrl_c
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.ctrl_c.requested:
+            control.should_save = True
+            control.should_training_stop = True
+        return control
 
 
 def install(trainer, metrics_path: str | Path) -> None:

@@ -1,20 +1,71 @@
-"""A run's metrics.jsonl: reading it, the reward trend, and the reward plot."""
+"""A run's metrics.jsonl: reading it, rewinding it to a checkpoint, the reward trend, and the reward plot."""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 from pathlib import Path
 
+from ..errors import UserError
+from ..i18n import _
+
 METRICS_FILE = "metrics.jsonl"
+# Trainer's last log of a train() call (train_runtime, train_loss, ...): not a training step.
+END_OF_TRAINING_KEY = "train_runtime"
 
 
-def read_metrics(path: str | Path) -> list[dict]:
+class MetricsError(UserError):
+    """A metrics.jsonl that cannot be read: the message names the line."""
+
+
+def warn(message: str) -> None:
+    print(_("warning: {message}").format(message=message), file=sys.stderr)
+
+
+def metrics_file(path: str | Path) -> Path:
     path = Path(path)
-    if path.is_dir():
-        path = path / METRICS_FILE
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return path / METRICS_FILE if path.is_dir() else path
+
+
+def read_metrics(path: str | Path, on_warning=warn) -> list[dict]:
+    """The rows of a run folder's (or a file's) metrics.jsonl. A last line cut off by a killed run is skipped
+    with a warning; a broken line before it is an error that names the line."""
+    path = metrics_file(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    rows = []
+    for index, (number, line) in enumerate(numbered):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif index == len(numbered) - 1:
+            on_warning(_("{path} line {line} is cut off (the run was killed while writing it); skipped").format(
+                path=path, line=number))
+        else:
+            raise MetricsError(
+                _("{path} line {line} is not a JSON object: {text!r}; delete that line, or the file").format(
+                    path=path, line=number, text=line[:60])
+            )
+    return rows
+
+
+def rewind(path: str | Path, step: int, on_warning=warn) -> int:
+    """Keep only the rows of steps up to ``step`` (a checkpoint's), so that a resumed run logs each later step
+    once; also drops the end-of-training rows of earlier train() calls. Returns the rows kept."""
+    path = metrics_file(path)
+    if not path.is_file():
+        return 0
+    kept = [row for row in read_metrics(path, on_warning)
+            if row.get("step", 0) <= step and END_OF_TRAINING_KEY not in row]
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
+    os.replace(scratch, path)  # all or nothing: a kill now leaves the old file or the new one
+    return len(kept)
 
 
 def reward_trend(rows: list[dict], window: int = 10) -> dict:

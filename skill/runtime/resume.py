@@ -1,0 +1,225 @@
+"""A run's output folder across interruptions: its checkpoints, starting, resuming or starting over, and Ctrl-C.
+
+Light (no torch, no transformers): train.py calls :func:`prepare` before the model loads, so that a wrong
+``--resume`` or a fresh start over an earlier run costs a second, not a model load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..i18n import _
+from . import metrics
+
+CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")  # what transformers' Trainer names them
+TRAINER_STATE = "trainer_state.json"  # the last file Trainer writes into a checkpoint
+SUMMARY_FILE = "summary.json"
+PLOT_FILE = "reward.png"
+ADAPTER_DIR = "adapter"
+SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
+# What a run (and evaluate.py) writes into its output folder, besides the checkpoints: --overwrite removes
+# these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
+RUN_FILES = (metrics.METRICS_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
+
+
+class ResumeError(UserError):
+    """--resume, --overwrite or a fresh start that does not fit what the output folder holds."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int
+
+
+@dataclass(frozen=True)
+class Start:
+    """How train.py starts: from scratch (checkpoint None) or from a checkpoint."""
+
+    checkpoint: Checkpoint | None = None
+
+    @property
+    def resume_from(self) -> str | None:
+        """For ``trainer.train(resume_from_checkpoint=...)``."""
+        return str(self.checkpoint.path) if self.checkpoint else None
+
+
+def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
+    """Every checkpoint folder, complete or not, oldest step first."""
+    if not output_dir.is_dir():
+        return []
+    found = []
+    for path in output_dir.iterdir():
+        match = CHECKPOINT_PATTERN.match(path.name)
+        if match and path.is_dir():
+            found.append(Checkpoint(path, int(match.group(1))))
+    return sorted(found, key=lambda checkpoint: checkpoint.step)
+
+
+def is_complete(checkpoint: Checkpoint) -> bool:
+    # Trainer writes the model, optimizer, scheduler and RNG state first and trainer_state.json last: a
+    # checkpoint without it was cut off while saving.
+    return (checkpoint.path / TRAINER_STATE).is_file()
+
+
+def last_checkpoint(output_dir: Path) -> Checkpoint | None:
+    """The newest complete checkpoint."""
+    return next((c for c in reversed(checkpoint_dirs(output_dir)) if is_complete(c)), None)
+
+
+def finished_step(output_dir: Path) -> int | None:
+    """The step at which a run ended and wrote its summary, or None."""
+    try:
+        summary = json.loads((output_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    step = summary.get("global_step", summary.get("steps")) if isinstance(summary, dict) else None
+    return step if isinstance(step, int) else 0
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a multi-process launch (torchrun and accelerate set RANK), or a single process: the one that
+    changes the output folder."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def has_run(output_dir: Path) -> bool:
+    return bool(checkpoint_dirs(output_dir)) or any((output_dir / name).exists() for name in RUN_FILES)
+
+
+def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = False, max_steps: int | None = None,
+            grpo: dict | None = None) -> Start:
+    """Decide how a run starts in ``output_dir``, and make the folder ready for it; raises ResumeError (one line)
+    when the choice does not fit what is there. Nothing is changed before every check has passed.
+
+    - fresh (no flag): only into a folder without an earlier run, whose history it would otherwise bury;
+    - ``resume``: from the newest complete checkpoint; metrics.jsonl is rewound to that step;
+    - ``overwrite``: removes what the earlier run wrote (RUN_FILES and checkpoints), nothing else.
+    """
+    output_dir = Path(output_dir)
+    if grpo and grpo.get("resume_from_checkpoint") is not None:
+        raise ResumeError(_("grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use "
+                            "python train.py --resume (it takes the last checkpoint in grpo.output_dir)"))
+    if resume and overwrite:
+        raise ResumeError(_("--resume and --overwrite: choose one (continue the run, or start it over)"))
+    last = last_checkpoint(output_dir)
+    finished = finished_step(output_dir)
+    if overwrite:
+        if is_main_process():
+            _remove_run(output_dir)
+        return Start()
+    if resume:
+        if last is None:
+            raise ResumeError(_("{dir} has no checkpoint to resume from; start the run without --resume").format(
+                dir=output_dir))
+        if max_steps is not None and 0 < max_steps <= last.step:  # Trainer would still train one step
+            raise ResumeError(
+                _("the run in {dir} already reached step {step} (max_steps {max_steps}); to train further, raise "
+                  "--max-steps above {step}, or start over with --overwrite").format(
+                    dir=output_dir, step=last.step, max_steps=max_steps))
+        if is_main_process():
+            metrics.rewind(output_dir, last.step)
+            print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
+                  file=sys.stderr)
+            for cut_off in checkpoint_dirs(output_dir):
+                if cut_off.step > last.step:  # killed while saving; the resumed run saves that step again
+                    shutil.rmtree(cut_off.path)
+        return Start(last)
+    if has_run(output_dir):
+        if last is not None and (finished is None or last.step > finished):
+            raise ResumeError(
+                _("{dir} holds a run stopped at step {step}: continue it with --resume, or start over with "
+                  "--overwrite").format(dir=output_dir, step=last.step))
+        if finished is not None:
+            raise ResumeError(
+                _("{dir} holds a finished run ({step} steps): start over with --overwrite, or choose another "
+                  "--output-dir").format(dir=output_dir, step=finished))
+        raise ResumeError(
+            _("{dir} holds a run that stopped before its first checkpoint: start over with --overwrite, or choose "
+              "another --output-dir").format(dir=output_dir))
+    return Start()
+
+
+def _remove_run(output_dir: Path) -> None:
+    removed = [checkpoint.path for checkpoint in checkpoint_dirs(output_dir)]
+    removed += [output_dir / name for name in RUN_FILES if (output_dir / name).exists()]
+    for path in removed:
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if removed:
+        print(_("--overwrite: removed the earlier run in {dir} ({names})").format(
+            dir=output_dir, names=", ".join(sorted(path.name for path in removed))), file=sys.stderr)
+
+
+def resume_command(argv: list[str] | None = None) -> str:
+    """The command that continues this run: the same arguments, with --resume instead of --overwrite."""
+    argv = list(sys.argv if argv is None else argv)
+    kept = [arg for arg in argv[1:] if arg not in ("--resume", "--overwrite")]
+    return shlex.join(["python", Path(argv[0]).name, *kept, "--resume"])
+
+
+class CtrlC:
+    """Ctrl-C (SIGINT) during training: the first finishes the current step, saves a checkpoint and stops
+    (callbacks.SaveAndStopOnCtrlC acts on ``requested``); a second one, or one outside training, stops at once.
+    Either way the program ends with exit code 130 and one line, without a traceback."""
+
+    def __init__(self, output_dir: str | Path):
+        self.output_dir = Path(output_dir)
+        self.requested = False
+        self.training = False
+
+    def install(self) -> "CtrlC":
+        signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    @contextmanager
+    def during_training(self):
+        self.training = True
+        try:
+            yield self
+        finally:
+            self.training = False
+
+    def _handle(self, signum, frame):
+        if self.training and not self.requested:
+            self.requested = True
+            # os.write, not print: a signal handler may run in the middle of another write to stderr
+            _say(_("Ctrl-C: saving a checkpoint after this step, then stopping (Ctrl-C again to stop at once)"))
+            return
+        last = last_checkpoint(self.output_dir)
+        if last is None:
+            _say(_("stopped by Ctrl-C; nothing saved"))
+        else:
+            _say(_("stopped by Ctrl-C without saving; {command} continues from step {step}").format(
+                command=resume_command(), step=last.step))
+        _show_cursor()
+        os._exit(EXIT_INTERRUPTED)  # at once: no cleanup that could block, no traceback
+
+    def exit_if_stopped(self, global_step: int, max_steps: int) -> None:
+        """After trainer.train(): when Ctrl-C stopped the run early, say how to continue and exit 130."""
+        if not self.requested or global_step >= max_steps:
+            return
+        print(_("stopped at step {step} of {max_steps}; checkpoint saved; continue with: {command}").format(
+            step=global_step, max_steps=max_steps, command=resume_command()), file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _say(line: str) -> None:
+    below_the_bar = "\n" if sys.stderr.isatty() else ""  # the progress bar's line has no newline yet
+    os.write(sys.stderr.fileno(), (below_the_bar + line + "\n").encode())
+
+
+def _show_cursor() -> None:
+    # the progress bar hides the terminal's cursor while it draws; os._exit skips its cleanup
+    if sys.stderr.isatty():
+        os.write(sys.stderr.fileno(), b"\x1b[?25h")

@@ -1,0 +1,302 @@
+"""Checkpoints and resume in a generated project: kill -9, Ctrl-C, --resume, --overwrite, and refusing to bury a
+run; metrics.jsonl keeps every step once. The tiny preset with a checkpoint every 4 steps, on the CPU."""
+
+import hashlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grpo_skill.runtime import metrics, resume
+
+from support import run
+
+SAVE_STEPS = 4
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, tiny_model):
+    root = tmp_path_factory.mktemp("resume")
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "tiny-resume", "--preset", "tiny", "-o", str(root)])
+    project = root / "tiny-resume"
+    config = project / "config.toml"
+    text = config.read_text()
+    assert "save_steps = 20" in text and "save_total_limit = 2" in text  # the preset's, made smaller here
+    config.write_text(text.replace("save_steps = 20", f"save_steps = {SAVE_STEPS}"))
+    return project
+
+
+def start(project, *args):
+    return subprocess.Popen([sys.executable, "train.py", *args], cwd=project, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for(condition, process, timeout=180):
+    """Poll until ``condition()``; fails if the run ends first (then the test would prove nothing)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"train.py ended (exit {process.returncode}) before the moment to interrupt it\n{err}")
+        assert time.monotonic() < deadline, "train.py took too long"
+        time.sleep(0.02)
+
+
+def logged_steps(output_dir):
+    return [row["step"] for row in metrics.read_metrics(output_dir) if "reward" in row]
+
+
+def checkpoint_steps(output_dir):
+    return [checkpoint.step for checkpoint in resume.checkpoint_dirs(output_dir)]
+
+
+def tree_digest(folder):
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def train(project, *args, check=True):
+    return run([sys.executable, "train.py", *args], cwd=project, check=check)
+
+
+# kill -9 after the first checkpoint, then --resume ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def killed(project):
+    """A 16-step run killed with SIGKILL as soon as its first checkpoint is complete."""
+    output_dir = project / "killed"
+    process = start(project, "--max-steps", "16", "--output-dir", "killed")
+    wait_for(lambda: (output_dir / f"checkpoint-{SAVE_STEPS}" / resume.TRAINER_STATE).is_file(), process)
+    process.kill()
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+    assert not (output_dir / resume.SUMMARY_FILE).exists()
+    # A kill can land in the middle of a metrics line; make sure this one did, after the rows of later steps.
+    with (output_dir / metrics.METRICS_FILE).open("a") as handle:
+        handle.write('{"step": 15, "loss": 0.1')
+    return output_dir
+
+
+def test_a_fresh_start_over_an_interrupted_run_refuses_and_changes_nothing(project, killed):
+    before = tree_digest(killed)
+    result = train(project, "--max-steps", "16", "--output-dir", "killed", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {killed} holds a run stopped at step {resume.last_checkpoint(killed).step}: continue it with --resume, "
+        "or start over with --overwrite"]
+    assert tree_digest(killed) == before
+
+
+@pytest.fixture(scope="module")
+def resumed_after_kill(project, killed):
+    last = resume.last_checkpoint(killed)
+    result = train(project, "--max-steps", "16", "--output-dir", "killed", "--resume")
+    return last, result
+
+
+def test_resume_after_kill_logs_every_step_once(resumed_after_kill, killed):
+    last, result = resumed_after_kill
+    assert f"resuming from {last.path} (step {last.step})" in result.stderr
+    assert "line" in result.stderr and "is cut off" in result.stderr  # the torn line: skipped, with a warning
+    assert f"step {last.step + 1:>4}  reward" in result.stderr  # the first step the resumed run trains
+    assert f"step {last.step:>4}  reward" not in result.stderr
+    assert logged_steps(killed) == list(range(1, 17))
+
+
+def test_resume_after_kill_ends_with_the_adapter_and_a_summary_of_the_whole_run(resumed_after_kill, killed):
+    _, result = resumed_after_kill
+    summary = json.loads(result.stdout)
+    assert (summary["global_step"], summary["steps"]) == (16, 16)
+    assert json.loads((killed / resume.SUMMARY_FILE).read_text()) == summary
+    assert (killed / "adapter" / "adapter_model.safetensors").stat().st_size > 0
+    assert (killed / resume.PLOT_FILE).stat().st_size > 0
+    assert checkpoint_steps(killed) == [12, 16]  # save_total_limit = 2
+
+
+# Ctrl-C ------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ctrl_c(project):
+    """A 12-step run sent SIGINT once its first step is logged."""
+    output_dir = project / "ctrl-c"
+    process = start(project, "--max-steps", "12", "--output-dir", "ctrl-c")
+    wait_for(lambda: (output_dir / metrics.METRICS_FILE).is_file()
+             and (output_dir / metrics.METRICS_FILE).read_text().count("\n") >= 1, process)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=180)
+    return output_dir, process.returncode, out, err
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_130_with_one_line(ctrl_c):
+    output_dir, returncode, out, err = ctrl_c
+    assert returncode == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = resume.last_checkpoint(output_dir)
+    assert last is not None and 1 <= last.step < 12
+    assert logged_steps(output_dir) == list(range(1, last.step + 1))
+    assert err.strip().splitlines()[-1] == (
+        f"stopped at step {last.step} of 12; checkpoint saved; continue with: "
+        "python train.py --max-steps 12 --output-dir ctrl-c --resume")
+    assert [line for line in err.splitlines() if "--resume" in line] == [err.strip().splitlines()[-1]]
+    assert not (output_dir / "adapter").exists() and not (output_dir / resume.SUMMARY_FILE).exists()
+    assert out == ""
+
+
+@pytest.fixture(scope="module")
+def resumed_after_ctrl_c(project, ctrl_c):
+    output_dir, _, _, err = ctrl_c
+    command = err.strip().splitlines()[-1].split("continue with: ")[1].split()
+    assert command[:2] == ["python", "train.py"]
+    return output_dir, train(project, *command[2:])
+
+
+def test_the_command_printed_at_ctrl_c_finishes_the_run(resumed_after_ctrl_c):
+    output_dir, result = resumed_after_ctrl_c
+    assert logged_steps(output_dir) == list(range(1, 13))
+    assert json.loads(result.stdout)["global_step"] == 12
+    assert (output_dir / "adapter" / "adapter_config.json").is_file()
+
+
+def test_a_fresh_start_over_a_finished_run_refuses_and_changes_nothing(project, resumed_after_ctrl_c):
+    output_dir, _ = resumed_after_ctrl_c
+    before = tree_digest(output_dir)
+    result = train(project, "--max-steps", "12", "--output-dir", "ctrl-c", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {output_dir} holds a finished run (12 steps): start over with --overwrite, or choose another "
+        "--output-dir"]
+    result = train(project, "--max-steps", "12", "--output-dir", "ctrl-c", "--resume", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: the run in {output_dir} already reached step 12 (max_steps 12); to train further, raise --max-steps "
+        "above 12, or start over with --overwrite"]
+    assert tree_digest(output_dir) == before
+
+
+def test_overwrite_removes_only_what_the_run_wrote(project, resumed_after_ctrl_c):
+    finished, _ = resumed_after_ctrl_c
+    output_dir = project / "overwritten"
+    shutil.copytree(finished, output_dir)
+    (output_dir / "my-notes.txt").write_text("keep me")
+    result = train(project, "--max-steps", "2", "--output-dir", "overwritten", "--overwrite")
+    assert "--overwrite: removed the earlier run in" in result.stderr
+    assert logged_steps(output_dir) == [1, 2]
+    assert checkpoint_steps(output_dir) == [2]
+    assert json.loads((output_dir / resume.SUMMARY_FILE).read_text())["global_step"] == 2
+    assert (output_dir / "my-notes.txt").read_text() == "keep me"
+
+
+CTRL_C_PROBE = """
+import os, signal, sys, time
+from grpo_skill.runtime import resume
+ctrl_c = resume.CtrlC(sys.argv[1]).install()
+if sys.argv[2] == "training":
+    with ctrl_c.during_training():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+        print("first Ctrl-C noted" if ctrl_c.requested else "first Ctrl-C missed", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+else:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+print("not stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("when", ["training", "loading"])
+def test_a_second_ctrl_c_or_one_before_training_stops_at_once(tmp_path, when):
+    (tmp_path / "checkpoint-8").mkdir()
+    (tmp_path / "checkpoint-8" / resume.TRAINER_STATE).write_text("{}")
+    result = run([sys.executable, "-c", CTRL_C_PROBE, str(tmp_path), when], check=False)
+    assert result.returncode == 130
+    assert "Traceback" not in result.stderr and "not stopped" not in result.stdout
+    if when == "training":
+        assert result.stdout == "first Ctrl-C noted\n"
+        assert result.stderr.splitlines()[0].startswith("Ctrl-C: saving a checkpoint after this step")
+    assert result.stderr.strip().splitlines()[-1].startswith("stopped by Ctrl-C without saving; python ")
+    assert result.stderr.strip().endswith("--resume continues from step 8")
+
+
+# Refused before any model loads ------------------------------------------------------------------------------
+
+def test_resume_without_a_checkpoint_is_one_line_and_writes_nothing(project):
+    result = train(project, "--output-dir", "never-ran", "--resume", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {project / 'never-ran'} has no checkpoint to resume from; start the run without --resume"]
+    assert not (project / "never-ran").exists()
+
+
+def test_resume_and_overwrite_together_are_refused(project):
+    result = train(project, "--resume", "--overwrite", check=False)
+    assert result.returncode == 1
+    assert "choose one" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_resume_from_checkpoint_in_the_config_points_to_the_flag(project):
+    config = project / "config.toml"
+    original = config.read_text()
+    try:
+        edited = original.replace('output_dir = "outputs"\n',
+                                  'output_dir = "outputs"\nresume_from_checkpoint = "outputs/checkpoint-4"\n')
+        assert edited != original
+        config.write_text(edited)
+        result = train(project, "--output-dir", "from-config", check=False)
+    finally:
+        config.write_text(original)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use python train.py --resume "
+        "(it takes the last checkpoint in grpo.output_dir)"]
+    assert not (project / "from-config").exists()
+
+
+# The run folder and metrics.jsonl, without training ----------------------------------------------------------
+
+def write_rows(path, rows, tail=""):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows) + tail)
+
+
+def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path):
+    (tmp_path / "checkpoint-4").mkdir()
+    (tmp_path / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")
+    (tmp_path / "checkpoint-8").mkdir()  # no trainer_state.json: the kill came while saving
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": s, "reward": 0.0} for s in range(1, 9)])
+    started = resume.prepare(tmp_path, resume=True, max_steps=12)
+    assert started.checkpoint.step == 4 and started.resume_from == str(tmp_path / "checkpoint-4")
+    assert checkpoint_steps(tmp_path) == [4]
+    assert logged_steps(tmp_path) == [1, 2, 3, 4]
+
+
+def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(tmp_path):
+    path = tmp_path / metrics.METRICS_FILE
+    rows = [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2}, {"step": 2, "train_runtime": 3.0},
+            {"step": 3, "reward": 0.3}]
+    write_rows(path, rows, tail='{"step": 4, "rew')
+    warnings = []
+    assert metrics.rewind(path, 2, on_warning=warnings.append) == 2
+    assert metrics.read_metrics(path) == rows[:2]
+    assert warnings == [f"{path} line 5 is cut off (the run was killed while writing it); skipped"]
+
+
+def test_metrics_cli_skips_a_cut_off_last_line_with_a_warning(cli, tmp_path):
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": 1, "reward": -1.0}, {"step": 2, "reward": 1.0}],
+               tail='{"step": 3, "reward": 0.')
+    result = cli("metrics", str(tmp_path), "--json")
+    assert json.loads(result.stdout) == {"steps": 2, "first_mean_reward": 0.0, "last_mean_reward": 0.0, "gain": 0.0}
+    assert result.stderr.strip().splitlines() == [
+        f"warning: {tmp_path / metrics.METRICS_FILE} line 3 is cut off (the run was killed while writing it); skipped"]
+
+
+def test_metrics_cli_names_a_broken_line_in_the_middle(cli, tmp_path):
+    path = tmp_path / metrics.METRICS_FILE
+    path.write_text('{"step": 1, "reward": 0.5}\nnot json\n{"step": 3, "reward": 0.5}\n')
+    result = cli("metrics", str(tmp_path), check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path} line 2 is not a JSON object: 'not json'; delete that line, or the file"]
