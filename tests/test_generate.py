@@ -204,30 +204,30 @@ def edit(project, old, new):
 
 
 @pytest.mark.parametrize(
-    "old, new, line, message",
+    "old, new, line_of, message",
     [
-        ('preset = "tiny"', 'preset = "huge"', 4, "model.preset: unknown preset 'huge'"),
-        ('name = "thinking"', 'name = "thinkin"', 25, "rewards[0].name: unknown reward 'thinkin'; did you mean 'thinking'?"),
-        ("seed = 42", "seed = 42\nreward_weights = [0.5, 0.5]", 46, "grpo.reward_weights: set by train.py"),
-        ("per_device_train_batch_size = 8", "per_device_train_batch_size = 6", 38,
+        ('preset = "tiny"', 'preset = "huge"', True, "model.preset: unknown preset 'huge'"),
+        ('name = "thinking"', 'name = "thinkin"', True, "rewards[0].name: unknown reward 'thinkin'; did you mean 'thinking'?"),
+        ("seed = 42", "seed = 42\nreward_weights = [0.5, 0.5]", True, "grpo.reward_weights: set by train.py"),
+        ("per_device_train_batch_size = 8", "per_device_train_batch_size = 6", "num_generations =",
          "per_device_train_batch_size x gradient_accumulation_steps = 6 is not divisible by num_generations = 8"),
-        ("max_completion_length = 32", "max_completion_length = 300", 39,
+        ("max_completion_length = 32", "max_completion_length = 300", True,
          "grpo.max_completion_length: 300 leaves no room for the prompt in model.max_seq_length (256)"),
         ('prompt_column = "prompt"', 'prompt_column = "question"', None, "column 'question' is not in prompts.jsonl"),
-        ('backend = "auto"', 'backend = "jax"', 7, 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
-        ("[lora]", "[lora", 11, "not valid TOML"),
-        ('path = "data/prompts.jsonl"', 'path = "data/missing.jsonl"', 19, "dataset.path: "),
-        ("weight = 1.0", 'weight = "heavy"', 26, 'rewards[0].weight = "heavy": must be a number'),
-        ("weight = 1.0", "weight = 1.0\nparams = { bogus = 1 }", 27,
+        ('backend = "auto"', 'backend = "jax"', True, 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
+        ("[lora]", "[lora", True, "not valid TOML"),
+        ('path = "data/prompts.jsonl"', 'path = "data/missing.jsonl"', True, "dataset.path: "),
+        ("weight = 1.0", 'weight = "heavy"', True, 'rewards[0].weight = "heavy": must be a number'),
+        ("weight = 1.0", "weight = 1.0\nparams = { bogus = 1 }", True,
          "rewards[0].params.bogus: reward 'thinking' has no param 'bogus'"),
-        ("num_generations = 8", "num_generations = 1", 38, "grpo.num_generations = 1: must be at least 2"),
-        ("seed = 42", "seed = 42\nbf16 = true", 46, "grpo.bf16: set by train.py"),
-        ("learning_rate = 0.005", "learnin_rate = 0.005", 35, "grpo.learnin_rate = 0.005: unknown key in [grpo]; did "
+        ("num_generations = 8", "num_generations = 1", True, "grpo.num_generations = 1: must be at least 2"),
+        ("seed = 42", "seed = 42\nbf16 = true", True, "grpo.bf16: set by train.py"),
+        ("learning_rate = 0.005", "learnin_rate = 0.005", True, "grpo.learnin_rate = 0.005: unknown key in [grpo]; did "
                                                                "you mean `learning_rate`?"),
-        ("load_in_4bit = false", "load_in_4bits = false", 9, "did you mean `load_in_4bit`?"),
+        ("load_in_4bit = false", "load_in_4bits = false", True, "did you mean `load_in_4bit`?"),
     ],
 )
-def test_check_reports_bad_configs(project, old, new, line, message):
+def test_check_reports_bad_configs(project, old, new, line_of, message):
     from click.testing import CliRunner
 
     from grpo_skill.cli import main
@@ -236,7 +236,12 @@ def test_check_reports_bad_configs(project, old, new, line, message):
     result = CliRunner().invoke(main, ["check", str(project)])
     assert result.exit_code == 1
     assert message in result.stderr
-    if line:
+    if line_of:  # the line of the key named, or of the edit's last line, where the offending key now stands
+        text = (project / "config.toml").read_text()
+        if isinstance(line_of, str):
+            line = text.split("\n" + line_of)[0].count("\n") + 2
+        else:
+            line = text.split(new)[0].count("\n") + new.count("\n") + 1
         assert f"{project / 'config.toml'}:{line}: " in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
