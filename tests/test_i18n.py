@@ -105,7 +105,8 @@ def test_help_after_the_option_and_in_a_subcommand():
     assert invoke("--help", "--lang", "zh-CN")[1].startswith("用法:")  # --lang read before --help acts
     code, output = invoke("--lang", "zh-CN", "new", "--help")
     assert code == 0
-    assert "根据预设创建一个可直接运行的 GRPO 项目 NAME。" in output
+    assert "根据预设在PATH（例如my-run或~/runs/my-run）创建一个可直接运行的GRPO项目；PATH的最后一段即项目名。" \
+        in "".join(output.split())  # wrapped by display width
     assert "[默认：standard]" in output  # click's "default: {default}"
     assert "[默认：(界面语言)]" in "".join(output.split())  # new --lang defaults to the CLI's language
     code, output = invoke("--lang", "zh-CN", "skill", "install", "--help")
