@@ -303,6 +303,24 @@ def check(project):
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
 
 
+@main.command(help=N_("Before training: sample a few prompts' completions with the project's model and rewards, "
+                       "and say whether GRPO can learn from them (clipped and closed-thinking ratios, reward "
+                       "spread, lengths, speed) and what to change."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--prompts", default=4, show_default=True, type=click.IntRange(min=1),
+              help=N_("How many of the dataset's prompts to sample (num_generations completions each)."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def probe(project, prompts, as_json):
+    from . import probe as probing
+    from .errors import UserError
+
+    try:
+        result = probing.run(project, prompts=prompts)
+    except UserError as error:
+        fail(str(error))
+    emit(result, as_json, lambda data: click.echo("\n".join(probing.report_lines(data))))
+
+
 @main.command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end."))
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--plot", type=click.Path(dir_okay=False), help=N_("Also draw reward and KL to this PNG."))
