@@ -10,7 +10,7 @@ from grpo_skill import plugins
 
 PROJECT_FILES = {
     ".copier-answers.yml", ".env.example", ".gitignore", "README.md", "config.toml", "data/prompts.jsonl",
-    "evaluate.py", "requirements.txt", "rewards.py", "tests/test_project.py", "train.py",
+    "data/sft.jsonl", "evaluate.py", "requirements.txt", "rewards.py", "sft.py", "tests/test_project.py", "train.py",
 }
 
 
