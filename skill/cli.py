@@ -303,10 +303,11 @@ def check(project):
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
 
 
-@main.command(help=N_("Before training: sample a few prompts' completions with the project's model and rewards, "
-                       "and say whether GRPO can learn from them (clipped and closed-thinking ratios, reward "
-                       "spread, lengths, speed) and what to change."))
-@click.argument("project", default=".", type=click.Path(file_okay=False))
+@main.command(help=N_("Before training: sample completions for a few of PROJECT's prompts with its model and "
+                       "rewards, and say whether GRPO can learn from them (clipped and closed-thinking ratios, "
+                       "reward spread, lengths, speed) and what to change. PROJECT: a project folder or its "
+                       "config file."))
+@click.argument("project", default=".", type=click.Path())
 @click.option("--prompts", default=4, show_default=True, type=click.IntRange(min=1),
               help=N_("How many of the dataset's prompts to sample (num_generations completions each)."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))

@@ -245,15 +245,15 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
     # thinking cut off by the budget: more room lets it close
     cut_thinking = closed is not None and closed < FEW_CLOSED and thinking["unclosed_clipped"] > 0.5
     if clipped > MOSTLY_CLIPPED or (cut_thinking and suggestion > budget):
+        seq = _round_up(suggestion + result["prompt_tokens"]["max"], 256)
         values = {"clipped": _percent(clipped), "budget": budget, "suggestion": suggestion,
-                  "seq": _round_up(suggestion + result["prompt_tokens"]["max"], 256),
-                  "sampled": result["natural_length"]["sampled_up_to"]}
-        advice = (N_("raise [grpo] max_completion_length to at least {suggestion} (fewer than 90% of the "
-                     "completions ended even when sampled on to {sampled} tokens) and model.max_seq_length to "
-                     "{seq}; then probe again")
+                  "sampled": result["natural_length"]["sampled_up_to"],
+                  "seq": _("; model.max_seq_length to {seq}").format(seq=seq) if seq > result["max_seq_length"] else ""}
+        advice = (N_("raise [grpo] max_completion_length to at least {suggestion}{seq} (fewer than 90% of the "
+                     "completions ended even when sampled on to {sampled} tokens), then probe again")
                   if lower_bound else
-                  N_("raise [grpo] max_completion_length to {suggestion} (90% of the completions end within it) and "
-                     "model.max_seq_length to {seq}; or reward shorter answers (e.g. soft_overlong)"))
+                  N_("raise [grpo] max_completion_length to {suggestion}{seq} (90% of the completions end within "
+                     "it), or reward shorter answers (e.g. soft_overlong)"))
         findings.append(Finding("clipped", N_("{clipped} of the completions hit max_completion_length ({budget} "
                                               "tokens) before they ended"), advice, values, blocking=True))
     if closed is not None and closed < FEW_CLOSED:

@@ -173,10 +173,12 @@ def warm_start(examples: str | Path, out: str | Path, *, opens_think: bool = Tru
     response alone), the rest with thinking. Long ``max_position_embeddings``: the presets' budgets fit.
     """
     import dataclasses
+    import shutil
 
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     from . import modelbuild
@@ -207,15 +209,29 @@ def warm_start(examples: str | Path, out: str | Path, *, opens_think: bool = Tru
         max_length=512, disable_tqdm=True, dataloader_num_workers=0,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rendered), processing_class=tokenizer)
+    trainer.remove_callback(PrinterCallback)  # stdout is for the result; the loss goes to stderr below
+    trainer.add_callback(_loss_printer())
     result = trainer.train()
     trainer.model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    import shutil
-
     shutil.rmtree(base, ignore_errors=True)
     shutil.rmtree(args.output_dir, ignore_errors=True)
-    return {"model": str(out), "steps": steps, "final_loss": round(result.training_loss, 4), "examples": len(rendered),
-            "opens_think": opens_think, "seconds": round(time.perf_counter() - started, 1)}
+    return {"model": str(out), "steps": steps, "mean_loss": round(result.training_loss, 4),
+            "final_loss": next((row["loss"] for row in reversed(trainer.state.log_history) if "loss" in row), None),
+            "examples": len(rendered), "opens_think": opens_think, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def _loss_printer():
+    """A callback that prints the loss to stderr at each logging step."""
+    from transformers import TrainerCallback
+
+    class LossToStderr(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                print(f"warm-start step {state.global_step}/{state.max_steps}  loss {float(logs['loss']):.3f}",
+                      file=sys.stderr)
+
+    return LossToStderr()
 
 
 def main(argv: list[str] | None = None) -> int:
