@@ -46,7 +46,8 @@ def load(config: ProjectConfig, backend: str):
     model_path = config.model_path()
     if backend == "unsloth":
         if "unsloth" not in sys.modules and "transformers" in sys.modules:
-            print("warning: unsloth imported after transformers; it cannot patch it fully", file=sys.stderr)
+            print(_("warning: unsloth was imported after transformers, so it cannot patch it fully; import unsloth "
+                    "first"), file=sys.stderr)
         from unsloth import FastLanguageModel
 
         # Unsloth loads an adapter folder as base (from adapter_config.json) + adapter, trainable, patched.
@@ -118,4 +119,5 @@ def _check_adapter_base(adapter: Path | None, model_path: str) -> None:
                   "(python sft.py) or point model.name at {base}").format(base=base, model=model_path)
             )
     elif base.casefold() != str(model_path).casefold():  # hub ids: Unsloth may have renamed its 4-bit variant
-        print(f"note: model.adapter names {base} as its base model; model.name is {model_path}", file=sys.stderr)
+        print(_("note: model.adapter names {base} as its base model; model.name is {model}").format(
+            base=base, model=model_path), file=sys.stderr)
