@@ -52,11 +52,12 @@ def load(config: ProjectConfig, backend: str):
 
         # Unsloth loads an adapter folder as base (from adapter_config.json) + adapter, trainable, patched.
         _check_adapter_base(adapter, model_path)
+        patching = {"use_gradient_checkpointing": config.lora["gradient_checkpointing"]} if adapter else {}
         model, tokenizer = FastLanguageModel.from_pretrained(
             str(adapter or model_path),
             max_seq_length=config.model["max_seq_length"],
             load_in_4bit=config.model["load_in_4bit"],
-            use_gradient_checkpointing=config.lora["gradient_checkpointing"],
+            **patching,  # how Unsloth patches the adapter it loads, as get_peft_model would
         )
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
