@@ -70,8 +70,8 @@ def register_presets(register):
         max_seq_length=256,
         load_in_4bit=False,
         # A smoke test: with the thinking reward alone it learns to emit </think> early, then pads to the
-        # 32-token cap (clipped ratio -> 1.0). With a length penalty beside it (soft_overlong) it learns to close
-        # and stop. Held constant at 5e-3: at 1e-2 two of six runs learned, then collapsed to never closing the
+        # 32-token cap (clipped ratio -> 1.0). With a length penalty beside it (soft_overlong) it stops early,
+        # but writes a run of </think> tokens. Held constant at 5e-3: at 1e-2 two of six runs learned, then collapsed to never closing the
         # thinking (every reward -1, so no gradient to recover).
         grpo={
             "learning_rate": 5e-3,

@@ -59,8 +59,9 @@ def warmed(tmp_path_factory, tiny_model):
     sft = run([sys.executable, "sft.py", "--max-steps", "4"], cwd=project, env=ONE_THREAD)
     config = project / "config.toml"
     text = config.read_text()
-    assert '# adapter = "outputs/sft/adapter"' in text
-    config.write_text(text.replace('# adapter = "outputs/sft/adapter"', 'adapter = "outputs/sft/adapter"'))
+    assert '# adapter = "outputs/sft/adapter"' in text and "beta = 0.0" in text
+    text = text.replace('# adapter = "outputs/sft/adapter"', 'adapter = "outputs/sft/adapter"')
+    config.write_text(text.replace("beta = 0.0", "beta = 0.1"))  # as the 4B presets: a reference to stay near
     trained = run([sys.executable, "train.py", "--max-steps", "2"], cwd=project, env=ONE_THREAD)
     return project, json.loads(sft.stdout), sft, trained
 
@@ -117,3 +118,12 @@ def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_t
     for example in examples:
         assert example["prompt"].endswith("<think>\n\n</think>\n\n")  # thinking off, as GRPO renders it
         assert "</think>" not in example["completion"] and example["completion"].endswith(".")
+
+
+def test_evaluate_compares_the_trained_adapter_with_the_sft_one(warmed):
+    project, _, _, _ = warmed
+    result = run([sys.executable, "evaluate.py", "--prompts", "2"], cwd=project, env=ONE_THREAD)
+    summary = json.loads(result.stdout)
+    samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 2 and {"before", "after"} <= set(samples[0])
+    assert summary["mean_reward_before"] == sum(s["before_reward"] for s in samples) / 2

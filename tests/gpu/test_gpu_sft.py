@@ -38,6 +38,8 @@ def test_train_continues_from_the_sft_adapter(backend, tmp_path, commands, recor
     assert summary["adapter"] == str(start_dir) and summary["steps"] == SFT_STEPS
 
     set_toml(project / "config.toml", "model", "adapter", '"outputs/sft/adapter"')
+    # beta > 0 as in the 4B presets: TRL then keeps a frozen copy of the starting adapter as the reference
+    set_toml(project / "config.toml", "grpo", "beta", "0.1")
     trained = commands.run([sys.executable, "train.py", "--max-steps", GRPO_STEPS], name="train", cwd=project)
     record_property("train_seconds", round(trained.seconds, 1))
     assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == GRPO_STEPS
