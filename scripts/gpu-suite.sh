@@ -8,7 +8,7 @@
 # see docs/gpu-suite.md):
 #   source .gpu/env.sh && scripts/gpu-suite.sh --out "$OUT"
 # It installs this checkout (editable, no deps) and any wheels in .whl/, runs `pytest -m gpu tests/gpu` with
-# pytest-xdist when it is there (the tests share one GPU), and writes into DIR: gpu-report.json,
+# pytest-xdist when it is there (the tests share one GPU; --workers defaults to one per test), and writes into DIR: gpu-report.json,
 # gpu-report.md, pytest.log and logs.tgz (every command's log). Copy the two reports to docs/ to commit them.
 # --budget stops pytest in time to still write the report (tests not finished then show as missing).
 # Exit status: pytest's (0: all passed), or 3 when the install fails.
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 OUT_DIR=gpu-suite-out
-WORKERS=${GPU_SUITE_WORKERS:-7}
+WORKERS=${GPU_SUITE_WORKERS:-auto}
 BUDGET=${GPU_SUITE_BUDGET_S:-0}
 PY=${PYTHON:-python3}
 INSTALL=1
@@ -46,13 +46,15 @@ fi
 $PY scripts/gpu_report.py env >"$WORK/env.json"
 cat "$WORK/env.json" >&2
 
-parallel=()
-if $PY -c "import xdist" 2>/dev/null && [ "$WORKERS" -gt 1 ]; then parallel=(-n "$WORKERS"); fi
 limit=()
 if [ "$BUDGET" -gt 0 ]; then limit=(timeout --signal=INT --kill-after=30 "$BUDGET"); fi
 
 # The tests there are to be: any without a result at the end (a crash, the budget) shows as "not run".
 $PY -m pytest tests/gpu -m gpu -p no:cacheprovider --collect-only -q "$@" 2>/dev/null | grep '::' >"$WORK/expected.txt"
+# auto: one worker per test. They share the GPU, and each mostly waits on its own small-batch generation.
+if [ "$WORKERS" = auto ]; then WORKERS=$(wc -l <"$WORK/expected.txt"); fi
+parallel=()
+if $PY -c "import xdist" 2>/dev/null && [ "$WORKERS" -gt 1 ]; then parallel=(-n "$WORKERS"); fi
 
 echo "== pytest ${parallel[*]}" >&2
 # Each test process uses a few CPU threads, not all: several run side by side.

@@ -68,7 +68,7 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
         if match and "generated_project" in test["test"]:
             grid.setdefault(match["preset"], {})[match["backend"]] = {
                 "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
-    learning = {"tiny_thinking": {}, "arithmetic": None}
+    learning = {"tiny_thinking": {}, "arithmetic": None, "recipes": {}, "warm_start_continuation": {}}
     for preset, backends in grid.items():
         if preset == "tiny":
             for backend, row in backends.items():
@@ -78,6 +78,14 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
     for test in tests:
         if "arithmetic" in test["test"]:
             learning["arithmetic"] = {"outcome": test["outcome"], **test["numbers"]}
+        match = re.search(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^\]]+)\]$", test["test"])
+        if match and "recipe_learns" in test["test"]:
+            learning["recipes"].setdefault(match["preset"], {})[match["backend"]] = {
+                "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
+        match = re.search(r"continues_from_the_sft_adapter\[(?P<backend>[^\]]+)\]$", test["test"])
+        if match:
+            learning["warm_start_continuation"][match["backend"]] = {
+                "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
     counts = {}
     for test in tests:
         counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
@@ -138,6 +146,47 @@ def markdown(report: dict) -> str:
                   f"- warm start: {arithmetic.get('warm_start_seconds')} s, final loss "
                   f"{arithmetic.get('warm_start_final_loss')}; GRPO run {arithmetic.get('grpo_seconds')} s",
                   f"- settings: `{arithmetic.get('settings')}`"]
+    recipes = learning.get("recipes") or {}
+    if recipes:
+        lines += ["", "## Each preset's recipe on a stand-in for its model", "",
+                  "A small Qwen3 built on the machine, warm-started on worked additions to act like the preset's model "
+                  "(thinking: its template opens `<think>`, it thinks for a varying length, closes and answers; "
+                  "standard: a hybrid chat model, run with thinking off), then the generated project with the preset's "
+                  "own recipe, scaled down in steps and, with the model, in learning rate (see `recipe`). Measured by "
+                  "`grpo-skill probe` on held-out problems before GRPO and after it (adapter on); accuracy is measured "
+                  "beside the recipe's rewards at weight 0. Cells read before -> after.", "",
+                  "| preset | backend | result | held-out reward | accuracy | clipped | closed `</think>` | zero-spread "
+                  "groups | completion tokens | GRPO reward first / last 10 | train s |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for preset in sorted(recipes):
+            for backend in sorted(recipes[preset]):
+                row = recipes[preset][backend]
+
+                def pair(key):
+                    before, after = row.get(f"heldout_{key}_before"), row.get(f"heldout_{key}_after")
+                    return "" if before is None and after is None else f"{before} -> {after}"
+
+                lines.append(
+                    f"| {preset} | {backend} | {row['outcome']} | {pair('reward')} | {pair('reward_accuracy')} | "
+                    f"{pair('clipped')} | {pair('closed_thinking')} | {pair('zero_spread_groups')} | "
+                    f"{pair('completion_tokens')} | {row.get('grpo_first10_reward', '')} / "
+                    f"{row.get('grpo_last10_reward', '')} | {row.get('train_seconds', '')} |")
+        lines.append("")
+        for preset in sorted(recipes):
+            recipe = next((row["recipe"] for row in recipes[preset].values() if row.get("recipe")), None)
+            lines.append(f"- {preset} recipe as run: `{recipe}`")
+        settings = next((row.get("settings") for rows in recipes.values() for row in rows.values()
+                         if row.get("settings")), None)
+        lines.append(f"- stand-in settings: `{settings}`")
+    continuation = learning.get("warm_start_continuation") or {}
+    if continuation:
+        lines += ["", "Warm start (`sft.py`) then `train.py` continuing from its adapter (tiny preset): relative change "
+                  "of LoRA A from the SFT adapter (a new adapter would differ by about 1.4):", "",
+                  "| backend | result | LoRA A change | evaluate.py reward, start adapter / after |",
+                  "| --- | --- | --- | --- |"]
+        for backend, row in sorted(continuation.items()):
+            lines.append(f"| {backend} | {row['outcome']} | {row.get('lora_a_relative_change', '')} | "
+                         f"{row.get('eval_reward_start_adapter', '')} / {row.get('eval_reward_after', '')} |")
     lines += ["", "## Every test", "", "| test | result | seconds | numbers |", "| --- | --- | --- | --- |"]
     for test in report["tests"]:
         numbers = ", ".join(f"{k}={v}" for k, v in test["numbers"].items() if k != "settings")
@@ -157,6 +206,13 @@ def table(report: dict) -> str:
     for backend, row in sorted(report["learning"]["tiny_thinking"].items()):
         rows.append(f"tiny thinking [{backend}]: reward {row['first10_reward']} -> {row['last10_reward']} "
                     f"(gain {row['gain']})")
+    for preset, backends in sorted((report["learning"].get("recipes") or {}).items()):
+        for backend, row in sorted(backends.items()):
+            if row.get("heldout_reward_before") is None:
+                continue
+            rows.append(f"{preset} recipe [{backend}]: held-out reward {row.get('heldout_reward_before')} -> "
+                        f"{row.get('heldout_reward_after')}, clipped {row.get('heldout_clipped_before')} -> "
+                        f"{row.get('heldout_clipped_after')}")
     arithmetic = report["learning"].get("arithmetic")
     if arithmetic:
         rows.append(f"arithmetic held-out accuracy: {arithmetic.get('heldout_accuracy_before_grpo')} before GRPO -> "

@@ -489,11 +489,34 @@ def check(project, run_rewards):
         click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
 
 
-@main.command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end."))
+@main.command(help=N_("Before training: sample completions for a few of PROJECT's prompts with its model and "
+                       "rewards, and say whether GRPO can learn from them (clipped and closed-thinking ratios, "
+                       "reward spread, lengths, speed) and what to change. PROJECT: a project folder or its "
+                       "config file."))
+@click.argument("project", default=".", type=click.Path())
+@click.option("--prompts", default=4, show_default=True, type=click.IntRange(min=1),
+              help=N_("How many of the dataset's prompts to sample (num_generations completions each)."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def probe(project, prompts, as_json):
+    from . import probe as probing
+    from .errors import UserError
+
+    try:
+        result = probing.run(project, prompts=prompts)
+    except UserError as error:
+        fail(str(error))
+    emit(result, as_json, lambda data: click.echo("\n".join(probing.report_lines(data))))
+
+
+@main.command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end, training-health "
+                       "warnings, and the latest completions from completions.jsonl."))
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--plot", type=click.Path(dir_okay=False), help=N_("Also draw reward and KL to this PNG."))
+@click.option("--completions", "show_completions", default=3, show_default=True, type=click.IntRange(min=0),
+              help=N_("How many of the latest step's completions to show (0: none)."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def metrics(run_dir, plot, as_json):
+def metrics(run_dir, plot, show_completions, as_json):
+    from .runtime import health, traces
     from .runtime import metrics as run_metrics
 
     try:
@@ -506,9 +529,26 @@ def metrics(run_dir, plot, as_json):
     summary = run_metrics.reward_trend(rows)
     if plot:
         summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
-    emit(summary, as_json, lambda data: click.echo(
-        "\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}" for key, value in data.items())
-    ))
+    summary["health"] = health.warnings_in(rows)
+    summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions else []
+
+    def text(data):
+        click.echo("\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}"
+                              for key, value in data.items() if key not in ("health", "latest_completions")))
+        for warning in data["health"]:
+            click.echo(_("warning (step {step}): {message} -> {advice}").format(**warning))
+        if data["latest_completions"]:
+            click.echo(_("latest completions (step {step}, from {file}):").format(
+                step=data["latest_completions"][0]["step"], file=traces.TRACES_FILE))
+        for trace in data["latest_completions"]:
+            scores = ", ".join(f"{name} {score:+.2f}" if score is not None else f"{name} -"
+                               for name, score in trace["rewards"].items())
+            click.echo(_("- reward {reward:+.2f} ({scores}), advantage {advantage}:").format(
+                reward=trace["reward"], scores=scores,
+                advantage="-" if trace["advantage"] is None else f"{trace['advantage']:+.2f}"))
+            click.echo("  " + " ".join(trace["completion"].split())[:300])
+
+    emit(summary, as_json, text)
 
 
 @main.command(help=N_("Estimate a run's peak GPU memory and seconds per step from its settings, without a GPU."))

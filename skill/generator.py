@@ -118,6 +118,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         "load_in_4bit": preset.load_in_4bit,
         "lora": lora,
         "grpo": dict(preset.grpo),
+        "chat_template_kwargs": dict(preset.chat_template_kwargs),
         "rewards": [{"name": reward_name, "weight": weight} for reward_name, weight in rewards],
         "lang": lang,
         "grpo_skill_version": __version__,

@@ -140,6 +140,9 @@ class Preset:
     # True when the chat template already opens <think> in the prompt (Qwen3-Thinking-2507):
     # completions then hold only the closing </think>.
     template_opens_think: bool = False
+    # Passed to the chat template with every prompt ([dataset] chat_template_kwargs), e.g. Qwen3's
+    # {"enable_thinking": False} to render prompts with the thinking switched off.
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     # For presets whose model is made on this machine instead of downloaded: returns its local path.
     build_model: Callable[[], str] | None = None
 

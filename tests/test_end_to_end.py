@@ -148,3 +148,23 @@ def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(train
     rows = [row for row in metrics.read_metrics(project / "with-plugin") if "reward" in row]
     assert [row["rewards/always_half/mean"] for row in rows] == [0.5, 0.5]
     assert HalfReward.calls == 2
+
+
+def test_completion_traces_are_written_every_step_and_shown_by_metrics(trained, cli):
+    project, _, _ = trained
+    traces = [json.loads(line) for line in (project / "outputs" / "completions.jsonl").read_text().splitlines()]
+    assert sorted({row["step"] for row in traces}) == list(range(1, 61))
+    assert all(len([row for row in traces if row["step"] == step]) == 8 for step in (1, 60))  # one whole group
+    first = traces[0]
+    questions = [json.loads(line)["prompt"] for line in (project / "data" / "prompts.jsonl").read_text().splitlines()]
+    assert any(question in first["prompt"] for question in questions)  # the prompt as rendered for the model
+    assert isinstance(first["completion"], str) and set(first["rewards"]) == {"thinking"}
+    assert first["reward"] == pytest.approx(first["rewards"]["thinking"])
+    group = [row["advantage"] for row in traces if row["step"] == 60]
+    assert abs(sum(group)) < 1e-3  # advantages are relative to the group's mean
+
+    shown = json.loads(cli("metrics", str(project / "outputs"), "--completions", "2", "--json").stdout)
+    assert [row["completion"] for row in shown["latest_completions"]] == \
+        [row["completion"] for row in traces if row["step"] == 60][:2]
+    text = cli("metrics", str(project / "outputs")).stdout
+    assert "latest completions (step 60" in text

@@ -15,7 +15,7 @@ SKILL_FILES = {"SKILL.md", "references/cli.md", "references/grpo-config.md", "re
                "references/rewards.md", "references/troubleshooting.md"}
 PROJECT_FILES = {
     ".copier-answers.yml", ".env.example", ".gitignore", "README.md", "config.toml", "data/prompts.jsonl",
-    "evaluate.py", "requirements.txt", "rewards.py", "tests/test_project.py", "train.py",
+    "data/sft.jsonl", "evaluate.py", "requirements.txt", "rewards.py", "sft.py", "tests/test_project.py", "train.py",
 } | {f"{skills}/grpo-skill/{name}" for skills in (".claude/skills", ".agents/skills") for name in SKILL_FILES}
 
 

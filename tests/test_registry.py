@@ -21,23 +21,29 @@ def test_builtins_are_registered_like_plugins():
     assert infos["builtin:judge"].hooks == ("register_judges", "register_rewards")
 
 
-def test_seed_presets_keep_the_seed_values():
+def test_seed_presets_keep_the_seed_values_but_the_documented_departures():
     standard, thinking = plugins.get_preset("standard"), plugins.get_preset("thinking")
-    assert (standard.model_id, standard.max_seq_length) == ("unsloth/Qwen3-4B-unsloth-bnb-4bit", 512)
-    assert (thinking.model_id, thinking.max_seq_length) == ("unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit", 1024)
+    assert standard.model_id == "unsloth/Qwen3-4B-unsloth-bnb-4bit"
+    assert thinking.model_id == "unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit"
     for preset in (standard, thinking):
         assert preset.load_in_4bit
         lora = preset.lora
         assert (lora.r, lora.alpha, lora.dropout, lora.gradient_checkpointing) == (16, 16, 0.0, "unsloth")
         assert lora.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
         assert {k: preset.grpo[k] for k in (
-            "learning_rate", "beta", "num_generations", "max_completion_length",
-            "per_device_train_batch_size", "gradient_accumulation_steps", "optim",
+            "learning_rate", "beta", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+            "optim",
         )} == {
-            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 4, "max_completion_length": 128,
+            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 4,
             "per_device_train_batch_size": 1, "gradient_accumulation_steps": 4, "optim": "adamw_8bit",
         }
     assert thinking.template_opens_think and not standard.template_opens_think
+    # The departures that SKILL.md's preset table justifies: thinking gets room to close </think> (the seed's
+    # 1024 is a floor), standard renders prompts with Qwen3's thinking off and room for whole answers.
+    assert thinking.grpo["max_completion_length"] >= 1024
+    assert thinking.max_seq_length >= thinking.grpo["max_completion_length"] + 256
+    assert standard.chat_template_kwargs == {"enable_thinking": False} and not thinking.chat_template_kwargs
+    assert standard.max_seq_length >= standard.grpo["max_completion_length"] + 256
 
 
 class ExtraPlugin:

@@ -13,6 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from . import health, traces
+
 
 class JsonlMetrics(TrainerCallback):
     """Appends every log (one per logging step) to a JSON-lines file, with its step. It never empties the file:
@@ -82,4 +84,6 @@ def install(trainer, metrics_path: str | Path) -> None:
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
+    trainer.add_callback(health.TrainingHealth())  # before JsonlMetrics: its warnings go into that step's row
     trainer.add_callback(JsonlMetrics(metrics_path))
+    trainer.add_callback(traces.CompletionTraces(trainer, Path(metrics_path).parent / traces.TRACES_FILE))

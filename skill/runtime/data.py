@@ -31,3 +31,12 @@ def load_dataset(config: ProjectConfig):
     else:
         loaded = datasets.load_dataset(config.dataset["path"])
     return loaded[config.dataset.get("split", "train")]
+
+
+def chat_prompt(config: ProjectConfig, tokenizer, question: str) -> str:
+    """One prompt in the model's chat template, as GRPO sees it: ``dataset.system_prompt`` first when set, and
+    ``dataset.chat_template_kwargs`` passed to the template (e.g. ``{enable_thinking = false}`` for Qwen3)."""
+    return tokenizer.apply_chat_template(
+        config.chat_messages(question), tokenize=False, add_generation_prompt=True,
+        **(config.dataset.get("chat_template_kwargs") or {}),
+    )

@@ -19,7 +19,7 @@ import pytest
 
 from gpu_helpers import set_toml
 from grpo_skill import plugins
-from grpo_skill.runtime import metrics
+from grpo_skill.runtime import health, metrics
 
 DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"  # tiny builds stand in for the 4B shape
 BACKENDS = ("trl", "unsloth")
@@ -92,6 +92,10 @@ def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, command
             assert f"rewards/{reward['name']}/mean" in row, (reward["name"], sorted(row))
     record_property("steps", len(rows))
     record_property("peak_step_seconds", round(max(row.get("step_time", 0.0) for row in rows), 2))
+    # completions.jsonl: one group of completions per step, on both backends; the health warnings the run gave
+    traces = [json.loads(line) for line in (project / "outputs" / "completions.jsonl").read_text().splitlines()]
+    assert {row["step"] for row in traces} == set(range(1, steps + 1))
+    record_property("health_warnings", ", ".join(w["check"] for w in health.warnings_in(rows)) or "none")
 
     # 4. The adapter: saved, with every target module, and trained where the rewards gave a signal. GRPO's
     # advantages are zero when a group's rewards are all equal (a random 4B-shape model's completions all score

@@ -1,0 +1,132 @@
+"""Training-health warnings: a callback that watches each logged step for the signs of a run that learns nothing
+or goes wrong, and says so once per sign, with what to change.
+
+It reads the metrics GRPOTrainer logs (TRL 1.14.2): ``frac_reward_zero_std``, ``completions/clipped_ratio``,
+``reward``, ``kl`` (when beta > 0) and the Trainer's ``grad_norm``. A warning is printed under the progress bar
+and recorded in that step's row of metrics.jsonl as ``health`` (a list of ``{"check", "message"}``); the
+callback must therefore come before JsonlMetrics in the trainer's callbacks.
+
+Imports transformers: use it only after unsloth has been imported.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.text import Text
+from transformers import TrainerCallback
+
+from ..i18n import N_, _
+
+HEALTH_KEY = "health"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When a sign counts as trouble."""
+
+    steps: int = 5  # a sign must hold for this many logged steps in a row (one noisy step is not a trend)
+    zero_std: float = 0.9  # frac_reward_zero_std above this: nearly every group scores all its completions alike
+    clipped: float = 0.5  # completions/clipped_ratio above this: most completions hit max_completion_length
+    flat_steps: int = 10  # the reward has not moved at all for this many logged steps
+    flat_range: float = 1e-3
+    kl: float = 1.0  # kl above this: the policy is far from the reference model
+    grad_factor: float = 10.0  # grad_norm above this many times its median so far (or not finite)
+    grad_history: int = 5  # steps of grad_norm seen before a spike can count
+
+
+CHECKS = {
+    "zero_std": (
+        N_("frac_reward_zero_std has stayed above {limit} for {steps} steps: almost every group scores all its "
+           "completions the same, so their advantages are zero and nothing is learned"),
+        N_("run `grpo-skill probe`; use graded rewards, more num_generations, easier prompts, or warm-start with "
+           "sft.py"),
+    ),
+    "clipped": (
+        N_("completions/clipped_ratio has stayed above {limit} for {steps} steps: most completions hit "
+           "max_completion_length before they end"),
+        N_("raise [grpo] max_completion_length (and model.max_seq_length), or add a length reward such as "
+           "soft_overlong"),
+    ),
+    "flat_reward": (
+        N_("the reward has not moved for {steps} steps (stuck at {value:.3f})"),
+        N_("check that the rewards can tell completions apart (`grpo-skill probe`); raise learning_rate if "
+           "reward_std is clearly above 0"),
+    ),
+    "kl": (
+        N_("kl reached {value:.3g} (above {limit}): the policy has drifted far from the reference model"),
+        N_("raise [grpo] beta or lower learning_rate; read outputs/completions.jsonl for degenerate text"),
+    ),
+    "grad_norm": (
+        N_("grad_norm jumped to {value:.3g} (the median so far is {median:.3g})"),
+        N_("lower learning_rate, keep max_grad_norm at 1.0, keep the rewards within about [-1, 1]; "
+           "use bf16 rather than fp16"),
+    ),
+}
+
+
+class TrainingHealth(TrainerCallback):
+    """Warns once per check, with advice, when the logged metrics show a run in trouble."""
+
+    def __init__(self, limits: Limits | None = None, console: Console | None = None):
+        self.limits = limits or Limits()
+        self.console = console or Console(stderr=True)
+        self.warned: set[str] = set()
+        self.streaks = {"zero_std": 0, "clipped": 0}
+        self.rewards: list[float] = []
+        self.grad_norms: list[float] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "reward" not in logs:  # only training steps (not the summary at the end)
+            return
+        found = [(check, values) for check, values in self.check(logs) if check not in self.warned]
+        if not found:
+            return
+        records = []
+        for check, values in found:
+            self.warned.add(check)
+            message, advice = (_(text).format(**values) for text in CHECKS[check])
+            records.append({"check": check, "message": message, "advice": advice})
+            if state.is_world_process_zero:
+                self.console.print(Text.assemble(
+                    (_("warning"), "bold yellow"),
+                    _(" (step {step}): {message}\n  -> {advice}").format(
+                        step=state.global_step, message=message, advice=advice)))
+        logs[HEALTH_KEY] = records  # JsonlMetrics, next in line, writes it into this step's row
+
+    def check(self, logs: dict) -> list[tuple[str, dict]]:
+        """Every check that fires on this step's metrics (whether or not it was already said)."""
+        limits, fired = self.limits, []
+        for check, key, limit in (("zero_std", "frac_reward_zero_std", limits.zero_std),
+                                  ("clipped", "completions/clipped_ratio", limits.clipped)):
+            value = logs.get(key)
+            self.streaks[check] = self.streaks[check] + 1 if value is not None and value > limit else 0
+            if self.streaks[check] >= limits.steps:
+                fired.append((check, {"limit": limit, "steps": limits.steps}))
+
+        self.rewards.append(logs["reward"])
+        recent = self.rewards[-limits.flat_steps:]
+        if len(recent) == limits.flat_steps and max(recent) - min(recent) <= limits.flat_range:
+            fired.append(("flat_reward", {"steps": limits.flat_steps, "value": recent[-1]}))
+
+        kl = logs.get("kl")
+        if kl is not None and (not math.isfinite(kl) or kl > limits.kl):
+            fired.append(("kl", {"value": kl, "limit": limits.kl}))
+
+        grad_norm = logs.get("grad_norm")
+        if grad_norm is not None:
+            history = self.grad_norms[:]
+            self.grad_norms.append(grad_norm)
+            median = statistics.median(history) if history else float("nan")
+            if not math.isfinite(grad_norm) or (
+                    len(history) >= limits.grad_history and grad_norm > limits.grad_factor * median > 0):
+                fired.append(("grad_norm", {"value": grad_norm, "median": median}))
+        return fired
+
+
+def warnings_in(rows: list[dict]) -> list[dict]:
+    """The health warnings recorded in metrics.jsonl rows, with their step."""
+    return [{"step": row.get("step"), **record} for row in rows for record in row.get(HEALTH_KEY) or ()]

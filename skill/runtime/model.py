@@ -1,0 +1,124 @@
+"""The model and tokenizer as a run uses them: 4-bit or not, Unsloth or transformers, and the LoRA adapter.
+
+train.py, sft.py and `grpo-skill probe` load through here, so all three see the same model. With the Unsloth
+backend, ``unsloth`` must have been imported before transformers (train.py does it in its step 3);
+``load`` imports it itself when nothing has imported transformers yet (the probe).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..i18n import _
+from ..project import ConfigError, ProjectConfig
+from . import machine
+
+
+def adapter_dir(config: ProjectConfig) -> Path | None:
+    """``model.adapter``: a LoRA adapter folder (e.g. sft.py's) that training continues from, or None."""
+    adapter = config.model.get("adapter")
+    if not adapter:
+        return None
+    path = Path(adapter).expanduser()
+    path = path if path.is_absolute() else config.project_dir / path
+    if not (path / "adapter_config.json").is_file():
+        raise ConfigError(
+            _("model.adapter: {path} holds no LoRA adapter (adapter_config.json); run `python sft.py` first "
+              "or remove the line").format(path=path)
+        )
+    return path
+
+
+def torch_dtype():
+    import torch
+
+    if machine.bf16_supported():
+        return torch.bfloat16
+    return torch.float16 if machine.cuda_available() else torch.float32
+
+
+def load(config: ProjectConfig, backend: str):
+    """(model, tokenizer): ``model.name`` loaded for ``backend``, with ``model.adapter`` on it (trainable) when
+    set. Without an adapter the model has no LoRA yet: ``add_lora`` gives it one."""
+    adapter = adapter_dir(config)
+    model_path = config.model_path()
+    if backend == "unsloth":
+        if "unsloth" not in sys.modules and "transformers" in sys.modules:
+            print(_("warning: unsloth was imported after transformers, so it cannot patch it fully; import unsloth "
+                    "first"), file=sys.stderr)
+        from unsloth import FastLanguageModel
+
+        # Unsloth loads an adapter folder as base (from adapter_config.json) + adapter, trainable, patched.
+        _check_adapter_base(adapter, model_path)
+        patching = {"use_gradient_checkpointing": config.lora["gradient_checkpointing"]} if adapter else {}
+        model, tokenizer = FastLanguageModel.from_pretrained(
+            str(adapter or model_path),
+            max_seq_length=config.model["max_seq_length"],
+            load_in_4bit=config.model["load_in_4bit"],
+            **patching,  # how Unsloth patches the adapter it loads, as get_peft_model would
+        )
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dtype = torch_dtype()
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        model = AutoModelForCausalLM.from_pretrained(
+            model_path, dtype=dtype, quantization_config=machine.quantization_config(config, dtype)
+        )
+        if adapter:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+    if tokenizer.pad_token is None:  # GRPO pads the group's completions
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def add_lora(model, config: ProjectConfig, backend: str):
+    """(model, peft_config): LoRA from ``[lora]``; for TRL as a peft config that the trainer applies, for
+    Unsloth applied here. A model loaded with ``model.adapter`` keeps that adapter and its shape."""
+    from peft import LoraConfig, PeftModel
+
+    lora = config.lora
+    if isinstance(model, PeftModel):
+        return model, None
+    if backend == "unsloth":
+        from unsloth import FastLanguageModel
+
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=lora["r"],
+            lora_alpha=lora["alpha"],
+            lora_dropout=lora["dropout"],
+            target_modules=list(lora["target_modules"]),
+            use_gradient_checkpointing=lora["gradient_checkpointing"],
+            random_state=config.grpo.get("seed", 42),
+        )
+        return model, None
+    return model, LoraConfig(
+        r=lora["r"],
+        lora_alpha=lora["alpha"],
+        lora_dropout=lora["dropout"],
+        target_modules=list(lora["target_modules"]),
+        task_type="CAUSAL_LM",
+    )
+
+
+def _check_adapter_base(adapter: Path | None, model_path: str) -> None:
+    """Unsloth takes the base model from the adapter's config: it must be the project's model."""
+    if adapter is None:
+        return
+    base = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base:
+        return
+    if Path(base).exists() and Path(model_path).exists():
+        if Path(base).resolve() != Path(model_path).resolve():
+            raise ConfigError(
+                _("model.adapter was trained on {base}, but model.name is {model}; train the adapter on this model "
+                  "(python sft.py) or point model.name at {base}").format(base=base, model=model_path)
+            )
+    elif base.casefold() != str(model_path).casefold():  # hub ids: Unsloth may have renamed its 4-bit variant
+        print(_("note: model.adapter names {base} as its base model; model.name is {model}").format(
+            base=base, model=model_path), file=sys.stderr)

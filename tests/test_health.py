@@ -1,0 +1,96 @@
+"""Training-health warnings: the callback on synthetic GRPO logs (the metric names TRL 1.14.2 logs)."""
+
+import io
+import math
+
+import pytest
+from rich.console import Console
+from transformers import TrainerControl, TrainerState, TrainingArguments
+
+from grpo_skill.runtime.health import HEALTH_KEY, TrainingHealth, warnings_in
+
+HEALTHY = {"loss": 0.01, "grad_norm": 0.5, "reward": 0.2, "reward_std": 0.4, "frac_reward_zero_std": 0.1,
+           "completions/clipped_ratio": 0.1, "kl": 0.01}
+
+
+@pytest.fixture
+def watch(tmp_path):
+    """Feed one log dict per step to a TrainingHealth; returns (rows as JsonlMetrics would record them, output)."""
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[])
+    output = io.StringIO()
+    callback = TrainingHealth(console=Console(file=output, width=200))
+    state, control = TrainerState(), TrainerControl()
+
+    def feed(logs_per_step):
+        rows = []
+        for step, logs in enumerate(logs_per_step, start=1):
+            state.global_step = step
+            logs = dict(logs)
+            callback.on_log(args, state, control, logs=logs)
+            rows.append({"step": step, **logs})
+        return rows, output.getvalue()
+
+    return feed
+
+
+def steps(count, **changes):
+    return [{**HEALTHY, **changes} for _ in range(count)]
+
+
+def rising(count):
+    return [{**HEALTHY, "reward": 0.1 * step} for step in range(count)]
+
+
+def test_a_healthy_run_gets_no_warning(watch):
+    rows, output = watch(rising(30))
+    assert warnings_in(rows) == [] and output == ""
+
+
+def test_zero_spread_warns_once_after_five_steps_with_advice(watch):
+    rows, output = watch(rising(3) + [{**HEALTHY, "reward": 0.1 * i, "frac_reward_zero_std": 0.95}
+                                      for i in range(12)])
+    warnings = warnings_in(rows)
+    assert [(w["step"], w["check"]) for w in warnings] == [(8, "zero_std")]  # steps 4-8: five in a row
+    assert "frac_reward_zero_std" in warnings[0]["message"] and "sft.py" in warnings[0]["advice"]
+    assert output.count("warning") == 1 and "(step 8)" in output
+
+
+def test_a_streak_broken_by_one_good_step_starts_again(watch):
+    bad = {"completions/clipped_ratio": 0.9}
+    logs = [{**HEALTHY, "reward": 0.1 * i, **(bad if i != 4 else {})} for i in range(9)]
+    rows, _ = watch(logs)
+    assert warnings_in(rows) == []  # 4 bad, 1 good, 4 bad: never five in a row
+    rows, _ = watch([{**HEALTHY, "reward": 1 + 0.1 * i, **bad} for i in range(1)])
+    assert [w["check"] for w in warnings_in(rows)] == ["clipped"]  # the fifth in a row
+
+
+def test_clipped_completions_advise_a_larger_budget(watch):
+    rows, _ = watch([{**HEALTHY, "reward": 0.1 * i, "completions/clipped_ratio": 0.8} for i in range(6)])
+    (warning,) = warnings_in(rows)
+    assert warning["check"] == "clipped" and "max_completion_length" in warning["advice"]
+
+
+def test_a_reward_that_never_moves_is_flat(watch):
+    rows, _ = watch(steps(15, reward=-1.0, frac_reward_zero_std=0.5))
+    assert [(w["step"], w["check"]) for w in warnings_in(rows)] == [(10, "flat_reward")]
+
+
+def test_kl_and_grad_norm_blow_ups(watch):
+    logs = rising(8)
+    logs[5] = {**logs[5], "kl": 3.5}
+    logs[6] = {**logs[6], "grad_norm": 60.0}  # median so far 0.5
+    logs[7] = {**logs[7], "kl": 9.0, "grad_norm": 80.0}  # said once each only
+    rows, output = watch(logs)
+    assert [(w["step"], w["check"]) for w in warnings_in(rows)] == [(6, "kl"), (7, "grad_norm")]
+    assert "beta" in warnings_in(rows)[0]["advice"] and "learning_rate" in warnings_in(rows)[1]["advice"]
+    assert output.count("warning") == 2
+
+
+def test_a_non_finite_grad_norm_warns_at_once(watch):
+    rows, _ = watch([{**HEALTHY, "grad_norm": math.nan}])
+    assert [w["check"] for w in warnings_in(rows)] == ["grad_norm"]
+
+
+def test_the_end_of_training_summary_is_ignored(watch):
+    rows, _ = watch([{"train_runtime": 1.0, "train_loss": math.nan}])
+    assert HEALTH_KEY not in rows[0]

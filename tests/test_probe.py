@@ -1,0 +1,73 @@
+"""`grpo-skill probe` on the tiny preset (CPU): every figure, and a verdict that follows the completion budget."""
+
+import json
+import re
+import sys
+
+import pytest
+
+from grpo_skill.probe import report_lines
+from support import run
+
+PROMPTS = "2"
+
+
+def set_grpo(config, key, value):
+    """Edit one [grpo] value of a generated config.toml, as a user would."""
+    text, count = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", config.read_text())
+    assert count == 1
+    config.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, tiny_model):
+    root = tmp_path_factory.mktemp("probe")
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "probe-run", "--preset", "tiny", "-o", str(root)])
+    return root / "probe-run"
+
+
+def probe(cli, project, *args):
+    # one thread: a tiny model's sampling is many small steps, which spare threads on a busy CPU only slow down
+    return cli("probe", str(project), "--prompts", PROMPTS, *args, env={"OMP_NUM_THREADS": "1"})
+
+
+def test_a_budget_the_completions_end_within_is_ready(cli, project):
+    set_grpo(project / "config.toml", "max_completion_length", 192)
+    result = json.loads(probe(cli, project, "--json").stdout)
+    assert result["verdict"] == "ready", result["findings"]
+    assert result["completions"] == 2 * 8 and result["num_generations"] == 8
+    assert 0 <= result["clipped_ratio"] <= 0.5
+    assert result["thinking"]["mode"] == "open" and 0 < result["thinking"]["closed_ratio"] <= 1
+    thinking = result["rewards"]["thinking"]
+    assert -1 <= thinking["mean"] <= 1.1 and thinking["std"] > 0
+    assert result["zero_spread_groups"] <= 0.5
+    assert result["prompt_tokens"]["max"] >= result["prompt_tokens"]["mean"] > 0
+    assert 0 < result["completion_tokens"]["mean"] <= 192
+    assert result["tokens_per_second"] > 0
+    assert result["natural_length"]["sampled_up_to"] >= 192
+    assert not any(finding["blocking"] for finding in result["findings"])
+    assert len(result["samples"]) == 2 and {"prompt", "completion", "reward", "rewards"} <= set(result["samples"][0])
+
+
+def test_a_two_token_budget_flips_the_verdict_with_a_measured_budget(cli, project):
+    set_grpo(project / "config.toml", "max_completion_length", 2)
+    result = json.loads(probe(cli, project, "--json").stdout)
+    assert result["verdict"] == "change"
+    assert result["clipped_ratio"] > 0.5 and result["zero_spread_groups"] == 1.0
+    codes = [finding["code"] for finding in result["findings"]]
+    assert codes[0] == "clipped" and "zero_spread" in codes
+    clipped = result["findings"][0]
+    suggested = result["natural_length"]["p90"]
+    assert suggested and suggested > 2  # measured by sampling the cut-off completions on
+    assert "max_completion_length" in clipped["advice"] and str(-(-suggested // 64) * 64) in clipped["advice"]
+
+    text = "\n".join(report_lines(result))  # what the command prints without --json
+    assert f"clipped (hit max_completion_length): {result['clipped_ratio']:.0%}" in text
+    assert "verdict: change" in text and clipped["advice"] in text
+    assert "reward thinking: mean -1.000, std 0.000" in text
+
+
+def test_a_folder_without_a_project_is_a_one_line_error(cli, tmp_path):
+    result = cli("probe", str(tmp_path), check=False)
+    assert result.returncode != 0
+    assert "no such config file" in result.stderr and "Traceback" not in result.stderr

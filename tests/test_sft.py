@@ -1,0 +1,130 @@
+"""The warm start: worked examples in the model's own chat template, sft.py's adapter, and train.py continuing
+from it ([model] adapter) on the tiny preset (CPU)."""
+
+import json
+import sys
+
+import pytest
+
+from grpo_skill import warmstart
+from support import run
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # tiny models: spare threads on a busy CPU only slow them down
+
+
+@pytest.fixture(scope="module")
+def chat_tokenizer():
+    from transformers import AutoTokenizer
+
+    from grpo_skill import modelbuild
+
+    return AutoTokenizer.from_pretrained(modelbuild.build("tiny", opens_think=False))
+
+
+def render(tokenizer, **kwargs):
+    return tokenizer.apply_chat_template([{"role": "user", "content": "What is 2 + 3?"}], tokenize=False,
+                                         add_generation_prompt=True, **kwargs)
+
+
+def test_the_completion_follows_what_the_template_did_with_thinking(tiny_tokenizer, chat_tokenizer):
+    opened = render(tiny_tokenizer)  # Thinking-2507 style: the prompt ends inside <think>
+    hybrid_on, hybrid_off = render(chat_tokenizer), render(chat_tokenizer, enable_thinking=False)
+    assert [warmstart.thinking_state(p) for p in (opened, hybrid_on, hybrid_off)] == ["open", "model", "off"]
+    assert warmstart.completion_for(opened, "2 + 3 = 5.", "It is 5.") == "2 + 3 = 5.\n</think>\n\nIt is 5."
+    assert warmstart.completion_for(hybrid_on, "2 + 3 = 5.", "It is 5.") == \
+        "<think>\n2 + 3 = 5.\n</think>\n\nIt is 5."
+    assert warmstart.completion_for(hybrid_off, "2 + 3 = 5.", "It is 5.") == "It is 5."
+    assert warmstart.completion_for(hybrid_on, "", "It is 5.") == "It is 5."
+
+
+def test_arithmetic_examples_vary_the_thinking_and_the_answer_style():
+    from grpo_skill import arithmetic
+
+    rows = arithmetic.problems(200, seed=3)
+    examples = warmstart.arithmetic_examples(rows, seed=3)
+    assert [e["prompt"] for e in examples] == [r["prompt"] for r in rows]
+    assert len({e["thinking"].count(".") for e in examples}) == 4  # the four depths
+    assert sum("Is that right?" in e["thinking"] for e in examples) > 20
+    for example, row in zip(examples, rows):
+        assert str(row["answer"]) in example["response"] and str(row["answer"]) in example["thinking"]
+    assert len({e["response"].replace(e["answer"], "") for e in examples}) >= 5
+
+
+@pytest.fixture(scope="module")
+def warmed(tmp_path_factory, tiny_model):
+    """A tiny project, sft.py for a few steps, then train.py continuing from its adapter."""
+    root = tmp_path_factory.mktemp("sft")
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "warm", "--preset", "tiny", "-o", str(root)])
+    project = root / "warm"
+    sft = run([sys.executable, "sft.py", "--max-steps", "4"], cwd=project, env=ONE_THREAD)
+    config = project / "config.toml"
+    text = config.read_text()
+    assert '# adapter = "outputs/sft/adapter"' in text and "beta = 0.0" in text
+    text = text.replace('# adapter = "outputs/sft/adapter"', 'adapter = "outputs/sft/adapter"')
+    config.write_text(text.replace("beta = 0.0", "beta = 0.1"))  # as the 4B presets: a reference to stay near
+    trained = run([sys.executable, "train.py", "--max-steps", "2"], cwd=project, env=ONE_THREAD)
+    return project, json.loads(sft.stdout), sft, trained
+
+
+def test_sft_writes_an_adapter_and_says_how_to_use_it(warmed):
+    project, summary, sft, _ = warmed
+    assert summary["adapter"] == str(project / "outputs" / "sft" / "adapter")
+    assert summary["examples"] == 24 and summary["steps"] == 4
+    assert (project / "outputs" / "sft" / "adapter" / "adapter_config.json").is_file()
+    assert 'adapter = "outputs/sft/adapter"' in sft.stderr
+
+
+def test_train_continues_from_the_sft_adapter(warmed):
+    from peft.utils import load_peft_weights
+
+    project, _, _, trained = warmed
+    assert json.loads(trained.stdout)["steps"] == 2
+    start = load_peft_weights(str(project / "outputs" / "sft" / "adapter"), device="cpu")
+    end = load_peft_weights(str(project / "outputs" / "adapter"), device="cpu")
+    lora_a = sorted(key for key in start if "lora_A" in key)
+    assert lora_a and set(lora_a) <= set(end)
+
+    def relative_change(keys):
+        change = sum(float((end[k].float() - start[k].float()).norm()) ** 2 for k in keys) ** 0.5
+        return change / sum(float(start[k].float().norm()) ** 2 for k in keys) ** 0.5
+
+    # LoRA A starts random: a new adapter would differ from sft.py's by about sqrt(2); two GRPO steps move it little
+    assert relative_change(lora_a) < 0.5
+
+
+def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
+    project, _, _, _ = warmed
+    config = project / "config.toml"
+    original = config.read_text()
+    try:
+        config.write_text(original.replace('adapter = "outputs/sft/adapter"', 'adapter = "outputs/none"'))
+        result = run([sys.executable, "train.py", "--max-steps", "1", "--output-dir", "no-adapter"], cwd=project,
+                     check=False, env=ONE_THREAD)
+    finally:
+        config.write_text(original)
+    assert result.returncode != 0
+    assert "model.adapter" in result.stderr and "adapter_config.json" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (project / "no-adapter").exists()
+
+
+def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_tokenizer):
+    from grpo_skill import project as projects
+
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "plain", "--preset", "standard", "-o", str(tmp_path)])
+    config = projects.load(tmp_path / "plain")
+    assert config.dataset["chat_template_kwargs"] == {"enable_thinking": False}
+    examples = warmstart.load_examples(config, chat_tokenizer)
+    assert len(examples) == 24
+    for example in examples:
+        assert example["prompt"].endswith("<think>\n\n</think>\n\n")  # thinking off, as GRPO renders it
+        assert "</think>" not in example["completion"] and example["completion"].endswith(".")
+
+
+def test_evaluate_compares_the_trained_adapter_with_the_sft_one(warmed):
+    project, _, _, _ = warmed
+    result = run([sys.executable, "evaluate.py", "--prompts", "2"], cwd=project, env=ONE_THREAD)
+    summary = json.loads(result.stdout)
+    samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 2 and {"before", "after"} <= set(samples[0])
+    assert summary["mean_reward_before"] == sum(s["before_reward"] for s in samples) / 2
