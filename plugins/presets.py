@@ -33,11 +33,14 @@ def build_tiny_model() -> str:
 # - standard: Qwen3-4B is a hybrid model that thinks unless told not to; its answers are scored by length and
 #   format, so its prompts are rendered with thinking off. 128 tokens cut most of its chat answers before
 #   their end, where every truncated answer scores the same (no final '.'): 512, and room for the prompt.
-STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512}
+STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "steps_per_generation": 32}
 # - thinking: Qwen3-4B-Thinking-2507 always thinks first, for hundreds to thousands of tokens (its card
 #   recommends 32,768 output tokens); at 128 almost no completion reaches </think> and every one scores -1.
 #   2048 lets most answers to everyday questions close their thinking; 512 more for the prompt.
-THINKING_GRPO = {**SEED_GRPO, "max_completion_length": 2048}
+THINKING_GRPO = {**SEED_GRPO, "max_completion_length": 2048, "steps_per_generation": 16}
+# Speed (both): steps_per_generation generates the completions of several optimizer steps at once (8 steps for
+# standard, 4 for thinking's 4x longer completions); each step still trains on completions it has not seen.
+# Measured on an H200 (docs/benchmarks.md): 4.17 -> 2.58 s/step at the benchmark's standard settings.
 
 
 @hookimpl
@@ -61,7 +64,9 @@ def register_presets(register):
         max_seq_length=2560,  # the completion budget and 512 tokens of prompt
         load_in_4bit=True,
         grpo=THINKING_GRPO,
-        rewards=(("thinking", 1.0),),
+        # soft_overlong keeps a spread once every completion closes its thinking: in the last 20% of the budget
+        # it scores below the completions that finish sooner
+        rewards=(("thinking", 1.0), ("soft_overlong", 0.5)),
         template_opens_think=True,
     ))
     register(Preset(

@@ -97,7 +97,18 @@ class RewardEntry(Table):
 
 
 class SftTable(Table):
-    """[sft]: the supervised warm start (sft.py). Its keys are added here as sft.py grows them."""
+    """[sft]: the supervised warm start (sft.py): its examples, and the SFTConfig values it may change."""
+
+    path: NonEmptyStr = "data/sft.jsonl"
+    split: NonEmptyStr = "train"
+    prompt_column: NonEmptyStr = "prompt"
+    thinking_column: str = "thinking"  # "": the examples hold no thinking
+    response_column: NonEmptyStr = "response"
+    output_dir: NonEmptyStr = "outputs/sft"
+    max_steps: Annotated[int, Field(ge=1)] = 60
+    learning_rate: Annotated[float, Field(gt=0)] = 2e-4
+    per_device_train_batch_size: Annotated[int, Field(ge=1)] = 4
+    logging_steps: Annotated[int, Field(ge=1)] = 5
 
 
 class GrpoBase(Table):
