@@ -94,7 +94,7 @@ def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, command
     record_property("peak_step_seconds", round(max(row.get("step_time", 0.0) for row in rows), 2))
     # completions.jsonl: one group of completions per step, on both backends; the health warnings the run gave
     traces = [json.loads(line) for line in (project / "outputs" / "completions.jsonl").read_text().splitlines()]
-    assert {row["step"] for row in traces} == set(range(1, steps + 1))
+    assert {row["step"] for row in traces} == {row["step"] for row in rows}  # each generation's group once
     record_property("health_warnings", ", ".join(w["check"] for w in health.warnings_in(rows)) or "none")
 
     # 4. The adapter: saved, with every target module, and trained where the rewards gave a signal. GRPO's
