@@ -6,6 +6,7 @@ import importlib.util
 
 from ..i18n import _
 from ..project import ConfigError, ProjectConfig
+from . import distributed
 
 
 def cuda_available() -> bool:
@@ -21,9 +22,18 @@ def bf16_supported() -> bool:
 
 
 def choose_backend(requested: str) -> str:
-    """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there."""
+    """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there, and the run
+    is one process; several processes (accelerate launch) train with TRL."""
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if requested == "trl":
+        return "trl"
+    if distributed.is_launched():
+        if requested == "unsloth":
+            # Unsloth documents DDP through accelerate, but its GRPO under several processes is reported to hang
+            # (unslothai/unsloth#4559) and is not tested here: refused before anything loads.
+            raise ConfigError(_("model.backend = 'unsloth' trains on one GPU only; to train on {n} processes, add "
+                                "--backend trl (or set backend = 'trl'), or run python train.py on one GPU").format(
+                n=distributed.world_size()))
         return "trl"
     if requested == "unsloth":
         if not cuda_available():
