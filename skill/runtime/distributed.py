@@ -64,6 +64,14 @@ def _read_indexed_cpu_tensors() -> None:
     torch.serialization.register_package(100, lambda obj: None, on_the_cpu)
 
 
+def shards_weights() -> bool:
+    """Launched with FSDP or DeepSpeed ZeRO-3 (accelerate passes its config file on in these variables)."""
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    zero3 = (os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+             and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3")
+    return fsdp or zero3
+
+
 def trainer_settings(cuda: bool) -> dict:
     """GRPOConfig fields a multi-process run needs (a project's own [grpo] values win)."""
     if not is_launched():

@@ -54,6 +54,9 @@ def quantization_config(config: ProjectConfig, dtype):
     """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
     if not (config.model["load_in_4bit"] and cuda_available()):
         return None
+    if distributed.shards_weights():
+        raise ConfigError(_("model.load_in_4bit: FSDP and ZeRO-3 do not shard 4-bit weights here; set load_in_4bit = "
+                            "false (with a 16-bit model), or launch with accelerate/ddp.yaml"))
     from transformers import BitsAndBytesConfig
 
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)
