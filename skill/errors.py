@@ -15,9 +15,10 @@ from pathlib import Path
 
 DEBUG_ENV = "GRPO_SKILL_DEBUG"
 PACKAGE_DIR = Path(__file__).resolve().parent
-# Under accelerate launch every process reads the same settings, data and output folder: a mistake found before
-# training is found by all of them alike, and only the main process reports it. Once training has started, an
-# error may concern one process (its completions, its GPU): each reports its own.
+# Under accelerate launch the processes of a machine read the same settings, data and output folder: a mistake
+# found before training is found by all of them alike, and the machine's first process reports it (one line per
+# machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
+# its own.
 _training = {"started": False}
 
 
@@ -104,12 +105,12 @@ def training_started() -> None:
 
 
 def reported_by_the_main_process(error: BaseException) -> bool:
-    """True on the other processes of a launch for a mistake that the main process reports for all of them."""
+    """True on the other processes of a launch for a mistake that their machine's first process reports."""
     if _training["started"] or not isinstance(error, UserError):
         return False
     from .runtime import distributed
 
-    return distributed.is_launched() and not distributed.is_main_process()
+    return distributed.is_launched() and distributed.local_rank() != 0
 
 
 def install() -> None:

@@ -167,3 +167,17 @@ def test_the_command_printed_at_ctrl_c_finishes_the_run_under_two_processes(proj
     summary = json.loads(result.stdout)
     assert (summary["global_step"], summary["processes"]) == (12, 2)
     assert (output_dir / "adapter" / "adapter_config.json").is_file()
+
+
+@pytest.mark.parametrize("name,kind,cpu", [("ddp", "MULTI_GPU", False), ("cpu-ddp", "MULTI_GPU", True),
+                                           ("fsdp", "FSDP", False), ("zero2", "DEEPSPEED", False)])
+def test_the_shipped_accelerate_configs_are_what_accelerate_reads(project, name, kind, cpu):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(project / "accelerate" / f"{name}.yaml"))  # unknown keys raise here
+    assert (config.distributed_type.value, config.use_cpu, config.num_processes, config.num_machines) == (
+        kind, cpu, 2, 1)
+    if kind == "FSDP":
+        assert config.fsdp_config["fsdp_state_dict_type"] == "FULL_STATE_DICT"  # the adapter saved whole
+    if kind == "DEEPSPEED":
+        assert config.deepspeed_config["zero_stage"] == 2
