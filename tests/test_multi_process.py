@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from grpo_skill.runtime import metrics, resume
+from grpo_skill.runtime import distributed, metrics, resume
 
 from support import run
 
@@ -181,3 +181,18 @@ def test_the_shipped_accelerate_configs_are_what_accelerate_reads(project, name,
         assert config.fsdp_config["fsdp_state_dict_type"] == "FULL_STATE_DICT"  # the adapter saved whole
     if kind == "DEEPSPEED":
         assert config.deepspeed_config["zero_stage"] == 2
+
+
+@pytest.mark.parametrize("parent,expected", [
+    (["/venv/bin/python", "/venv/bin/accelerate", "launch", "--config_file", "accelerate/ddp.yaml", "train.py",
+      "--max-steps", "9", "--overwrite"], "accelerate launch --config_file accelerate/ddp.yaml train.py"),
+    (["python3", "-m", "accelerate.commands.launch", "--num_processes", "2", "train.py"],
+     "accelerate launch --num_processes 2 train.py"),
+    (["/usr/bin/python", "/usr/bin/torchrun", "--nproc_per_node=4", "/runs/a/train.py"],
+     "torchrun --nproc_per_node=4 /runs/a/train.py"),
+    (["python", "-m", "torch.distributed.run", "--nnodes", "2", "train.py"], "torchrun --nnodes 2 train.py"),
+    (["bash", "launch.sh"], None),
+])
+def test_the_command_to_resume_is_the_launch_as_the_user_typed_it(parent, expected):
+    command = distributed.launch_command(["train.py", "--max-steps", "9", "--resume"], parent)
+    assert (" ".join(command) if command else None) == (expected and f"{expected} --max-steps 9 --resume")

@@ -107,17 +107,19 @@ def close() -> None:
         dist.destroy_process_group()
 
 
-def launch_command(script_argv: list[str]) -> list[str] | None:
-    """The command line the user typed to launch this run (``accelerate launch ... train.py ...``), from the parent
-    process (the launcher), with the script's own arguments replaced by ``script_argv``; None when this process
-    was not started by a launcher or its command line cannot be read."""
-    if not is_launched():
-        return None
-    try:
-        parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return None
-    argv = [arg for arg in parent.split("\0") if arg]
+def launch_command(script_argv: list[str], parent_argv: list[str] | None = None) -> list[str] | None:
+    """The command line the user typed to launch this run (``accelerate launch ... train.py ...``), read from the
+    parent process (the launcher) unless ``parent_argv`` is given, with the script's own arguments replaced by
+    ``script_argv``; None when this process was not started by a known launcher."""
+    if parent_argv is None:
+        if not is_launched():
+            return None
+        try:
+            parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        parent_argv = parent.split("\0")
+    argv = [arg for arg in parent_argv if arg]
     script = Path(script_argv[0]).name
     at = next((i for i, arg in enumerate(argv) if Path(arg).name == script), None)
     for i, arg in enumerate(argv[:at] if at is not None else []):
