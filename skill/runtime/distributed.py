@@ -12,8 +12,11 @@ from pathlib import Path
 
 # Launchers as a user types them: a program (the parent process of a worker), or python -m MODULE.
 LAUNCHER_PROGRAMS = {"accelerate": ["accelerate"], "torchrun": ["torchrun"]}
-LAUNCHER_MODULES = {"accelerate.commands.launch": ["accelerate", "launch"], "accelerate.commands.accelerate_cli":
-                    ["accelerate"], "torch.distributed.run": ["torchrun"]}
+LAUNCHER_MODULES = {
+    "accelerate.commands.launch": ["accelerate", "launch"],
+    "accelerate.commands.accelerate_cli": ["accelerate"],
+    "torch.distributed.run": ["torchrun"],
+}
 
 
 def world_size() -> int:
