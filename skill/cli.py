@@ -558,18 +558,25 @@ def metrics(run_dir, plot, show_completions, as_json):
               help=N_("Default: the project's (auto counts as unsloth); unsloth for a preset."))
 @click.option("--gpu-memory", type=float, metavar="GIB", help=N_("The GPU's memory; default: nvidia-smi's, if any."))
 @click.option("--prompt-tokens", type=int, help=N_("The longest prompt in tokens; default: guessed from the dataset."))
+@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
+              help=N_("Data-parallel GPUs (accelerate launch --num_processes N); default 1."))
+@click.option("--accelerate-config", type=click.Path(dir_okay=False), metavar="FILE",
+              help=N_("Take the number of GPUs from an accelerate config file (e.g. accelerate/ddp.yaml)."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def plan(project, preset, backend, gpu_memory, prompt_tokens, as_json):
+def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, as_json):
     from . import plan as planner
     from .errors import UserError
 
     if project and preset:
         fail(_("give a project folder or --preset, not both"))
+    if gpus and accelerate_config:
+        fail(_("give --gpus or --accelerate-config, not both"))
     try:
+        processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
         if preset:
-            settings, about = planner.from_preset(preset, backend, prompt_tokens)
+            settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:
-            settings, about = planner.from_project(project or ".", backend, prompt_tokens)
+            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes)
     except UserError as error:
         fail(str(error))
     result = planner.plan(settings, about, gpu_memory if gpu_memory is not None else planner.gpu_memory_gib())

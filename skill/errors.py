@@ -15,6 +15,11 @@ from pathlib import Path
 
 DEBUG_ENV = "GRPO_SKILL_DEBUG"
 PACKAGE_DIR = Path(__file__).resolve().parent
+# Under accelerate launch the processes of a machine read the same settings, data and output folder: a mistake
+# found before training is found by all of them alike, and the machine's first process reports it (one line per
+# machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
+# its own.
+_training = {"started": False}
 
 
 class UserError(Exception):
@@ -95,6 +100,19 @@ def exit_code(error: BaseException) -> int:
     return getattr(error, "exit_code", 1) if isinstance(error, UserError) else 1
 
 
+def training_started() -> None:
+    _training["started"] = True
+
+
+def reported_by_the_main_process(error: BaseException) -> bool:
+    """True on the other processes of a launch for a mistake that their machine's first process reports."""
+    if _training["started"] or not isinstance(error, UserError):
+        return False
+    from .runtime import distributed
+
+    return distributed.is_launched() and distributed.local_rank() != 0
+
+
 def install() -> None:
     """For a script (train.py, evaluate.py): a mistake the user can fix ends in one line on stderr and a
     non-zero exit instead of a traceback; ``GRPO_SKILL_DEBUG=1`` keeps the traceback."""
@@ -105,7 +123,8 @@ def install() -> None:
         if message is None:
             previous(kind, error, trace)
             return
-        print(_error_line(message), file=sys.stderr)
+        if not reported_by_the_main_process(error):
+            print(_error_line(message), file=sys.stderr)
         code = exit_code(error)
         if code not in (1, 130):  # Python exits 1 (130 for Ctrl-C) after an uncaught exception
             sys.stderr.flush()

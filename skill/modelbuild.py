@@ -177,9 +177,14 @@ def build(shape_name: str = "tiny", opens_think: bool = True, dest: str | Path |
         tokenizer = build_tokenizer(shape, opens_think)
         tokenizer.save_pretrained(staging)
         build_model(shape, tokenizer, dtype).save_pretrained(staging)
-        if target.exists():
+        if target.exists() and not (target / "config.json").is_file():
             shutil.rmtree(target)
-        staging.rename(target)  # whole or not at all: a half-built model is never found in the cache
+        try:
+            staging.rename(target)  # whole or not at all: a half-built model is never found in the cache
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+            # another process (of the same accelerate launch) built the same model first: the builds are seeded
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

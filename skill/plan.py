@@ -49,6 +49,11 @@ CALIBRATION: dict[str, float] = {
     "decode_per_sequence_s_trl_4bit": 3e-05,
     "train_flops_per_s_trl_4bit": 1.0e14,
     "step_overhead_s": 0.225,
+    # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
+    # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
+    "ddp_step_overhead_s": 0.1,
+    # ...and the all-reduce of the LoRA gradients (bytes per second through NVLink, ring all-reduce).
+    "allreduce_bytes_per_s": 5e10,
 }
 # Unsloth sizes its decode buffers in multiples of this many tokens when it replays CUDA graphs (unsloth 2026.10).
 UNSLOTH_KV_BUCKET = 256
@@ -152,6 +157,7 @@ class Settings:
     optim: str = "adamw_8bit"
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
+    processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
     @property
     def generation_steps(self) -> int:
@@ -170,6 +176,11 @@ class Settings:
     def sequence_tokens(self) -> int:
         return self.prompt_tokens + self.max_completion_length
 
+    @property
+    def global_batch(self) -> int:
+        """Completions trained on per optimizer step, over all processes."""
+        return self.per_device_train_batch_size * self.gradient_accumulation_steps * self.processes
+
 
 @dataclass
 class Estimate:
@@ -179,6 +190,7 @@ class Estimate:
     s_per_step: float
     generation_s_per_cycle: float
     train_s_per_step: float
+    communication_s_per_step: float = 0.0
 
 
 def _lora_params(settings: Settings) -> int:
@@ -245,6 +257,13 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
                                                 else 0)  # forward + backward (2) + reference + old log-probs
     train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{timing}"] + k["step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
+    # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
+    # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
+    communication = 0.0
+    if settings.processes > 1:
+        ring = 2 * (settings.processes - 1) / settings.processes
+        communication = k["ddp_step_overhead_s"] + ring * _lora_params(settings) * 4 / k["allreduce_bytes_per_s"]
+    per_step += communication
     return Estimate(
         peak_allocated_gib=peak / GIB,
         peak_reserved_gib=peak * k[f"reserved_ratio_{backend}"] / GIB,
@@ -252,6 +271,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
         s_per_step=per_step,
         generation_s_per_cycle=generation_cycle,
         train_s_per_step=train,
+        communication_s_per_step=communication,
     )
 
 
@@ -283,10 +303,45 @@ def shape_for(model_name: str) -> tuple[ModelShape, str]:
     return found[1], _("known shape {name}").format(name=found[0])
 
 
-def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int) -> Settings:
+def backend_for(backend: str, processes: int) -> str:
+    """The backend train.py takes: auto is Unsloth on one GPU, TRL on several (Unsloth trains on one GPU only)."""
+    if processes > 1:
+        if backend == "unsloth":
+            raise PlanError(_("backend unsloth trains on one GPU only; plan {n} GPUs with --backend trl").format(
+                n=processes))
+        return "trl"
+    return "unsloth" if backend in ("unsloth", "auto") else "trl"
+
+
+def processes_from_accelerate_config(path: str | Path) -> int:
+    """How many processes (GPUs) an accelerate config file launches; only data-parallel (DDP) runs are planned."""
+    import yaml
+
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise PlanError(_("cannot read the accelerate config {path}: {reason}").format(
+            path=path, reason=getattr(error, "strerror", None) or str(error).splitlines()[0])) from None
+    if not isinstance(config, dict):
+        raise PlanError(_("{path} is not an accelerate config file (a YAML mapping)").format(path=path))
+    kind = str(config.get("distributed_type", "NO"))
+    if kind == "NO":
+        return 1
+    if kind != "MULTI_GPU":
+        raise PlanError(_("{path}: distributed_type {kind} shards the model's memory, which plan does not estimate; "
+                          "plan data-parallel runs (accelerate/ddp.yaml) or give --gpus N").format(path=path, kind=kind))
+    processes = config.get("num_processes")
+    if not isinstance(processes, int) or processes < 1:
+        raise PlanError(_("{path}: num_processes must be a whole number of GPUs; give --gpus N").format(path=path))
+    return processes
+
+
+def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
+                   processes: int = 1) -> Settings:
     gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
     return Settings(
-        shape=shape, backend="unsloth" if backend in ("unsloth", "auto") else "trl",
+        shape=shape, backend=backend_for(backend, processes), processes=processes,
         load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
         lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
@@ -302,7 +357,8 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     )
 
 
-def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None) -> tuple[Settings, dict]:
+def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
+                 processes: int = 1) -> tuple[Settings, dict]:
     from . import project
 
     config = project.load(path)
@@ -310,13 +366,14 @@ def from_project(path: str | Path, backend: str | None = None, prompt_tokens: in
     data_file = config.dataset_file()
     tokens = prompt_tokens or prompt_tokens_of(data_file, config.dataset["prompt_column"])
     settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
-                              shape, tokens)
+                              shape, tokens, processes)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
                       "model": config.model["name"], "shape_source": source,
                       "max_seq_length": config.model["max_seq_length"]}
 
 
-def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None) -> tuple[Settings, dict]:
+def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
+                processes: int = 1) -> tuple[Settings, dict]:
     from dataclasses import asdict as as_dict
     from importlib import resources
 
@@ -327,7 +384,8 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
     sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
     tokens = prompt_tokens or prompt_tokens_of(sample)
     model = {"load_in_4bit": preset.load_in_4bit}
-    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "unsloth", shape, tokens)
+    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
+                              processes)
     return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
                       "max_seq_length": preset.max_seq_length}
 
@@ -336,7 +394,7 @@ def from_benchmark_row(row: dict, shape: ModelShape) -> Settings:
     settings = row["settings"]
     prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
     return _grpo_settings(settings["grpo"], settings["lora"], settings["model"], settings["backend"], shape,
-                          int(round(prompt)))
+                          int(round(prompt)), int(settings.get("processes", 1)))
 
 
 # -- advice --------------------------------------------------------------------------------------------------------
@@ -358,8 +416,9 @@ def needed_gib(result: Estimate) -> float:
 
 
 def valid_generation_steps(settings: Settings, spg: int) -> bool:
-    """TRL generates whole groups of completions: the generation batch must be a multiple of num_generations."""
-    return spg >= 1 and (settings.per_device_train_batch_size * spg) % settings.num_generations == 0
+    """TRL generates whole groups of completions: the generation batch of all processes together must be a multiple
+    of num_generations."""
+    return spg >= 1 and (settings.per_device_train_batch_size * settings.processes * spg) % settings.num_generations == 0
 
 
 def changes_to_fit(settings: Settings, budget_gib: float) -> list[dict]:
@@ -421,6 +480,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
+    if settings.processes > 1:
+        out["data_parallel"] = data_parallel(settings, result)
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
@@ -428,6 +489,23 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
             out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step else None
         else:
             out["changes"] = changes_to_fit(settings, gpu_gib)
+    return out
+
+
+def data_parallel(settings: Settings, result: Estimate) -> dict:
+    """Several GPUs against one: the global batch, completions per second, and the batch that keeps one GPU's."""
+    one = estimate(replace(settings, processes=1))
+    per_second = settings.global_batch / result.s_per_step
+    out = {"processes": settings.processes, "global_batch": settings.global_batch,
+           "communication_s_per_step": round(result.communication_s_per_step, 3),
+           "completions_per_s": round(per_second, 2),
+           "speedup": round(per_second / (replace(settings, processes=1).global_batch / one.s_per_step), 2),
+           "same_global_batch": None}
+    if settings.per_device_train_batch_size % settings.processes == 0:
+        smaller = replace(settings, per_device_train_batch_size=settings.per_device_train_batch_size // settings.processes)
+        if valid_generation_steps(smaller, smaller.generation_steps):
+            out["same_global_batch"] = {"per_device_train_batch_size": smaller.per_device_train_batch_size,
+                                        "s_per_step": round(estimate(smaller).s_per_step, 2)}
     return out
 
 
@@ -462,6 +540,19 @@ def render_text(result: dict) -> str:
     lines.append(_("time (rough; calibrated on an H200): ~{step:.1f} s per optimizer step (generation {generation:.1f} s "
                    "per cycle, training {train:.1f} s per step)").format(
         step=result["s_per_step"], generation=result["generation_s_per_cycle"], train=result["train_s_per_step"]))
+    if result.get("data_parallel"):
+        parallel = result["data_parallel"]
+        lines.append(_("on {n} GPUs (data-parallel; memory is per GPU): {batch} completions per step ({n} x the "
+                       "per-device batch), ~{comm:.2f} s of it exchanging gradients and results; ~{rate:.1f} "
+                       "completions/s, ~{speedup:.1f}x TRL on one GPU (the exchange is guessed, not yet measured)").format(
+            n=parallel["processes"], batch=parallel["global_batch"], comm=parallel["communication_s_per_step"],
+            rate=parallel["completions_per_s"], speedup=parallel["speedup"]))
+        same = parallel["same_global_batch"]
+        if same:
+            lines.append(_("one GPU's {batch} completions per step instead: per_device_train_batch_size = {size}, "
+                           "~{step:.1f} s/step").format(
+                batch=parallel["global_batch"] // parallel["processes"], size=same["per_device_train_batch_size"],
+                step=same["s_per_step"]))
     if result["fits"] is None:
         lines.append(_("give --gpu-memory GIB to check that it fits"))
     elif result["fits"]:

@@ -16,6 +16,7 @@ SKILL_FILES = {"SKILL.md", "references/cli.md", "references/grpo-config.md", "re
 PROJECT_FILES = {
     ".copier-answers.yml", ".env.example", ".gitignore", "README.md", "config.toml", "data/prompts.jsonl",
     "data/sft.jsonl", "evaluate.py", "requirements.txt", "rewards.py", "sft.py", "tests/test_project.py", "train.py",
+    "accelerate/ddp.yaml", "accelerate/cpu-ddp.yaml", "accelerate/fsdp.yaml", "accelerate/zero2.yaml",
 } | {f"{skills}/grpo-skill/{name}" for skills in (".claude/skills", ".agents/skills") for name in SKILL_FILES}
 
 

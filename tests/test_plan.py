@@ -120,3 +120,51 @@ def test_plan_imports_no_torch():
             "except SystemExit as stop:\n    assert stop.code in (0, None), stop.code\n"
             "assert 'torch' not in sys.modules, 'plan imported torch'\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+
+
+# Several GPUs (data-parallel) ------------------------------------------------------------------------------------
+
+def test_more_gpus_keep_the_memory_per_gpu_multiply_the_batch_and_add_an_exchange():
+    one = qwen3_4b(backend="trl", per_device_train_batch_size=8, num_generations=8)
+    two = replace(one, processes=2)
+    alone, together = plan.estimate(one), plan.estimate(two)
+    assert together.peak_allocated_gib == alone.peak_allocated_gib  # each GPU holds the whole model
+    assert (one.global_batch, two.global_batch) == (8, 16)
+    assert together.communication_s_per_step > 0 == alone.communication_s_per_step
+    assert together.s_per_step == pytest.approx(alone.s_per_step + together.communication_s_per_step)
+    parallel = plan.data_parallel(two, together)
+    assert 1.5 < parallel["speedup"] < 2  # twice the completions per step, a little slower per step
+    # the 1-GPU global batch on 2 GPUs: half the per-device batch, and a shorter step
+    assert parallel["same_global_batch"]["per_device_train_batch_size"] == 4
+    assert parallel["same_global_batch"]["s_per_step"] < alone.s_per_step
+
+
+def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path):
+    project = new_project(cli, tmp_path)
+    one = json.loads(cli("plan", str(project), "--json").stdout)
+    assert one["settings"]["processes"] == 1 and "data_parallel" not in one
+    two = json.loads(cli("plan", str(project), "--gpus", "2", "--json").stdout)
+    assert two["settings"]["backend"] == "trl"  # auto: train.py takes TRL under several processes
+    settings = two["settings"]
+    assert two["data_parallel"]["global_batch"] == (
+        2 * settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"])
+    from_config = json.loads(cli("plan", str(project), "--accelerate-config", str(project / "accelerate" / "ddp.yaml"),
+                                 "--json").stdout)
+    assert from_config["data_parallel"] == two["data_parallel"]
+    text = cli("plan", str(project), "--gpus", "2").stdout
+    assert "on 2 GPUs (data-parallel; memory is per GPU)" in text
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gpus", "2", "--backend", "unsloth"], "backend unsloth trains on one GPU only; plan 2 GPUs with --backend trl"),
+    (["--accelerate-config", "accelerate/fsdp.yaml"], "distributed_type FSDP shards the model's memory"),
+    (["--accelerate-config", "accelerate/zero2.yaml"], "distributed_type DEEPSPEED shards the model's memory"),
+    (["--accelerate-config", "no-such.yaml"], "cannot read the accelerate config no-such.yaml"),
+    (["--gpus", "2", "--accelerate-config", "accelerate/ddp.yaml"], "give --gpus or --accelerate-config, not both"),
+    (["--gpus", "0"], "0 is not in the range x>=1"),
+])
+def test_plan_gpus_mistakes_are_one_line(cli, tmp_path, args, message):
+    project = new_project(cli, tmp_path)
+    done = cli("plan", ".", *args, cwd=project, check=False)
+    assert done.returncode != 0 and message in done.stderr.splitlines()[0]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2  # click adds "Try -h"

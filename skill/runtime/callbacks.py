@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from . import health, traces
+from . import distributed, health, traces
 
 
 class JsonlMetrics(TrainerCallback):
@@ -67,13 +67,17 @@ class RichProgress(TrainerCallback):
 
 
 class SaveAndStopOnCtrlC(TrainerCallback):
-    """After the step in which Ctrl-C was pressed: save a checkpoint, then stop (resume.CtrlC sets the flag)."""
+    """After the step in which Ctrl-C was pressed: save a checkpoint, then stop (resume.CtrlC sets the flag).
+
+    Several processes (accelerate launch) decide together, at the end of each step: Ctrl-C may reach them in
+    different steps, or reach only one; a process that stopped alone would leave the others waiting for it."""
 
     def __init__(self, ctrl_c):
         self.ctrl_c = ctrl_c
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.ctrl_c.requested:
+        if distributed.any_process(self.ctrl_c.requested, args.device):
+            self.ctrl_c.requested = True  # on every process: each one exits 130 after train()
             control.should_save = True
             control.should_training_stop = True
         return control

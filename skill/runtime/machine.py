@@ -6,6 +6,7 @@ import importlib.util
 
 from ..i18n import _
 from ..project import ConfigError, ProjectConfig
+from . import distributed
 
 
 def cuda_available() -> bool:
@@ -21,9 +22,18 @@ def bf16_supported() -> bool:
 
 
 def choose_backend(requested: str) -> str:
-    """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there."""
+    """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there, and the run
+    is one process; several processes (accelerate launch) train with TRL."""
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if requested == "trl":
+        return "trl"
+    if distributed.is_launched():
+        if requested == "unsloth":
+            # Unsloth documents DDP through accelerate, but its GRPO under several processes is reported to hang
+            # (unslothai/unsloth#4559) and is not tested here: refused before anything loads.
+            raise ConfigError(_("model.backend = 'unsloth' trains on one GPU only; to train on {n} processes, add "
+                                "--backend trl (or set backend = 'trl'), or run python train.py on one GPU").format(
+                n=distributed.world_size()))
         return "trl"
     if requested == "unsloth":
         if not cuda_available():
@@ -44,6 +54,9 @@ def quantization_config(config: ProjectConfig, dtype):
     """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
     if not (config.model["load_in_4bit"] and cuda_available()):
         return None
+    if distributed.shards_weights():
+        raise ConfigError(_("model.load_in_4bit: FSDP and ZeRO-3 do not shard 4-bit weights here; set load_in_4bit = "
+                            "false (with a 16-bit model), or launch with accelerate/ddp.yaml"))
     from transformers import BitsAndBytesConfig
 
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)

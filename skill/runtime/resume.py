@@ -13,13 +13,15 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import errors
 from ..errors import UserError
 from ..i18n import _
-from . import metrics
+from . import distributed, metrics
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")  # what transformers' Trainer names them
 TRAINER_STATE = "trainer_state.json"  # the last file Trainer writes into a checkpoint
@@ -31,6 +33,9 @@ SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
+# Under accelerate launch/torchrun, Ctrl-C reaches each process twice: from the terminal, and forwarded by the
+# launcher a moment later. Within this many seconds a second one is that same Ctrl-C, not the user's second.
+FORWARDED_SIGINT_S = 2.0
 
 
 class ResumeError(UserError):
@@ -91,7 +96,7 @@ def finished_step(output_dir: Path) -> int | None:
 def is_main_process() -> bool:
     """Rank 0 of a multi-process launch (torchrun and accelerate set RANK), or a single process: the one that
     changes the output folder."""
-    return os.environ.get("RANK", "0") == "0"
+    return distributed.is_main_process()
 
 
 def has_run(output_dir: Path) -> bool:
@@ -162,10 +167,16 @@ def _remove_run(output_dir: Path) -> None:
 
 
 def resume_command(argv: list[str] | None = None) -> str:
-    """The command that continues this run: the same arguments, with --resume instead of --overwrite."""
+    """The command that continues this run: the same arguments, with --resume instead of --overwrite; under
+    accelerate launch or torchrun, the launcher's command as the user typed it."""
     argv = list(sys.argv if argv is None else argv)
     kept = [arg for arg in argv[1:] if arg not in ("--resume", "--overwrite")]
-    return shlex.join(["python", Path(argv[0]).name, *kept, "--resume"])
+    script = [Path(argv[0]).name, *kept, "--resume"]
+    if distributed.is_launched():
+        launched = distributed.launch_command([argv[0], *kept, "--resume"])
+        return shlex.join(launched or ["accelerate", "launch", "--num_processes", str(distributed.world_size()),
+                                       *script])
+    return shlex.join(["python", *script])
 
 
 class CtrlC:
@@ -176,6 +187,7 @@ class CtrlC:
     def __init__(self, output_dir: str | Path):
         self.output_dir = Path(output_dir)
         self.requested = False
+        self.requested_at = 0.0
         self.training = False
 
     def install(self) -> "CtrlC":
@@ -185,6 +197,7 @@ class CtrlC:
     @contextmanager
     def during_training(self):
         self.training = True
+        errors.training_started()
         try:
             yield self
         finally:
@@ -192,10 +205,12 @@ class CtrlC:
 
     def _handle(self, signum, frame):
         if self.training and not self.requested:
-            self.requested = True
+            self.requested, self.requested_at = True, time.monotonic()
             # os.write, not print: a signal handler may run in the middle of another write to stderr
             _say(_("Ctrl-C: saving a checkpoint after this step, then stopping (Ctrl-C again to stop at once)"))
             return
+        if self.requested and distributed.is_launched() and time.monotonic() - self.requested_at < FORWARDED_SIGINT_S:
+            return  # the launcher passing on the same Ctrl-C
         last = last_checkpoint(self.output_dir)
         if last is None:
             _say(_("stopped by Ctrl-C; nothing saved"))
@@ -206,15 +221,20 @@ class CtrlC:
         os._exit(EXIT_INTERRUPTED)  # at once: no cleanup that could block, no traceback
 
     def exit_if_stopped(self, global_step: int, max_steps: int) -> None:
-        """After trainer.train(): when Ctrl-C stopped the run early, say how to continue and exit 130."""
+        """After trainer.train(): when Ctrl-C stopped the run early, say how to continue and exit 130 (every
+        process of a multi-process run; the main one says it)."""
         if not self.requested or global_step >= max_steps:
             return
-        print(_("stopped at step {step} of {max_steps}; checkpoint saved; continue with: {command}").format(
-            step=global_step, max_steps=max_steps, command=resume_command()), file=sys.stderr)
+        if distributed.is_main_process():
+            print(_("stopped at step {step} of {max_steps}; checkpoint saved; continue with: {command}").format(
+                step=global_step, max_steps=max_steps, command=resume_command()), file=sys.stderr)
+        distributed.close()
         sys.exit(EXIT_INTERRUPTED)
 
 
 def _say(line: str) -> None:
+    if not distributed.is_main_process():  # every process of a launch gets the Ctrl-C; one says so
+        return
     below_the_bar = "\n" if sys.stderr.isatty() else ""  # the progress bar's line has no newline yet
     os.write(sys.stderr.fileno(), (below_the_bar + line + "\n").encode())
 

@@ -1,0 +1,136 @@
+"""A run launched as several processes (``accelerate launch``, ``torchrun``): which process this is, its GPU, and
+the decisions every process must take together. Data-parallel (DDP): each process holds the whole model on its own
+GPU, generates and scores its share of the completions, and the gradients are averaged at each step.
+
+Light: reads the launcher's environment variables; imports torch only inside functions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Launchers as a user types them: a program (the parent process of a worker), or python -m MODULE.
+LAUNCHER_PROGRAMS = {"accelerate": ["accelerate"], "torchrun": ["torchrun"]}
+LAUNCHER_MODULES = {
+    "accelerate.commands.launch": ["accelerate", "launch"],
+    "accelerate.commands.accelerate_cli": ["accelerate"],
+    "torch.distributed.run": ["torchrun"],
+}
+
+
+def world_size() -> int:
+    """How many processes train together (1 without a launcher)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def local_rank() -> int:
+    """The process's index on its machine: its GPU."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a multi-process launch, or a single process: the one that writes the output folder."""
+    return rank() == 0
+
+
+def is_launched() -> bool:
+    return world_size() > 1
+
+
+def bind_device() -> None:
+    """Bind this process to its device before anything starts CUDA: its own GPU (otherwise every process opens a
+    context on GPU 0, and a 4-bit model, which the loader places on the current device, lands there too); or the
+    CPU, when there is no GPU."""
+    if not is_launched():
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank() % torch.cuda.device_count())
+    else:
+        _read_indexed_cpu_tensors()
+
+
+def _read_indexed_cpu_tensors() -> None:
+    # Trainer resumes a multi-process CPU run with torch.load(map_location=args.device), and that device is "cpu:0"
+    # (transformers 5.17, accelerate 1.15), a location torch.load does not know: read it as the CPU.
+    import torch.serialization
+
+    def on_the_cpu(storage, location):
+        return storage if location.startswith("cpu:") else None
+
+    torch.serialization.register_package(100, lambda obj: None, on_the_cpu)
+
+
+def shards_weights() -> bool:
+    """Launched with FSDP or DeepSpeed ZeRO-3 (accelerate passes its config file on in these variables)."""
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    zero3 = (os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+             and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3")
+    return fsdp or zero3
+
+
+def trainer_settings(cuda: bool) -> dict:
+    """GRPOConfig fields a multi-process run needs (a project's own [grpo] values win)."""
+    if not is_launched():
+        return {}
+    # Every LoRA weight takes part in each forward pass: looking for unused ones costs a pass over the graph at
+    # every step, and with (reentrant) gradient checkpointing DDP would fail on it.
+    settings = {"ddp_find_unused_parameters": False}
+    if not cuda:
+        settings["use_cpu"] = True  # no GPU: the processes train on the CPU and talk over gloo
+    return settings
+
+
+def any_process(flag: bool, device=None) -> bool:
+    """True on every process when ``flag`` is True on at least one (an all-reduce; gloo and NCCL alike)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return flag
+    import torch
+
+    shared = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(shared, op=dist.ReduceOp.MAX)
+    return bool(shared.item())
+
+
+def close() -> None:
+    """End the process group before the process ends (NCCL warns at exit about one left open)."""
+    if not is_launched():
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def launch_command(script_argv: list[str], parent_argv: list[str] | None = None) -> list[str] | None:
+    """The command line the user typed to launch this run (``accelerate launch ... train.py ...``), read from the
+    parent process (the launcher) unless ``parent_argv`` is given, with the script's own arguments replaced by
+    ``script_argv``; None when this process was not started by a known launcher."""
+    if parent_argv is None:
+        if not is_launched():
+            return None
+        try:
+            parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        parent_argv = parent.split("\0")
+    argv = [arg for arg in parent_argv if arg]
+    script = Path(script_argv[0]).name
+    at = next((i for i, arg in enumerate(argv) if Path(arg).name == script), None)
+    for i, arg in enumerate(argv[:at] if at is not None else []):
+        if Path(arg).name in LAUNCHER_PROGRAMS:
+            launcher = LAUNCHER_PROGRAMS[Path(arg).name]
+        elif arg in LAUNCHER_MODULES and i > 0 and argv[i - 1] == "-m":
+            launcher = LAUNCHER_MODULES[arg]
+        else:
+            continue
+        return [*launcher, *argv[i + 1:at], argv[at], *script_argv[1:]]
+    return None

@@ -1,0 +1,198 @@
+"""The generated project under `accelerate launch` with 2 processes on the CPU (gloo, accelerate/cpu-ddp.yaml), as
+a user without a GPU would check a multi-GPU setup: one summary, one adapter, one metrics file with every step once,
+a reward curve like one process's, Ctrl-C and --resume, mistakes reported once. The tiny preset, 30 steps.
+
+Learning under 2 processes is compared with 1 process honestly: tiny runs are not bit-reproducible across process
+counts (each process samples its own completions, and every step trains on twice the completions), so the check is
+statistical. Measured on this CPU (30 steps, last-10-step mean reward): 1 process, seeds 42..45: 0.337, 0.302,
+0.315, 0.264 (sd 0.031); 2 processes, seeds 42..44: 0.259, 0.296, 0.346. The difference of two runs then has a
+standard deviation of about sqrt(2) x 0.035 = 0.05, and LAST10_TOLERANCE is three of those.
+"""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grpo_skill.runtime import distributed, metrics, resume
+
+from support import run
+
+STEPS = 30
+SAVE_STEPS = 4
+GAIN_WANTED = 0.5  # as tests/test_end_to_end.py: last 10 steps' mean reward >= first 10 + 0.5
+LAST10_TOLERANCE = 0.15
+CONFIG = "accelerate/cpu-ddp.yaml"
+
+
+def launch_args(*args):
+    # `accelerate launch`, through this interpreter (the console script may belong to another Python)
+    return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", CONFIG, "train.py", *args]
+
+
+def launch(project, *args, check=True):
+    return run(launch_args(*args), cwd=project, check=check)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, tiny_model):
+    root = tmp_path_factory.mktemp("ddp")
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "tiny-ddp", "--preset", "tiny", "-o", str(root)])
+    project = root / "tiny-ddp"
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("save_steps = 20", f"save_steps = {SAVE_STEPS}"))
+    return project
+
+
+@pytest.fixture(scope="module")
+def one_process(project):
+    result = run([sys.executable, "train.py", "--max-steps", str(STEPS), "--output-dir", "one"], cwd=project)
+    return project / "one", result
+
+
+@pytest.fixture(scope="module")
+def two_processes(project):
+    result = launch(project, "--max-steps", str(STEPS), "--output-dir", "two")
+    return project / "two", result
+
+
+def training_rows(output_dir):
+    return [row for row in metrics.read_metrics(output_dir) if "reward" in row]
+
+
+def tree_digest(folder):
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_two_processes_write_one_summary_one_adapter_and_every_step_once(two_processes):
+    output_dir, result = two_processes
+    summary = json.loads(result.stdout)  # one JSON document: printed by one process
+    assert (summary["processes"], summary["global_step"], summary["steps"]) == (2, STEPS, STEPS)
+    assert json.loads((output_dir / resume.SUMMARY_FILE).read_text()) == summary
+    rows = metrics.read_metrics(output_dir)
+    assert [row["step"] for row in rows if "reward" in row] == list(range(1, STEPS + 1))
+    assert len([row for row in rows if metrics.END_OF_TRAINING_KEY in row]) == 1
+    assert result.stderr.count("backend: trl") == 1
+    assert all(result.stderr.count(f"step {step:>4}  reward") == 1 for step in range(1, STEPS + 1))
+    assert (output_dir / "adapter" / "adapter_model.safetensors").stat().st_size > 0
+    assert sorted(path.name for path in output_dir.glob("checkpoint-*")) == ["checkpoint-28", "checkpoint-30"]
+    # one checkpoint holds both processes' random state (each samples its own completions)
+    assert {path.name for path in (output_dir / "checkpoint-30").glob("rng_state_*.pth")} == {
+        "rng_state_0.pth", "rng_state_1.pth"}
+
+
+def test_each_step_trains_on_the_completions_of_both_processes(one_process, two_processes):
+    # The per-device batch stays, the global batch doubles: TRL counts every process's tokens in num_tokens.
+    one, two = training_rows(one_process[0]), training_rows(two_processes[0])
+    ratio = two[-1]["num_tokens"] / one[-1]["num_tokens"]
+    assert 1.6 < ratio < 2.4, ratio
+
+
+def test_the_reward_curve_matches_one_process_within_seed_noise(one_process, two_processes):
+    one, two = (metrics.reward_trend(training_rows(output_dir)) for output_dir, _ in (one_process, two_processes))
+    assert one["gain"] >= GAIN_WANTED and two["gain"] >= GAIN_WANTED, (one, two)
+    assert abs(two["last_mean_reward"] - one["last_mean_reward"]) <= LAST10_TOLERANCE, (one, two)
+
+
+def test_a_mistake_is_reported_once_by_the_main_process(project, two_processes):
+    output_dir, _ = two_processes
+    before = tree_digest(output_dir)
+    result = launch(project, "--max-steps", str(STEPS), "--output-dir", "two", check=False)
+    assert result.returncode != 0
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: {output_dir} holds a finished run ({STEPS} steps): start over with --overwrite, or choose another "
+        "--output-dir"]
+    assert tree_digest(output_dir) == before
+
+
+def test_unsloth_is_refused_before_anything_loads(project):
+    result = launch(project, "--max-steps", "2", "--output-dir", "unsloth", "--backend", "unsloth", check=False)
+    assert result.returncode != 0
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        "error: model.backend = 'unsloth' trains on one GPU only; to train on 2 processes, add --backend trl (or "
+        "set backend = 'trl'), or run python train.py on one GPU"]
+    assert "Loading weights" not in result.stderr and not (project / "unsloth").exists()
+
+
+# Ctrl-C: the terminal sends SIGINT to the launcher and to every process; the launcher passes it on once more ------
+
+@pytest.fixture(scope="module")
+def ctrl_c(project):
+    output_dir = project / "ctrl-c"
+    process = subprocess.Popen(launch_args("--max-steps", "12", "--output-dir", "ctrl-c"), cwd=project, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    path = output_dir / metrics.METRICS_FILE
+    deadline = time.monotonic() + 300
+    while not (path.is_file() and path.read_text().count("\n") >= 1):
+        if process.poll() is not None:
+            pytest.fail(f"the launch ended (exit {process.returncode}) before its first step\n{process.communicate()[1]}")
+        assert time.monotonic() < deadline, "no step logged in time"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    out, err = process.communicate(timeout=300)
+    return output_dir, out, err
+
+
+def test_ctrl_c_stops_both_processes_at_one_step_with_one_line(ctrl_c):
+    output_dir, out, err = ctrl_c
+    last = resume.last_checkpoint(output_dir)
+    assert last is not None and 1 <= last.step < 12
+    assert [row["step"] for row in training_rows(output_dir)] == list(range(1, last.step + 1))
+    assert {path.name for path in last.path.glob("rng_state_*.pth")} == {"rng_state_0.pth", "rng_state_1.pth"}
+    assert err.count("Ctrl-C: saving a checkpoint after this step") == 1
+    assert [line for line in err.splitlines() if "checkpoint saved" in line] == [
+        f"stopped at step {last.step} of 12; checkpoint saved; continue with: accelerate launch --config_file {CONFIG} "
+        "train.py --max-steps 12 --output-dir ctrl-c --resume"]
+    # no traceback from train.py (the launcher reports the signal it got in one of its own), and both processes
+    # ended by themselves: the launcher did not have to kill them
+    assert "train.py\", line" not in err and "KeyboardInterrupt" not in err
+    assert "forcefully exiting" not in err
+    assert not (output_dir / "adapter").exists() and not (output_dir / resume.SUMMARY_FILE).exists()
+    assert out == ""
+
+
+def test_the_command_printed_at_ctrl_c_finishes_the_run_under_two_processes(project, ctrl_c):
+    output_dir, _, err = ctrl_c
+    command = err.split("continue with: ")[1].splitlines()[0].split()
+    assert command[:4] == ["accelerate", "launch", "--config_file", CONFIG]
+    result = run([sys.executable, "-m", "accelerate.commands.launch", *command[2:]], cwd=project)
+    assert [row["step"] for row in training_rows(output_dir)] == list(range(1, 13))
+    summary = json.loads(result.stdout)
+    assert (summary["global_step"], summary["processes"]) == (12, 2)
+    assert (output_dir / "adapter" / "adapter_config.json").is_file()
+
+
+@pytest.mark.parametrize("name,kind,cpu", [("ddp", "MULTI_GPU", False), ("cpu-ddp", "MULTI_GPU", True),
+                                           ("fsdp", "FSDP", False), ("zero2", "DEEPSPEED", False)])
+def test_the_shipped_accelerate_configs_are_what_accelerate_reads(project, name, kind, cpu):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(project / "accelerate" / f"{name}.yaml"))  # unknown keys raise here
+    assert (config.distributed_type.value, config.use_cpu, config.num_processes, config.num_machines) == (
+        kind, cpu, 2, 1)
+    if kind == "FSDP":
+        assert config.fsdp_config["fsdp_state_dict_type"] == "FULL_STATE_DICT"  # the adapter saved whole
+    if kind == "DEEPSPEED":
+        assert config.deepspeed_config["zero_stage"] == 2
+
+
+@pytest.mark.parametrize("parent,expected", [
+    (["/venv/bin/python", "/venv/bin/accelerate", "launch", "--config_file", "accelerate/ddp.yaml", "train.py",
+      "--max-steps", "9", "--overwrite"], "accelerate launch --config_file accelerate/ddp.yaml train.py"),
+    (["python3", "-m", "accelerate.commands.launch", "--num_processes", "2", "train.py"],
+     "accelerate launch --num_processes 2 train.py"),
+    (["/usr/bin/python", "/usr/bin/torchrun", "--nproc_per_node=4", "/runs/a/train.py"],
+     "torchrun --nproc_per_node=4 /runs/a/train.py"),
+    (["python", "-m", "torch.distributed.run", "--nnodes", "2", "train.py"], "torchrun --nnodes 2 train.py"),
+    (["bash", "launch.sh"], None),
+])
+def test_the_command_to_resume_is_the_launch_as_the_user_typed_it(parent, expected):
+    command = distributed.launch_command(["train.py", "--max-steps", "9", "--resume"], parent)
+    assert (" ".join(command) if command else None) == (expected and f"{expected} --max-steps 9 --resume")
