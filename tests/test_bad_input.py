@@ -202,7 +202,7 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("system-prompt-number", 'system_prompt = ""', "system_prompt = 5", "dataset.system_prompt = 5: must be a string"),
     ("chat-kwargs-number", 'system_prompt = ""', 'system_prompt = ""\nchat_template_kwargs = 3',
      "dataset.chat_template_kwargs = 3: must be a table"),
-    ("sft-unknown-key", "[model]", "[sft]\nepochs = 1\n[model]", "sft.epochs = 1: unknown key"),
+    ("sft-unknown-key", "[sft]\n", "[sft]\nepochs = 1\n", "sft.epochs = 1: unknown key"),
     ("toml-syntax", "[lora]", "[lora", "not valid TOML"),
     ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
 ]
