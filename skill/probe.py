@@ -249,11 +249,11 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
         values = {"clipped": _percent(clipped), "budget": budget, "suggestion": suggestion,
                   "sampled": result["natural_length"]["sampled_up_to"],
                   "seq": _("; model.max_seq_length to {seq}").format(seq=seq) if seq > result["max_seq_length"] else ""}
-        advice = (N_("raise [grpo] max_completion_length to at least {suggestion}{seq} (fewer than 90% of the "
+        advice = (N_("raise [grpo] max_completion_length to at least {suggestion}{seq} (fewer than nine in ten "
                      "completions ended even when sampled on to {sampled} tokens), then probe again")
                   if lower_bound else
-                  N_("raise [grpo] max_completion_length to {suggestion}{seq} (90% of the completions end within "
-                     "it), or reward shorter answers (e.g. soft_overlong)"))
+                  N_("raise [grpo] max_completion_length to {suggestion}{seq} (nine in ten completions end "
+                     "within it), or reward shorter answers (e.g. soft_overlong)"))
         findings.append(Finding("clipped", N_("{clipped} of the completions hit max_completion_length ({budget} "
                                               "tokens) before they ended"), advice, values, blocking=True))
     if closed is not None and closed < FEW_CLOSED:

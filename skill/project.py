@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from . import plugins, schema
 from .errors import shown_path, where_raised
-from .i18n import _
+from .i18n import N_, _
 from .registry import Preset, RegistryError
 from .schema import CONFIG_FILE, ConfigError, Source
 
@@ -231,17 +231,17 @@ def _param_kind(default) -> tuple[tuple[type, ...], str] | None:
     if default is None:
         return None
     if isinstance(default, bool):
-        return (bool,), "true or false"
+        return (bool,), N_("true or false")
     if isinstance(default, int):
-        return (int,), "a whole number"
+        return (int,), N_("a whole number")
     if isinstance(default, float):
-        return (int, float), "a finite number"
+        return (int, float), N_("a finite number")
     if isinstance(default, str):
-        return (str,), "a string"
+        return (str,), N_("a string")
     if isinstance(default, (list, tuple)):
-        return (list,), "a list"
+        return (list,), N_("a list")
     if isinstance(default, dict):
-        return (dict,), "a table"
+        return (dict,), N_("a table")
     return None
 
 
@@ -383,9 +383,9 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
     without network retries, and a missing one is an error now rather than a minute of retries later."""
     wanted = []
     if model and not config.builds_its_model() and config.local_model_dir() is None:
-        wanted.append((("model", "name"), "model", config.model["name"]))
+        wanted.append((("model", "name"), N_("model"), config.model["name"]))
     if dataset and _hub_dataset(config):
-        wanted.append((("dataset", "path"), "dataset", config.dataset["path"]))
+        wanted.append((("dataset", "path"), N_("dataset"), config.dataset["path"]))
     if not wanted:
         return
     reason = _offline_by_env()
