@@ -259,7 +259,7 @@ def test_a_project_from_the_previous_template_commit_updates_to_this_one(tmp_pat
     manifest = history.load_manifest()
     clone = tmp_path / "clone"
     git("clone", "-q", str(history.bundle_path()), str(clone), cwd=tmp_path)
-    commits = git("rev-list", "HEAD", cwd=clone).split()
+    commits = git("rev-list", "--first-parent", "HEAD", cwd=clone).split()  # the main line: merged branches aside
     assert len(commits) >= 2 and commits[0] == manifest["commit"]
     project = tmp_path / "older"
     with history.git_reads_bundle():
