@@ -91,6 +91,38 @@ def test_a_non_finite_grad_norm_warns_at_once(watch):
     assert [w["check"] for w in warnings_in(rows)] == ["grad_norm"]
 
 
+def test_a_non_finite_gradient_stops_the_run_without_saving_that_step(tmp_path):
+    from types import SimpleNamespace
+
+    from grpo_skill.errors import UserError
+    from grpo_skill.runtime.health import raise_if_diverged
+
+    callback = TrainingHealth(console=Console(file=io.StringIO()))
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[])
+    state, control = TrainerState(), TrainerControl()
+    for step, grad_norm in enumerate((0.5, 0.6, math.nan), start=1):
+        state.global_step = step
+        control.should_save = True  # as the Trainer asks on a save step
+        callback.on_log(args, state, control, logs={**HEALTHY, "grad_norm": grad_norm})
+        if step < 3:
+            assert not control.should_training_stop and control.should_save
+    assert control.should_training_stop and not control.should_save
+    trainer = SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[callback]))
+    with pytest.raises(UserError, match=r"training stopped at step 3: grad_norm became nan.*--resume"):
+        raise_if_diverged(trainer)
+
+
+def test_a_healthy_run_is_not_stopped(watch, tmp_path):
+    from types import SimpleNamespace
+
+    from grpo_skill.runtime.health import raise_if_diverged
+
+    callback = TrainingHealth(console=Console(file=io.StringIO()))
+    callback.on_log(TrainingArguments(output_dir=str(tmp_path), report_to=[]), TrainerState(), TrainerControl(),
+                    logs=dict(HEALTHY))
+    raise_if_diverged(SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[callback])))
+
+
 def test_the_end_of_training_summary_is_ignored(watch):
     rows, _ = watch([{"train_runtime": 1.0, "train_loss": math.nan}])
     assert HEALTH_KEY not in rows[0]

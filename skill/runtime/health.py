@@ -19,9 +19,14 @@ from rich.console import Console
 from rich.text import Text
 from transformers import TrainerCallback
 
+from ..errors import UserError
 from ..i18n import N_, _
 
 HEALTH_KEY = "health"
+
+
+class TrainingDiverged(UserError):
+    """The loss or the gradient went non-finite: the weights after that step are not usable."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +83,19 @@ class TrainingHealth(TrainerCallback):
         self.streaks = {"zero_std": 0, "clipped": 0}
         self.rewards: list[float] = []
         self.grad_norms: list[float] = []
+        self.diverged: tuple[int, str, float] | None = None  # (step, metric, value) when a NaN/inf stopped the run
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "reward" not in logs:  # only training steps (not the summary at the end)
             return
+        broken = next(((key, logs[key]) for key in ("grad_norm", "loss")
+                       if isinstance(logs.get(key), float) and not math.isfinite(logs[key])), None)
+        if broken and self.diverged is None:
+            # Every process sees the same logged values, so all stop after this step; the step's weights are not
+            # saved (the last checkpoint is the last good state)
+            self.diverged = (state.global_step, *broken)
+            control.should_training_stop = True
+            control.should_save = False
         found = [(check, values) for check, values in self.check(logs) if check not in self.warned]
         if not found:
             return
@@ -125,6 +139,19 @@ class TrainingHealth(TrainerCallback):
                     len(history) >= limits.grad_history and grad_norm > limits.grad_factor * median > 0):
                 fired.append(("grad_norm", {"value": grad_norm, "median": median}))
         return fired
+
+
+def raise_if_diverged(trainer) -> None:
+    """After trainer.train(): a run that a non-finite loss or gradient stopped ends in one line, before its
+    broken adapter is saved."""
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, TrainingHealth) and callback.diverged:
+            step, metric, value = callback.diverged
+            raise TrainingDiverged(_(
+                "training stopped at step {step}: {metric} became {value}, so the weights after it are not "
+                "usable (nothing was saved from that step); lower [grpo] learning_rate and start over with "
+                "--overwrite, or continue from the last checkpoint with --resume").format(
+                    step=step, metric=metric, value=value))
 
 
 def warnings_in(rows: list[dict]) -> list[dict]:
