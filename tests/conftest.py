@@ -35,3 +35,14 @@ def tiny_tokenizer(tiny_model):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model)
+
+
+@pytest.fixture
+def english(monkeypatch):
+    """The CLI in English whatever the machine's locale (for tests that compare messages)."""
+    from grpo_skill import i18n
+
+    for variable in i18n.LOCALE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    i18n.set_language(None)

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 
-from grpo_skill import cli, doctor, i18n
+from grpo_skill import cli, doctor
 from support import REPO, run
 
 # The caps Unsloth 2026.10.9's metadata puts on packages grpo-skill shares (seen on the GPU machine, 2026-12-01).
@@ -22,12 +22,7 @@ UNSLOTH_REQUIRES = ["trl<=1.15.0", "transformers<=5.17.0", "datasets<5", "torch<
                     "xformers>=0.0.27; platform_system == 'Linux'", "tyro; extra == 'cli'"]
 
 
-@pytest.fixture(autouse=True)
-def english(monkeypatch):
-    for variable in i18n.LOCALE_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
 
 @pytest.fixture(scope="module")

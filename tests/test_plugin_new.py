@@ -9,19 +9,14 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from grpo_skill import cli, i18n
+from grpo_skill import cli
 from support import run
 
 FILES = {".gitignore", "README.md", "README.zh-CN.md", "pyproject.toml", "grpo_skill_answer_length/__init__.py",
          "tests/conftest.py", "tests/test_answer_length.py"}
 
 
-@pytest.fixture(autouse=True)
-def english(monkeypatch):
-    for variable in i18n.LOCALE_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
 
 def plugin_new(*args):

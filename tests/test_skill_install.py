@@ -23,12 +23,7 @@ SOURCES = {"en": REPO, "zh-CN": REPO / "i18n" / "zh-CN"}  # where people edit th
 NAMES = {"en": "grpo-skill", "zh-CN": "grpo-skill-zh-cn"}
 
 
-@pytest.fixture(autouse=True)
-def english(monkeypatch):
-    for variable in i18n.LOCALE_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
 
 def install(*args, cwd=None):

@@ -13,18 +13,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from grpo_skill import cli, history, i18n, skillfiles
+from grpo_skill import cli, history, skillfiles
 
 REPO = Path(__file__).resolve().parents[1]
 B_LINE = "# B: the new template version adds this line"
 
 
-@pytest.fixture(autouse=True)
-def english(monkeypatch):
-    for variable in i18n.LOCALE_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
 
 def git(*args, cwd) -> str:
