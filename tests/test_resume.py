@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from grpo_skill.runtime import metrics, resume
+from grpo_skill.runtime import metrics, resume, traces
 
 from support import run
 
@@ -105,6 +105,8 @@ def test_resume_after_kill_logs_every_step_once(resumed_after_kill, killed):
     assert f"step {last.step + 1:>4}  reward" in result.stderr  # the first step the resumed run trains
     assert f"step {last.step:>4}  reward" not in result.stderr
     assert logged_steps(killed) == list(range(1, 17))
+    traced = [row["step"] for row in metrics.read_metrics(killed / traces.TRACES_FILE)]
+    assert traced == [step for step in range(1, 17) for _ in range(8)]  # the traces before the checkpoint kept
 
 
 def test_resume_after_kill_ends_with_the_adapter_and_a_summary_of_the_whole_run(resumed_after_kill, killed):
@@ -115,6 +117,49 @@ def test_resume_after_kill_ends_with_the_adapter_and_a_summary_of_the_whole_run(
     assert (killed / "adapter" / "adapter_model.safetensors").stat().st_size > 0
     assert (killed / resume.PLOT_FILE).stat().st_size > 0
     assert checkpoint_steps(killed) == [12, 16]  # save_total_limit = 2
+
+
+@pytest.fixture
+def finished_copy(project, resumed_after_kill, killed, tmp_path):
+    """The resumed run's folder (checkpoints 12 and 16, LoRA r 16), copied: to resume it with changed settings."""
+    copy = project / f"copy-{tmp_path.name}"
+    shutil.copytree(killed, copy)
+    yield copy
+    shutil.rmtree(copy)
+
+
+def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(project, finished_copy):
+    edited = project / "config-r32.toml"
+    edited.write_text((project / "config.toml").read_text().replace("\nr = 16\n", "\nr = 32\n"))
+    before = tree_digest(finished_copy)
+    try:
+        result = train(project, "--config", edited.name, "--output-dir", finished_copy.name, "--resume",
+                       "--max-steps", "20", check=False)
+    finally:
+        edited.unlink()
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {finished_copy.name}/checkpoint-16 was trained with LoRA r 16 (now 32), not what [lora] says now: "
+        "resume with the values it was trained with, or start over with --overwrite"]
+    assert tree_digest(finished_copy) == before
+
+
+def test_resume_onto_another_model_is_one_line(project, finished_copy):
+    from grpo_skill import modelbuild
+
+    wider = modelbuild.build("small", opens_think=True)  # hidden size 256 against tiny's 64
+    before = tree_digest(finished_copy)
+    result = train(project, "--model", str(wider), "--output-dir", finished_copy.name, "--resume",
+                   "--max-steps", "20", check=False)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {finished_copy / 'checkpoint-16'} does not fit this run's model and LoRA "
+                           "(size mismatch for ")
+    assert last.endswith("resume with the model and [lora] it was trained with, or start over with --overwrite")
+    assert "Traceback" not in result.stderr
+    after = tree_digest(finished_copy)  # only metrics.jsonl changed: its end-of-training row is dropped
+    assert {key for key in after if after[key] != before.get(key)} == {metrics.METRICS_FILE}
+    assert logged_steps(finished_copy) == list(range(1, 17))
 
 
 # Ctrl-C ------------------------------------------------------------------------------------------------------
@@ -282,6 +327,14 @@ def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(
     assert metrics.rewind(path, 2, on_warning=warnings.append) == 2
     assert metrics.read_metrics(path) == rows[:2]
     assert warnings == [f"{path} line 5 is cut off (the run was killed while writing it); skipped"]
+
+
+def test_latest_traces_skip_a_line_cut_off_by_a_kill(tmp_path):
+    write_rows(tmp_path / traces.TRACES_FILE, [{"step": 3, "completion": "a"}, {"step": 3, "completion": "b"}],
+               tail='{"step": 4, "compl')
+    warnings = []
+    assert [row["completion"] for row in traces.latest(tmp_path, 5, on_warning=warnings.append)] == ["a", "b"]
+    assert len(warnings) == 1 and "is cut off" in warnings[0]
 
 
 def test_metrics_cli_skips_a_cut_off_last_line_with_a_warning(cli, tmp_path):

@@ -21,17 +21,18 @@ from pathlib import Path
 from .. import errors
 from ..errors import UserError
 from ..i18n import _
-from . import distributed, metrics
+from . import distributed, metrics, traces
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")  # what transformers' Trainer names them
 TRAINER_STATE = "trainer_state.json"  # the last file Trainer writes into a checkpoint
+ADAPTER_CONFIG = "adapter_config.json"  # peft's, in every LoRA checkpoint and adapter folder
 SUMMARY_FILE = "summary.json"
 PLOT_FILE = "reward.png"
 ADAPTER_DIR = "adapter"
 SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
 # What a run (and evaluate.py) writes into its output folder, besides the checkpoints: --overwrite removes
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
-RUN_FILES = (metrics.METRICS_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
+RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
 # Under accelerate launch/torchrun, Ctrl-C reaches each process twice: from the terminal, and forwarded by the
 # launcher a moment later. Within this many seconds a second one is that same Ctrl-C, not the user's second.
@@ -58,6 +59,22 @@ class Start:
     def resume_from(self) -> str | None:
         """For ``trainer.train(resume_from_checkpoint=...)``."""
         return str(self.checkpoint.path) if self.checkpoint else None
+
+    @contextmanager
+    def checkpoint_must_fit(self):
+        """Around ``trainer.train``: a checkpoint whose weights do not fit the model (another model, or a LoRA
+        shape that lora_shape could not tell) ends in one line instead of torch's list of every tensor."""
+        try:
+            yield
+        except RuntimeError as error:
+            if self.checkpoint is None or "size mismatch" not in str(error):
+                raise
+            # torch lists every tensor: the first one's name is enough
+            first = next(line.strip() for line in str(error).splitlines() if "size mismatch" in line)
+            raise ResumeError(
+                _("{checkpoint} does not fit this run's model and LoRA ({first}); resume with the model and [lora] "
+                  "it was trained with, or start over with --overwrite").format(
+                    checkpoint=self.checkpoint.path, first=first.split(":")[0])) from None
 
 
 def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
@@ -103,14 +120,49 @@ def has_run(output_dir: Path) -> bool:
     return bool(checkpoint_dirs(output_dir)) or any((output_dir / name).exists() for name in RUN_FILES)
 
 
+def lora_shape(config) -> dict:
+    """The rank and target modules of the adapter a run trains, which give its weights their shapes: those of
+    [model] adapter when training continues from one (it keeps its own), else [lora]'s."""
+    from .model import adapter_dir  # light: no torch
+
+    adapter = adapter_dir(config)
+    if adapter is not None:
+        saved = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter)}
+    return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]"}
+
+
+def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
+    """Refuse, before the model loads, a checkpoint whose adapter has another rank or other target modules: its
+    weights cannot load into this run's adapter."""
+    try:
+        saved = json.loads((checkpoint.path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # not a readable LoRA checkpoint; Trainer says what is wrong with it
+    differences = []
+    if isinstance(saved.get("r"), int) and isinstance(shape["r"], int) and saved["r"] != shape["r"]:
+        differences.append(f"r {saved['r']} (now {shape['r']})")
+    targets, wanted = saved.get("target_modules"), shape["target_modules"]
+    if isinstance(targets, list) and isinstance(wanted, list) and set(targets) != set(wanted):
+        differences.append("target_modules {saved} (now {now})".format(
+            saved=sorted(targets), now=sorted(wanted)))
+    if differences:
+        raise ResumeError(
+            _("{checkpoint} was trained with LoRA {differences}, not what {source} says now: resume with the values "
+              "it was trained with, or start over with --overwrite").format(
+                checkpoint=checkpoint.path, differences=", ".join(differences), source=shape["source"]))
+
+
 def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = False, max_steps: int | None = None,
-            grpo: dict | None = None) -> Start:
+            grpo: dict | None = None, lora: dict | None = None) -> Start:
     """Decide how a run starts in ``output_dir``, and make the folder ready for it; raises ResumeError (one line)
     when the choice does not fit what is there. Nothing is changed before every check has passed.
 
     - fresh (no flag): only into a folder without an earlier run, whose history it would otherwise bury;
-    - ``resume``: from the newest complete checkpoint; metrics.jsonl is rewound to that step;
+    - ``resume``: from the newest complete checkpoint; metrics.jsonl and completions.jsonl are rewound to that step;
     - ``overwrite``: removes what the earlier run wrote (RUN_FILES and checkpoints), nothing else.
+
+    ``lora`` (from :func:`lora_shape`): the adapter this run trains; a checkpoint of another shape is refused.
     """
     output_dir = Path(output_dir)
     if grpo and grpo.get("resume_from_checkpoint") is not None:
@@ -133,8 +185,11 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
                 _("the run in {dir} already reached step {step} (max_steps {max_steps}); to train further, raise "
                   "--max-steps above {step}, or start over with --overwrite").format(
                     dir=output_dir, step=last.step, max_steps=max_steps))
+        if lora is not None:
+            _check_lora_fits(last, lora)
         if is_main_process():
             metrics.rewind(output_dir, last.step)
+            metrics.rewind(output_dir / traces.TRACES_FILE, last.step)
             print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
                   file=sys.stderr)
             for cut_off in checkpoint_dirs(output_dir):

@@ -16,6 +16,8 @@ import json
 import math
 from pathlib import Path
 
+from .metrics import read_metrics, warn
+
 TRACES_FILE = "completions.jsonl"
 
 
@@ -55,13 +57,13 @@ def _make_class():
     from transformers import TrainerCallback
 
     class CompletionTraces(TrainerCallback):
-        """Appends one group of completions per logging step to ``path`` (emptied at the start)."""
+        """Appends one group of completions per logging step to ``path``, which resume.prepare has removed for a
+        fresh run or rewound to the checkpoint a resumed one starts from."""
 
         def __init__(self, trainer, path: str | Path, per_step: int | None = None):
             self.trainer = trainer
             self.path = Path(path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("")
             self.per_step = per_step or trainer.args.num_generations  # one whole group
             self.last_written = None
 
@@ -87,13 +89,13 @@ def __getattr__(name):  # CompletionTraces is made on first use: reading traces 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def latest(run_dir: str | Path, count: int = 3) -> list[dict]:
+def latest(run_dir: str | Path, count: int = 3, on_warning=warn) -> list[dict]:
     """The last ``count`` traces of the latest step in ``run_dir``/completions.jsonl; [] when there are none."""
     path = Path(run_dir)
     path = path / TRACES_FILE if path.is_dir() else path
     if not path.is_file():
         return []
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_metrics(path, on_warning)  # the same reader: a line cut off by a kill is skipped with a warning
     if not rows:
         return []
     last_step = rows[-1]["step"]
