@@ -232,6 +232,19 @@ def test_local_judge_refuses_a_missing_model_folder(tmp_path):
         plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": str(tmp_path / "nope")}})
 
 
+def test_local_judge_refuses_a_folder_without_a_model_in_one_line(tmp_path):
+    with pytest.raises(RewardError) as refused:
+        plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": str(tmp_path)}})
+    assert "holds no model (no config.json)" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_local_judge_that_cannot_load_says_why_in_one_line(tmp_path):
+    (tmp_path / "config.json").write_text("{}")  # a model folder in name only: no tokenizer, no weights
+    with pytest.raises(RewardError, match="cannot load the judge model from") as refused:
+        plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"model": str(tmp_path)}})
+    assert "\n" not in str(refused.value)
+
+
 def test_a_judge_backend_from_a_plugin():
     class Plugin:
         @hookimpl

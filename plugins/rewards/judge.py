@@ -188,6 +188,9 @@ class LocalJudge:
         if not Path(path).is_dir():
             raise UserError(_("judge.model = {path!r} is no model folder; give a local folder (the judge runs "
                               "offline) or \"tiny\"").format(path=str(path)))
+        if not (Path(path) / "config.json").is_file():  # else transformers fails on the tokenizer, in six lines
+            raise UserError(_("judge.model = {path!r} holds no model (no config.json); give a folder written by "
+                              "save_pretrained, or \"tiny\"").format(path=str(path)))
         device = params["device"]
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -199,8 +202,9 @@ class LocalJudge:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
         except (OSError, ValueError) as error:
-            raise UserError(_("cannot load the judge model from {path}: {error}").format(path=path, error=error)) \
-                from None
+            one_line = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+            raise UserError(_("cannot load the judge model from {path}: {error}").format(
+                path=path, error=one_line or type(error).__name__)) from None
         finally:
             if bar:
                 transformers_logging.enable_progress_bar()
