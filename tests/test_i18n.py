@@ -153,7 +153,7 @@ def test_listings_in_both_languages():
     code, output = invoke("--lang", "zh-CN", "rewards")
     assert code == 0
     assert "名称" in output and "说明" in output
-    assert "回答以 '.' 结尾 +0.5" in output  # a built-in description, from the catalog
+    assert "补全以 '.' 结尾 +0.5" in output  # a built-in description, from the catalog
     code, output = invoke("rewards")
     assert code == 0
     assert "name" in output and "description" in output
