@@ -63,6 +63,7 @@ def test_metrics_has_every_step_with_reward_and_reward_per_function(trained):
     rows = [row for row in metrics.read_metrics(project / "outputs") if "reward" in row]
     assert [row["step"] for row in rows] == list(range(1, 61))
     assert all("rewards/thinking/mean" in row for row in rows)
+    assert all(0 < row["rewards/thinking/seconds"] < 5 for row in rows)  # each reward's time, as the docs say
 
 
 def test_the_tiny_thinking_run_learns(trained):

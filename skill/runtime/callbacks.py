@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from .. import registry
 from . import distributed, health, traces
 
 
@@ -28,6 +29,18 @@ class JsonlMetrics(TrainerCallback):
         if state.is_world_process_zero and logs:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+class RewardSeconds(TrainerCallback):
+    """Adds ``rewards/<name>/seconds`` (mean wall time per call since the last log) to each log with a reward:
+    a slow reward, such as a judge, shows in metrics.jsonl beside what it scores."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is not None and "reward" in logs:
+            logs.update(registry.reward_seconds(self.trainer.reward_funcs))
 
 
 class RichProgress(TrainerCallback):
@@ -89,5 +102,6 @@ def install(trainer, metrics_path: str | Path) -> None:
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
     trainer.add_callback(health.TrainingHealth())  # before JsonlMetrics: its warnings go into that step's row
+    trainer.add_callback(RewardSeconds(trainer))  # before JsonlMetrics too
     trainer.add_callback(JsonlMetrics(metrics_path))
     trainer.add_callback(traces.CompletionTraces(trainer, Path(metrics_path).parent / traces.TRACES_FILE))
