@@ -258,6 +258,7 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, lang, out
     from .generator import render_project
 
     lang = lang or i18n.current()
+    warn_broken_plugins()
     rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
                               backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column)
     target, files = rendered.target, rendered.files
@@ -436,6 +437,7 @@ def plugins_command(as_json):
 
     from . import plugins
 
+    warn_broken_plugins()
     rows = [asdict(info) for info in plugins.plugin_infos()]
     for row in rows:
         row["hooks"] = list(row["hooks"])
@@ -481,6 +483,7 @@ def check(project, run_rewards):
     from . import project as projects
 
     loaded = projects.load(project, rewards=run_rewards)
+    warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],

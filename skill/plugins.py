@@ -94,6 +94,7 @@ pm.add_hookspecs(hookspecs)
 _sources: dict[str, tuple[str, str | None]] = {}
 _failures: list[PluginInfo] = []
 _unknown_allowed: list[str] = []
+_left_out: list[str] = []  # installed plugins that GRPO_SKILL_PLUGINS does not name
 _loaded = False
 _collecting: set[str] = set()
 
@@ -130,6 +131,7 @@ def _load_entry_points() -> None:
         _unknown_allowed.extend(sorted(allowed_names - {entry_point.name for entry_point in installed}))
     for entry_point in installed:
         if allowed_names is not None and entry_point.name not in allowed_names:
+            _left_out.append(entry_point.name)
             continue
         if pm.has_plugin(entry_point.name):
             continue
@@ -278,6 +280,9 @@ def get_from(collection: Collection, kind: str, name: str):
         if broken:
             message += _(" (not loaded, with errors: {plugins}; see grpo-skill plugins)").format(
                 plugins=", ".join(broken))
+        if _left_out:
+            message += _(" ({env}={value} leaves out the installed plugins {plugins})").format(
+                env=LOAD_PLUGINS_ENV, value=os.environ.get(LOAD_PLUGINS_ENV, ""), plugins=", ".join(sorted(_left_out)))
         raise RegistryError(message)
     return collection.items[name].item
 

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import socket
+import sys
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,9 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
     config = load(path, overrides)
+    if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
+        for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
+            print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
     check_hub_access(config)
     return config
 

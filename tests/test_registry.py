@@ -1,12 +1,15 @@
 """The plugin registry: built-ins, plugins registered by hand, installed entry points, broken plugins."""
 
 import json
+import sys
 import textwrap
 
 import pytest
 
 from grpo_skill import Judge, Preset, Reward, RewardError, hookimpl, plugins
 from grpo_skill.registry import RegistryError
+
+from support import run
 
 
 def test_builtins_are_registered_like_plugins():
@@ -174,7 +177,7 @@ def test_a_hook_that_raises_is_isolated_and_listed_with_its_error():
     plugins.register(RaisingHook(), name="raising")
     try:
         assert "never_kept" not in plugins.rewards() and "thinking" in plugins.rewards()
-        listed = {row["name"]: row for row in json.loads(invoke("plugins", "--json").output)}
+        listed = {row["name"]: row for row in json.loads(invoke("plugins", "--json").stdout)}
         assert "ValueError: the plugin's own bug" in listed["raising"]["error"]
         assert "test_registry.py:" in listed["raising"]["error"]  # where it raised
         assert listed["builtin:seed"]["error"] is None
@@ -315,6 +318,21 @@ def test_an_unknown_name_in_the_environment_variable_warns(cli, fake_site):
     assert "shouting" in result.stdout
     assert "GRPO_SKILL_PLUGINS names 'nonexistent', which no installed package provides" in result.stderr
     assert "installed: broken, good, typo" in result.stderr
+
+
+def test_a_typo_in_the_environment_variable_is_said_by_plugins_check_new_and_train(cli, fake_site, tmp_path):
+    env = {"PYTHONPATH": str(fake_site), "GRPO_SKILL_PLUGINS": "goood"}
+    warning = "GRPO_SKILL_PLUGINS names 'goood', which no installed package provides (installed: broken, good, typo)"
+    assert warning in cli("plugins", env=env).stderr
+    refused = cli("new", "shouty", "--preset", "tiny", "-r", "shouting", "-o", str(tmp_path), env=env, check=False)
+    assert refused.returncode == 1 and not (tmp_path / "shouty").exists()
+    # the reward is installed, but the variable keeps it out: the error says so
+    assert warning in refused.stderr and "unknown reward 'shouting'" in refused.stderr
+    assert "(GRPO_SKILL_PLUGINS=goood leaves out the installed plugins broken, good, typo)" in refused.stderr
+    cli("new", "plain", "--preset", "tiny", "-o", str(tmp_path))
+    assert warning in cli("check", str(tmp_path / "plain"), env=env).stderr
+    loads = f"import grpo_skill.project as p; p.load_for_run({str(tmp_path / 'plain')!r})"  # train.py's first step
+    assert warning in run([sys.executable, "-c", loads], env=env).stderr
 
 
 def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
