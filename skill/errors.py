@@ -50,6 +50,11 @@ def user_frame(error: BaseException) -> traceback.FrameSummary | None:
     return theirs[-1] if theirs else None
 
 
+def one_line(error: BaseException) -> str:
+    """A library's exception as one line: transformers' tokenizer errors, for one, run to six."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
 def where_raised(error: BaseException) -> str:
     """``file:line: ErrorType: message`` for an exception raised in a user's or a plugin's code (SyntaxError: the
     line it names; elsewhere: the innermost frame, see ``user_frame``)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins
-from .errors import UserError
+from .errors import UserError, one_line
 from .i18n import _
 from .registry import Reward, completion_text
 
@@ -130,7 +130,9 @@ def load_samples(path: str | Path) -> list[Sample]:
 
 def gather_samples(completions, samples_file, columns, prompt: str = "") -> list[Sample]:
     """The samples of `rewards try`: --completion texts (with --prompt), or a --file; --column adds to each."""
-    if bool(completions) == bool(samples_file):
+    if completions and samples_file:
+        raise TryError(_("--completion and --file: give the completions one way, not both"))
+    if not completions and not samples_file:
         raise TryError(_("give the completions with --completion TEXT (repeat it) or with --file samples.jsonl"))
     given = parse_columns(columns)
     if not samples_file:
@@ -157,7 +159,7 @@ def load_tokenizer(spec: str | None):
         return AutoTokenizer.from_pretrained(spec)
     except (OSError, ValueError) as error:
         raise TryError(_("--tokenizer {spec}: cannot load a tokenizer there ({error})").format(
-            spec=spec, error=error)) from None
+            spec=spec, error=one_line(error))) from None
 
 
 class TrainerLog:

@@ -132,10 +132,17 @@ def test_params_and_presets_change_how_a_reward_is_built():
     (["length", "-c", "x", "--tokenizer", "/no/such/folder"], "no such folder"),
     (["accuracy", "-c", "</think>42"], "the dataset has no 'answer' column"),
     (["length", "length:2", "-c", "x"], "a reward is named twice"),
+    (["length", "-c", "x", "--file", "samples.jsonl"], "give the completions one way, not both"),
 ])
 def test_bad_input_gets_one_line(args, message):
     code, output = invoke(*args)
     assert code != 0 and message in output and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1, output
+
+
+def test_a_folder_without_a_tokenizer_is_one_line(tmp_path):
+    code, output = invoke("thinking", "-c", "x", "--tokenizer", str(tmp_path))
+    assert code == 1 and "cannot load a tokenizer there" in output and len(output.strip().splitlines()) == 1
 
 
 def test_a_bad_samples_file_names_the_line(tmp_path):

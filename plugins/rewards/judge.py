@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grpo_skill import Judge, JudgeRequest, Reward, completion_text, hookimpl, prompt_text
-from grpo_skill.errors import UserError
+from grpo_skill.errors import UserError, one_line
 from grpo_skill.i18n import N_, _
 
 from .verifiable import final_answer, opens_think
@@ -202,9 +202,8 @@ class LocalJudge:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
         except (OSError, ValueError) as error:
-            one_line = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
             raise UserError(_("cannot load the judge model from {path}: {error}").format(
-                path=path, error=one_line or type(error).__name__)) from None
+                path=path, error=one_line(error))) from None
         finally:
             if bar:
                 transformers_logging.enable_progress_bar()
