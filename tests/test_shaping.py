@@ -73,6 +73,9 @@ def test_think_format_with_and_without_a_template_that_opens_think():
     completions = ["reasoning</think>answer", "<think>reasoning</think>answer", "<think>reasoning", "answer"]
     assert score("think_format", completions, template_opens_think=True) == [1.0, 0.0, 0.0, 0.0]
     assert score("think_format", completions, template_opens_think=False) == [0.0, 1.0, 0.0, 0.0]
+    # one thinking block: a second </think> is not one
+    assert score("think_format", ["r</think>a</think>b"], template_opens_think=True) == [0.0]
+    assert score("think_format", ["<think>r</think>a</think>b"], template_opens_think=False) == [0.0]
     # "auto" reads the preset: the thinking preset's template opens <think>, the standard one's does not
     assert score("think_format", completions, preset="thinking") == [1.0, 0.0, 0.0, 0.0]
     assert score("think_format", completions, preset="standard") == [0.0, 1.0, 0.0, 0.0]
@@ -80,7 +83,9 @@ def test_think_format_with_and_without_a_template_that_opens_think():
 
 def test_tag_count():
     completions = ["r</think>a", "<think>r</think>a", "r", "<think>r</think>a</think>"]
-    assert score("tag_count", completions, template_opens_think=True) == [1.0, 0.5, 0.5, 0.0]
+    # with the template's <think>, leaving it out counts only beside a </think>: "" and "r" earn nothing
+    assert score("tag_count", completions + ["", "r</think>a</think>"], template_opens_think=True) == \
+        [1.0, 0.5, 0.0, 0.0, 0.0, 0.5]
     assert score("tag_count", completions, template_opens_think=False) == [0.5, 1.0, 0.0, 0.5]
     tagged = ["<think>r</think><answer>a</answer>", "<think>r</think>a", "<answer>a</answer>"]
     assert score("tag_count", tagged, template_opens_think=False, answer_tags=True) == [1.0, 0.5, 0.5]

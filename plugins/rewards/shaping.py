@@ -66,7 +66,9 @@ def think_format_factory(context):
     def think_format(completions, **kwargs):
         # TRL's check wants "<think>...</think>" from the start: put back the <think> the prompt holds
         texts = [(THINK_START if opened else "") + completion_text(c) for c in completions]
-        return think_format_reward([[{"role": "assistant", "content": text}] for text in texts])
+        scores = think_format_reward([[{"role": "assistant", "content": text}] for text in texts])
+        # TRL's pattern lets a second </think> through; one thinking block means one
+        return [score if text.count(THINK_END) == 1 else 0.0 for score, text in zip(scores, texts)]
 
     return think_format
 
@@ -83,6 +85,8 @@ def tag_count_factory(context):
         for completion in completions:
             text = completion_text(completion)
             right = sum(text.count(tag) == count for tag, count in expected.items())
+            if opened and THINK_END not in text and THINK_START not in text:
+                right -= 1  # no <think> earns nothing until the thinking is closed: else "" scores
             scores.append(right / len(expected))
         return scores
 
@@ -208,7 +212,8 @@ def register_rewards(register):
     register(Reward(
         "tag_count", tag_count_factory,
         N_("Share of tags used exactly as expected: </think> once, <think> once (or never when the template "
-           "opens it), and with answer_tags <answer> and </answer> once each."),
+           "opens it, which counts only once </think> is there), and with answer_tags <answer> and </answer> once "
+           "each."),
         params={"template_opens_think": "auto", "answer_tags": False},
         param_help={"template_opens_think": OPENS_THINK_HELP,
                     "answer_tags": N_("also expect <answer>...</answer> after the thinking")},
