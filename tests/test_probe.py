@@ -56,6 +56,8 @@ def test_a_two_token_budget_flips_the_verdict_with_a_measured_budget(cli, projec
     assert result["clipped_ratio"] > 0.5 and result["zero_spread_groups"] == 1.0
     codes = [finding["code"] for finding in result["findings"]]
     assert codes[0] == "clipped" and "zero_spread" in codes
+    # the tiny preset's random weights: said, so that nobody tunes a real run from them
+    assert codes[-1] == "random_weights" and not result["findings"][-1]["blocking"]
     clipped = result["findings"][0]
     suggested = result["natural_length"]["p90"]
     assert suggested and suggested > 2  # measured by sampling the cut-off completions on

@@ -72,6 +72,7 @@ def test_sft_writes_an_adapter_and_says_how_to_use_it(warmed):
     assert summary["examples"] == 24 and summary["steps"] == 4
     assert (project / "outputs" / "sft" / "adapter" / "adapter_config.json").is_file()
     assert 'adapter = "outputs/sft/adapter"' in sft.stderr
+    assert "SFT" in sft.stderr and "GRPO" not in sft.stderr  # its progress bar is not GRPO's
 
 
 def test_train_continues_from_the_sft_adapter(warmed):

@@ -46,14 +46,15 @@ class RewardSeconds(TrainerCallback):
 class RichProgress(TrainerCallback):
     """One progress bar, and one short line per logged step instead of the raw log dict."""
 
-    def __init__(self, console: Console | None = None):
+    def __init__(self, console: Console | None = None, label: str = "GRPO"):
         self.console = console or Console(stderr=True)
+        self.label = label  # sft.py's bar says SFT
         self.progress = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             self.progress = Progress(
-                TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                TextColumn(f"[bold]{self.label}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                 TextColumn("{task.fields[status]}"), console=self.console, transient=False,
             )
             self.progress.start()
