@@ -559,8 +559,8 @@ def metrics(run_dir, plot, show_completions, as_json):
 @click.option("--preset", help=N_("Plan a preset's settings instead of a project's."))
 @click.option("--backend", type=click.Choice(["unsloth", "trl"]),
               help=N_("Default: the project's (auto counts as unsloth); unsloth for a preset."))
-@click.option("--gpu-memory", type=float, metavar="GIB", help=N_("The GPU's memory; default: nvidia-smi's, if any."))
-@click.option("--prompt-tokens", type=int, help=N_("The longest prompt in tokens; default: guessed from the dataset."))
+@click.option("--gpu-memory", type=click.FloatRange(min=0, min_open=True, max=1e6), metavar="GIB", help=N_("The GPU's memory; default: nvidia-smi's, if any."))
+@click.option("--prompt-tokens", type=click.IntRange(min=1), help=N_("The longest prompt in tokens; default: guessed from the dataset."))
 @click.option("--gpus", type=click.IntRange(min=1), metavar="N",
               help=N_("Data-parallel GPUs (accelerate launch --num_processes N); default 1."))
 @click.option("--accelerate-config", type=click.Path(dir_okay=False), metavar="FILE",
@@ -574,6 +574,8 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("give a project folder or --preset, not both"))
     if gpus and accelerate_config:
         fail(_("give --gpus or --accelerate-config, not both"))
+    if gpu_memory is not None and gpu_memory != gpu_memory:  # NaN gets through FloatRange
+        fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
     try:
         processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
         if preset:

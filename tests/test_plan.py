@@ -162,6 +162,10 @@ def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path
     (["--accelerate-config", "no-such.yaml"], "cannot read the accelerate config no-such.yaml"),
     (["--gpus", "2", "--accelerate-config", "accelerate/ddp.yaml"], "give --gpus or --accelerate-config, not both"),
     (["--gpus", "0"], "0 is not in the range x>=1"),
+    (["--gpu-memory", "-5"], "-5.0 is not in the range 0<x"),
+    (["--gpu-memory", "nan"], "--gpu-memory: give the GPU's memory in GiB"),
+    (["--gpu-memory", "inf"], "inf is not in the range 0<x"),
+    (["--prompt-tokens", "0"], "0 is not in the range x>=1"),
 ])
 def test_plan_gpus_mistakes_are_one_line(cli, tmp_path, args, message):
     project = new_project(cli, tmp_path)
