@@ -1,4 +1,4 @@
-"""Every reward plugin shown in README.md, SKILL.md and references/ keeps the reward contract: each python block
+"""Every reward plugin shown in README.md, SKILL.md and references/ (and their zh-CN twins) keeps the reward contract: each python block
 that registers rewards is run, and each reward it registers is checked with grpo_skill.testing.check_reward
 (awkward completions, as strings and as chat messages)."""
 
@@ -12,7 +12,10 @@ from grpo_skill import plugins
 from grpo_skill.testing import check_reward
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", REPO / "SKILL.md", *sorted((REPO / "references").glob("*.md"))]
+ZH = REPO / "i18n" / "zh-CN"
+DOCS = [REPO / "README.md", REPO / "SKILL.md", *sorted((REPO / "references").glob("*.md")),
+        *[ZH / name for name in ("README.md", "SKILL.md") if (ZH / name).is_file()],
+        *sorted((ZH / "references").glob("*.md"))]  # the twins' code carries its own comments
 REGISTERS = re.compile(r"register\(Reward\(\s*[\"'\w]")  # a real registration, not "register(Reward(...))"
 FENCE = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
