@@ -389,7 +389,8 @@ def rewards(ctx, project, as_json):
 @click.option("--preset", help=N_("Build the rewards for this preset (whether its template opens <think>, its "
                                   "max_completion_length)."))
 @click.option("--project", type=click.Path(exists=True, file_okay=False),
-              help=N_("Also offer this project's rewards.py."))
+              help=N_("Score as this project would: its rewards.py, its preset with its [grpo], its rewards' params "
+                      "and, for a local model, its tokenizer."))
 @click.option("--scale-rewards", default="group", show_default=True, type=click.Choice(["group", "batch", "none"]),
               help=N_("GRPOConfig.scale_rewards: divide advantages by the group's std, the batch's, or not at all."))
 @click.option("--aggregation", default="sum_then_normalize", show_default=True,

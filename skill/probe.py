@@ -282,15 +282,14 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
         findings.append(Finding("zero_spread", N_("{share} of the groups score all their completions the same: "
                                                   "their advantages are zero and GRPO learns nothing from them"),
                                 advice, values, blocking=True))
-    preset = config.preset
-    if preset.build_model is not None and config.model["name"] == preset.model_id:
+    if config.builds_its_model():
         # the tiny preset: random weights, where the advice above would only move the padding (e.g. a longer budget
         # is filled just the same)
         findings.append(Finding("random_weights", N_("{model} is the {preset} preset's model, built here with "
                                                         "random weights: a smoke test of the plumbing"),
                                    N_("the figures show that the project runs, not what a real model would do; "
                                       "probe a project with a real model before a real run"),
-                                   {"model": config.model["name"], "preset": preset.name}))
+                                   {"model": config.model["name"], "preset": config.preset.name}))
     return findings
 
 

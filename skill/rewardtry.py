@@ -12,6 +12,7 @@ teaches nothing: that is shown loudly.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import math
@@ -265,14 +266,28 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
                 preset: str | None = None, project: str | None = None, scale_rewards: str = "group",
                 aggregation: str = "sum_then_normalize") -> dict:
     """Score ``samples`` with the rewards ``specs`` (NAME[:WEIGHT]); returns what `rewards try --json` prints."""
+    config = None
     if project:
-        plugins.register_project(project)
+        from . import project as projects
+
+        config = projects.load(project)  # its config.toml, with its rewards.py registered
     chosen = parse_specs(specs)
     names = [name for name, _weight in chosen]
     if len(set(names)) != len(names):
         raise TryError(_("a reward is named twice; give each once, with its weight"))
     params = parse_params(params_items, names)
-    preset_item = plugins.get_preset(preset) if preset else None
+    if preset:
+        preset_item = plugins.get_preset(preset)
+    elif config is not None:  # the project's preset with its [grpo], and its rewards' params, as train.py builds them
+        preset_item = dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        configured = {choice.name: choice.params for choice in config.rewards}
+        params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
+    else:
+        preset_item = None
+    if tokenizer is None and config is not None and (config.builds_its_model() or config.local_model_dir()):
+        tokenizer = config.model_path()  # a local model (or the tiny one): its tokenizer counts the tokens
+    elif tokenizer is None and preset_item is not None and preset_item.build_model is not None and config is None:
+        tokenizer = "tiny"  # --preset tiny: the preset's own tokenizer
     token_source = load_tokenizer(tokenizer)
 
     texts = [completion_text(sample.completion) for sample in samples]

@@ -204,3 +204,24 @@ def test_batch_scaling_and_normalize_then_sum(tmp_path):
     spread = 0.5 / 0.5001 + 1e-4
     assert [s["advantage"] for s in data["samples"]] == pytest.approx(
         [z[0] / spread, z[1] / spread, z[1] / spread, z[1] / spread], abs=1e-5)
+
+
+def test_a_project_gives_its_preset_settings_params_and_tokenizer(cli, tmp_path, tiny_model):
+    cli("new", "proj", "--preset", "tiny", "-o", str(tmp_path))
+    config = tmp_path / "proj" / "config.toml"
+    config.write_text(config.read_text().replace(
+        'name = "thinking"\nweight = 1.0\n',
+        'name = "thinking"\nweight = 1.0\n\n[[rewards]]\nname = "soft_overlong"\nweight = 0.5\n'
+        'params = { soft_punish_cache = 4 }\n', 1))
+    long = " ".join(["word"] * 40)  # past the tiny preset's 32-token budget
+    done = cli("rewards", "try", "soft_overlong", "--project", str(tmp_path / "proj"), "-c", long, "-c", "short",
+               "--json")  # no --tokenizer: the project's local model has one
+    data = json.loads(done.stdout)
+    assert data["rewards"][0]["params"]["soft_punish_cache"] == 4  # from config.toml
+    assert [sample["scores"]["soft_overlong"] for sample in data["samples"]] == [-1.0, 0.0]
+
+
+def test_the_tiny_preset_brings_its_tokenizer():
+    code, output = invoke("thinking", "--preset", "tiny", "-c", "Let me see.</think>42", "-c", "no end", "--json")
+    assert code == 0, output
+    assert [sample["scores"]["thinking"] for sample in json.loads(output)["samples"]][1] == -1.0
