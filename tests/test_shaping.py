@@ -116,6 +116,16 @@ def test_language_share_of_the_target_language():
     assert score("language", completions[:2], language="zh", part="answer") == [0.0, 0.0]
 
 
+def test_language_has_no_opinion_on_text_too_short_to_tell():
+    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English
+    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>答案是四十二。"], language="en",
+                 part="answer") == [None, None, None]
+    # beside thinking long enough to judge, a short answer is left out, not counted against it
+    assert score("language", [ENGLISH + "</think>Oui."], language="en") == [1.0]
+    # the limit is 40 bytes: 14 Chinese characters are enough
+    assert score("language", ["</think>所以答案是四十二，计算正确。"], language="zh", part="answer") == [1.0]
+
+
 def test_language_refuses_an_unknown_code():
     with pytest.raises(RewardError, match="'klingon' is no language code"):
         plugins.get_reward("language").build(params={"language": "klingon"})
