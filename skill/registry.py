@@ -236,10 +236,6 @@ def _short(text: str, limit: int = SAMPLE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
 def _sample(completions, index: int) -> str:
     try:
         text = completion_text(completions[index])
@@ -307,8 +303,9 @@ def _raised(where: str, error: Exception, completions) -> RewardError:
     if isinstance(error, UserError):
         return RewardError(f"{where}: {error}")
     sample = _sample(completions, 0) if completions else "-"
-    return RewardError(_("{where} raised {error} on a batch starting with {sample}").format(
-        where=where, error=_error_text(error), sample=sample))
+    # where_raised: the reward's own file:line, which a one-line message without a traceback would lose
+    return RewardError(_("{where} raised on a batch starting with {sample}: {error}").format(
+        where=where, error=where_raised(error), sample=sample))
 
 
 def _with_contract(func, name: str, where: str):

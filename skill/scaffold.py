@@ -6,6 +6,7 @@ NAME is the reward's name (``answer_length``); the package is ``grpo-skill-answe
 
 from __future__ import annotations
 
+import keyword
 import re
 import shutil
 import tempfile
@@ -37,6 +38,9 @@ def names(name: str) -> dict[str, str]:
             _("plugin name {name!r} is not allowed: use lowercase letters, digits, '-' and '_', starting with a "
               "letter (e.g. answer_length)").format(name=name)
         )
+    if keyword.iskeyword(reward):  # a reward is often a function of its name, which a keyword cannot be
+        raise ScaffoldError(
+            _("plugin name {name!r} is a Python keyword; choose another (e.g. {name}_reward)").format(name=name))
     return {"reward_name": reward, "package_name": PACKAGE_PREFIX + reward.replace("_", "-"),
             "module_name": f"grpo_skill_{reward}"}
 

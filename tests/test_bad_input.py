@@ -322,6 +322,19 @@ REWARDS_PY_CASES = [
          """)),
     Case("rewards-project-listing-broken", "rewards.py:1: ZeroDivisionError: division by zero",
          args=("rewards", "--project", "{project}"), files=rewards_py("1 / 0\n")),
+    Case("rewards-try-reward-raises", "raised on a batch starting with 'Hi.': proj/rewards.py:5: ZeroDivisionError",
+         args=("rewards", "try", "crashes", "-c", "Hi.", "--project", "{project}"), files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+
+             def crashes(completions, **kwargs):
+                 return [1 / 0 for completion in completions]
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward("crashes", lambda context: crashes, "divides by zero"))
+         """)),
 ]
 
 

@@ -1,6 +1,7 @@
 """The built wheel works on its own, and a pip-installed plugin package is found through its entry point."""
 
 import json
+import shlex
 import sys
 import venv
 from pathlib import Path
@@ -59,9 +60,21 @@ def test_the_installed_plugins_reward_scores(wheel_venv):
         "from grpo_skill import plugins\n"
         "f = plugins.get_reward('keywords').build(params={'words': ['because', 'so']})\n"
         "print(f(completions=['It works because of X, so yes.', 'Because.', 'No.']))\n"
+        # chat messages: the assistant's text is scored, not the tool's reply after it
+        "print(f(completions=[[{'role': 'assistant', 'content': 'because'}, {'role': 'tool', 'content': 'x'}]]))\n"
     )
     out = run([wheel_venv / "python", "-c", probe], env={"GRPO_SKILL_PLUGINS": "keywords"}).stdout
-    assert out.strip() == "[1.0, 0.5, 0.0]"
+    assert out.split() == ["[1.0,", "0.5,", "0.0]", "[0.5]"]
+
+
+def test_the_installed_plugins_reward_has_help_and_an_example_that_runs(wheel_venv):
+    env = {"GRPO_SKILL_PLUGINS": "keywords"}
+    shown = json.loads(run([wheel_venv / "grpo-skill", "rewards", "show", "keywords", "--json"], env=env).stdout)
+    assert all(param["help"] for param in shown["params"])
+    example = shlex.split(shown["example"])
+    assert example[:4] == ["grpo-skill", "rewards", "try", "keywords"]
+    tried = json.loads(run([wheel_venv / "grpo-skill", *example[1:], "--json"], env=env).stdout)
+    assert [sample["scores"]["keywords"] for sample in tried["samples"]] == [1.0, 0.0]
 
 
 def test_the_restriction_variable_keeps_an_installed_plugin_out(wheel_venv):

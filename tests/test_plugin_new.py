@@ -44,6 +44,7 @@ def test_it_writes_the_package(tmp_path):
 @pytest.mark.parametrize("name, message", [
     ("Answer Length", "plugin name 'Answer Length' is not allowed"),
     ("1st", "plugin name '1st' is not allowed"),
+    ("class", "plugin name 'class' is a Python keyword; choose another (e.g. class_reward)"),
     ("accuracy", "a reward named 'accuracy' exists already (plugin 'builtin:verifiable')"),
 ])
 def test_bad_names_are_refused_and_nothing_written(tmp_path, name, message):
@@ -59,6 +60,16 @@ def test_an_existing_folder_is_never_overwritten(tmp_path):
     code, output = plugin_new("answer_length", "-o", str(tmp_path))
     assert code == 1 and "exists and is not empty" in output
     assert (package / "pyproject.toml").read_text() == "mine\n" and len(list(package.iterdir())) == 1
+
+
+def test_a_name_the_code_uses_itself_still_gives_a_working_package(tmp_path):
+    # a reward named max (or len, completion_text...) once shadowed what the scaffold's code calls
+    code, output = plugin_new("max", "-o", str(tmp_path))
+    assert code == 0, output
+    package = tmp_path / "grpo-skill-max"
+    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=package,
+                 env={"PYTHONPATH": str(package), "GRPO_SKILL_PLUGINS": None}, check=False)
+    assert result.returncode == 0 and "4 passed" in result.stdout, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")

@@ -40,25 +40,27 @@ def test_a_broken_result_names_the_reward_and_the_sample(result, message):
     assert isinstance(raised.value, UserError) and "\n" not in str(raised.value)
 
 
-def test_an_exception_names_the_reward_its_plugin_and_the_sample():
+def test_an_exception_names_the_reward_its_plugin_the_sample_and_the_line_that_raised():
+    def crashes(completions, **kwargs):
+        return [len(completion_text(c)) / 0 for c in completions]
+
     class Plugin:
         @hookimpl
         def register_rewards(self, register):
-            def factory(context):
-                def crashes(completions, **kwargs):
-                    return [len(completion_text(c)) / 0 for c in completions]
-                return crashes
-            register(Reward("crashes", factory, "divides by zero"))
+            register(Reward("crashes", lambda context: crashes, "divides by zero"))
 
     plugins.register(Plugin(), name="crashing-plugin")
     try:
         reward = plugins.get_reward("crashes").build()
-        with pytest.raises(RewardError, match=r"reward 'crashes' \(plugin crashing-plugin\) raised "
-                                              r"ZeroDivisionError: division by zero on a batch starting with "
-                                              r"'first completion'"):
+        with pytest.raises(RewardError) as raised:
             reward(completions=COMPLETIONS)
     finally:
         plugins.unregister("crashing-plugin")
+    line = crashes.__code__.co_firstlineno + 1  # the division
+    message = str(raised.value)
+    assert message.startswith("reward 'crashes' (plugin crashing-plugin) raised on a batch starting with "
+                              "'first completion': ")
+    assert message.endswith(f"test_reward_contract.py:{line}: ZeroDivisionError: division by zero")
 
 
 def test_a_long_sample_is_truncated():
@@ -158,7 +160,8 @@ def test_check_reward_catches_a_crash_on_awkward_completions():
             return [float(len(completion_text(c).split()[0])) for c in completions]  # "" has no first word
         return first_word
 
-    with pytest.raises(RewardError, match=r"raised IndexError"):
+    with pytest.raises(RewardError, match=r"raised on a batch starting with .*: .*test_reward_contract\.py:\d+: "
+                                          r"IndexError"):
         check_reward(Reward("first_word", factory, "x"), tokenizer=None)
 
 

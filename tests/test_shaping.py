@@ -116,6 +116,17 @@ def test_language_share_of_the_target_language():
     assert score("language", completions[:2], language="zh", part="answer") == [0.0, 0.0]
 
 
+def test_language_has_no_opinion_on_text_too_short_to_tell():
+    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English
+    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>答案是四十二。"], language="en",
+                 part="answer") == [None, None, None]
+    # beside thinking long enough to judge, a short answer is left out, not counted against it
+    assert score("language", [ENGLISH + "</think>Oui."], language="en") == [1.0]
+    # the limit is 40 bytes: 14 Chinese characters are enough
+    assert score("language", ["</think>所以答案是四十二，计算正确。"], language="zh",
+                 part="answer") == [1.0]
+
+
 def test_language_refuses_an_unknown_code():
     with pytest.raises(RewardError, match="'klingon' is no language code"):
         plugins.get_reward("language").build(params={"language": "klingon"})
@@ -129,3 +140,16 @@ def test_cosine_length_scales_correctness_by_length():
     # right: 1.0 at 0 tokens, 0.75 halfway (cos = 0), 0.5 from max_len on; wrong: -1.0, -0.75, -0.5
     assert scores == [1.0, pytest.approx(0.75), 0.5, -1.0, pytest.approx(-0.75), -0.5]
     assert all(math.isfinite(s) for s in scores)
+
+
+def test_cosine_length_is_trls_cosine_schedule():
+    # the docs say cosine_length computes TRL's schedule itself: on LaTeX answers, which TRL reads, the two agree
+    from trl.rewards import get_cosine_scaled_reward
+
+    texts = [r"</think>\boxed{42}"] * 4 + [r"</think>\boxed{41}"] * 4
+    lengths = ids(1, 3, 7, 15) + ids(1, 3, 7, 15)
+    ours = plugins.get_reward("cosine_length").build(params={"max_len": 10})(
+        completions=texts, completion_ids=lengths, answer=["42"] * 8)
+    trls = get_cosine_scaled_reward(max_len=10)(
+        [[{"role": "assistant", "content": text}] for text in texts], solution=["$42$"] * 8, completion_ids=lengths)
+    assert ours == pytest.approx(trls) and len(set(trls)) == 8

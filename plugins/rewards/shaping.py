@@ -110,7 +110,9 @@ def reasoning_steps_factory(context):
 
 _identifier = None
 _identifier_lock = threading.Lock()
-CHUNK_CHARS = 40  # shorter text is too little for a language guess ("OK." reads as Serbian): sentences are joined
+# py3langid reads UTF-8 bytes: on fewer than 40 its guess is noise ("Yes." reads as Kabyle); 40 is a short English
+# sentence or about 13 Chinese characters. Sentences are joined into pieces at least that long.
+CHUNK_BYTES = 40
 
 
 def language_identifier():
@@ -128,18 +130,16 @@ def language_identifier():
 
 
 def _chunks(text: str) -> list[str]:
-    """Sentences joined into pieces of at least CHUNK_CHARS characters; pieces without letters dropped."""
+    """Sentences joined into pieces of at least CHUNK_BYTES (a short last sentence joins the piece before it);
+    none for a text shorter than that, too short to tell its language. Pieces without letters are dropped."""
     pieces, current = [], ""
     for sentence in re.split(r"(?<=[.!?;。！？；\n])\s*", text):
         current = f"{current} {sentence}".strip() if current else sentence.strip()
-        if len(current) >= CHUNK_CHARS:
+        if len(current.encode("utf-8")) >= CHUNK_BYTES:
             pieces.append(current)
             current = ""
-    if current:
-        if pieces and len(current) < CHUNK_CHARS:
-            pieces[-1] = f"{pieces[-1]} {current}"
-        else:
-            pieces.append(current)
+    if current and pieces:
+        pieces[-1] = f"{pieces[-1]} {current}"
     return [piece for piece in pieces if any(char.isalpha() for char in piece)]
 
 
@@ -232,12 +232,16 @@ def register_rewards(register):
     register(Reward(
         "language", language_factory,
         N_("Share of the text (thinking and answer, or one of them) written in the target language, by py3langid "
-           "on pieces of at least 40 characters: 0.0 to 1.0; None when there is no text to judge."),
+           "on pieces of at least 40 bytes (about 13 Chinese characters): 0.0 to 1.0; None for less text, too little "
+           "to tell its language."),
         params={"language": "en", "part": "all", "think_end_token": "</think>"},
         param_help={"language": N_("ISO 639-1 code: en, zh, fr, de, ja, ..."),
                     "part": N_("\"all\", \"thinking\" (before </think>) or \"answer\" (after it)"),
                     "think_end_token": N_("where the thinking ends")},
-        example=("--completion", "Let me add the two numbers first, then check the sum.</think>The answer is 42.",
-                 "--completion", "我先把两个数相加，然后检查一下结果是否正确。</think>The answer is 42.",
+        # answers of 40 bytes or more: a shorter one is not judged
+        example=("--completion", "Let me add the two numbers first, then check the sum.</think>"
+                 "The answer is 42, because 19 and 23 make 42.",
+                 "--completion", "我先把两个数相加，然后检查一下结果是否正确。</think>"
+                 "The answer is 42, because 19 and 23 make 42.",
                  "--param", "language.language=en"),
     ))

@@ -5,8 +5,8 @@ All three read the final answer after ``</think>`` and compare it with the answe
 is reported once and its completions get ``None`` (TRL leaves them out), instead of zeroing the group.
 
 TRL's ``accuracy_reward`` and ``reasoning_accuracy_reward`` are not wrapped: they read only LaTeX answers
-(``\\boxed{}`` or ``$...$``), so "The answer is 42" scores 0 there. ``cosine_length`` uses TRL's cosine
-schedule (``get_cosine_scaled_reward``) on this correctness instead of TRL's.
+(``\\boxed{}`` or ``$...$``), so "The answer is 42" scores 0 there. Nor is ``get_cosine_scaled_reward``, which
+reads correctness the same way: ``cosine_length`` computes its cosine schedule here, on this correctness.
 """
 
 from __future__ import annotations
