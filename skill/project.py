@@ -72,7 +72,7 @@ class ProjectConfig:
         return (self.source or Source(self.path)).error(loc, message)
 
     def dataset_file(self) -> Path | None:
-        """The local data file, or None when ``dataset.path`` names a hub dataset (or a folder)."""
+        """The local data file, or None when ``dataset.path`` names a hub dataset."""
         candidate = self.project_dir / Path(self.dataset["path"]).expanduser()
         return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
 
@@ -455,10 +455,11 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     path = config.dataset["path"]
     data_file = config.dataset_file()
     loc = ("dataset", "path")
+    folder = config.project_dir / Path(path).expanduser()
+    if folder.is_dir():  # datasets would read it as a hub-style repo and fail in a long traceback
+        raise config.error(loc, _("{path} is a folder; give a .jsonl, .json, .csv or .parquet file (or a hub "
+                                  "dataset id)").format(path=folder))
     if data_file is None:
-        folder = config.project_dir / Path(path).expanduser()
-        if folder.is_dir():
-            return DatasetInfo(local=True)
         suffix = Path(path).suffix.lower()
         if suffix in OTHER_FILE_SUFFIXES:
             raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(
