@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -36,6 +37,16 @@ OTHER_FILE_SUFFIXES = {".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".zip", ".gz",
                        ".pkl", ".pt", ".xml", ".html"}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_HOST_TIMEOUT_S = 3.0
+# report_to integrations (transformers 5.x) -> (what to pip install, the modules one of which it needs);
+# kubeflow needs an environment variable, not a package; "all" and "none" need nothing.
+REPORT_TO_PACKAGES = {
+    "azure_ml": ("azureml-core", ("azureml",)), "clearml": ("clearml", ("clearml",)),
+    "codecarbon": ("codecarbon", ("codecarbon",)), "comet_ml": ("comet_ml", ("comet_ml",)),
+    "dagshub": ("dagshub", ("dagshub",)), "dvclive": ("dvclive", ("dvclive",)), "flyte": ("flytekit", ("flytekit",)),
+    "kubeflow": ("", ()), "mlflow": ("mlflow", ("mlflow",)), "neptune": ("neptune", ("neptune",)),
+    "swanlab": ("swanlab", ("swanlab",)), "tensorboard": ("tensorboard", ("tensorboard", "tensorboardX")),
+    "trackio": ("trackio", ("trackio",)), "wandb": ("wandb", ("wandb",)),
+}
 
 
 @dataclass
@@ -153,6 +164,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
         grpo=data["grpo"], sft=data["sft"], source=source,
     )
+    check_installed(config)
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
     check_model(config)
@@ -168,6 +180,38 @@ def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> P
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
     check_hub_access(config)
     return config
+
+
+# ---- [grpo] settings that need packages --------------------------------------------------------------------
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it (wandb alone takes seconds)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken parent package, or a module left without a spec
+        return False
+
+
+def check_installed(config: ProjectConfig) -> None:
+    """[grpo] values whose package must be here: TRL would fail on them only after the model has loaded."""
+    if config.grpo.get("use_vllm") and not installed("vllm"):
+        raise config.error(("grpo", "use_vllm"), _(
+            "vllm is not installed; pip install vllm (a CUDA machine), or remove use_vllm"))
+    report_to = config.grpo.get("report_to")
+    for name in [report_to] if isinstance(report_to, str) else report_to or []:
+        if name in ("all", "none"):
+            continue
+        if name not in REPORT_TO_PACKAGES:
+            close = schema._suggest(name, REPORT_TO_PACKAGES)
+            raise config.error(("grpo", "report_to"), _("{name!r} is not a logger transformers knows; {hint}choose "
+                                                        "from: {names}").format(
+                name=name, hint=_("did you mean {suggestion!r}? ").format(suggestion=close) if close else "",
+                names=", ".join(sorted(REPORT_TO_PACKAGES))))
+        package, modules = REPORT_TO_PACKAGES[name]
+        if modules and not any(installed(module) for module in modules):
+            raise config.error(("grpo", "report_to"), _(
+                "{name!r} is not installed; pip install {package}, or remove it from report_to").format(
+                name=name, package=package))
 
 
 # ---- the project's rewards.py and the registry ----------------------------------------------------------

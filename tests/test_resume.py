@@ -294,10 +294,11 @@ def test_resume_from_checkpoint_in_the_config_points_to_the_flag(project):
         result = train(project, "--output-dir", "from-config", check=False)
     finally:
         config.write_text(original)
+    line = edited.splitlines().index('resume_from_checkpoint = "outputs/checkpoint-4"') + 1
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use python train.py --resume "
-        "(it takes the last checkpoint in grpo.output_dir)"]
+        f"error: config.toml:{line}: grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use "
+        "python train.py --resume (it takes the last checkpoint in grpo.output_dir)"]
     assert not (project / "from-config").exists()
 
 
