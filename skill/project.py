@@ -164,6 +164,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
         grpo=data["grpo"], sft=data["sft"], source=source,
     )
+    check_output_dirs(config)
     check_installed(config)
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
@@ -180,6 +181,25 @@ def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> P
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
     check_hub_access(config)
     return config
+
+
+# ---- output folders -------------------------------------------------------------------------------------
+
+def check_output_dirs(config: ProjectConfig) -> None:
+    """grpo.output_dir (or --output-dir) and sft.output_dir must not be the project folder or one above it: a run
+    there would replace the project's README.md with the trainer's model card, and --overwrite clear it."""
+    project = config.project_dir.resolve()
+    wanted = [(("grpo", "output_dir"), config.grpo.get("output_dir"))]
+    if config.sft is not None:
+        wanted.append((("sft", "output_dir"), config.sft.get("output_dir")))
+    for loc, value in wanted:
+        if not isinstance(value, str):
+            continue
+        folder = (config.project_dir / value).resolve()  # as train.py and sft.py join them
+        if folder == project or folder in project.parents:
+            raise config.error(loc, _("= {value}: is the project folder or a folder above it, where a run would write over "
+                                      "the project's own files (README.md); use a folder inside it, like \"outputs\"").format(
+                value=schema.toml_value(value)))
 
 
 # ---- [grpo] settings that need packages --------------------------------------------------------------------

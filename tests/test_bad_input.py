@@ -186,6 +186,12 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("optim-typo", 'optim = "adamw_torch"', 'optim = "adamw_torh"', 'did you mean "adamw_torch"?'),
     ("scheduler-typo", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "constnt"', 'did you mean "constant"?'),
     ("report-to-number", "report_to = []", "report_to = 5", "grpo.report_to = 5: must be a string"),
+    ("output-dir-empty", 'output_dir = "outputs"', 'output_dir = ""',
+     'grpo.output_dir = "": is the project folder or a folder above it, where a run would write over the project\'s'),
+    ("output-dir-dot", 'output_dir = "outputs"', 'output_dir = "."', 'grpo.output_dir = ".": is the project folder'),
+    ("output-dir-above", 'output_dir = "outputs"', 'output_dir = "outputs/../.."',
+     'grpo.output_dir = "outputs/../..": is the project folder or a folder above it'),
+    ("sft-output-dir-dot", 'output_dir = "outputs/sft"', 'output_dir = "./"', 'sft.output_dir = "./": is the project'),
     ("report-to-unknown", "report_to = []", 'report_to = ["wandbb"]',
      "grpo.report_to: 'wandbb' is not a logger transformers knows; did you mean 'wandb'?"),
     ("eval-strategy", "seed = 42", 'seed = 42\neval_strategy = "steps"',
@@ -421,6 +427,10 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
     Case("train-typo", "did you mean `learning_rate`?", mode="load", edits=edit("learning_rate", "learnin_rate")),
     Case("train-report-to-not-installed", "grpo.report_to: 'wandb' is not installed", mode="load",
          edits=edit("report_to = []", 'report_to = ["wandb"]'), missing=("wandb",)),
+    Case("train-output-dir-project", 'grpo.output_dir = "{project}" (given on the command line): is the project '
+         "folder or a folder above it", mode="load", overrides={"grpo.output_dir": "{project}"}),
+    Case("train-output-dir-dot", 'grpo.output_dir = "." (given on the command line): is the project folder',
+         mode="load", overrides={"grpo.output_dir": "."}),
     Case("train-eval-strategy", "grpo.eval_strategy: train.py trains without an eval dataset", mode="load",
          edits=edit("seed = 42", 'seed = 42\neval_strategy = "epoch"')),
     Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
@@ -454,6 +464,8 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-train-hub-typo", "error: model.name (given on the command line): model 'owner/missing-model' is not "
          "on the hub", mode="script", args=("train.py", "--model", "owner/missing-model"),
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
+    Case("script-train-output-dir-dot", 'error: grpo.output_dir = "." (given on the command line): is the project '
+         "folder", mode="script", args=("train.py", "--output-dir", ".")),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
@@ -562,7 +574,9 @@ def run_case(case: Case, tmp: Path, project: Path) -> tuple[int, str, str]:
     with environment(case.env, tmp, project):
         if case.mode in ("load", "build"):
             try:
-                config = projects.load_for_run(project / "config.toml", case.overrides)
+                overrides = {key: fill(value, tmp, project) if isinstance(value, str) else value
+                             for key, value in case.overrides.items()}
+                config = projects.load_for_run(project / "config.toml", overrides)
                 if case.mode == "build":
                     config.build_rewards(tokenizer=None)
             except BaseException as error:  # what train.py's errors.install() prints for it
