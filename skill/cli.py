@@ -488,7 +488,11 @@ def check(project, run_rewards):
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
-    if not run_rewards and (loaded.project_dir / "rewards.py").is_file():
+    if loaded.unchecked_rewards:
+        click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
+                     "`grpo-skill check --rewards` runs it").format(
+            names=", ".join(map(repr, loaded.unchecked_rewards))), err=True)
+    elif not run_rewards and (loaded.project_dir / "rewards.py").is_file():
         click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
 
 

@@ -66,6 +66,8 @@ class ProjectConfig:
     grpo: dict[str, Any]
     sft: dict[str, Any] | None = None
     source: Source | None = None
+    # reward names that rewards.py, read but not run, may register from code (`check` without --rewards)
+    unchecked_rewards: list[str] = field(default_factory=list)
 
     @property
     def project_dir(self) -> Path:
@@ -236,8 +238,9 @@ def check_installed(config: ProjectConfig) -> None:
 
 # ---- the project's rewards.py and the registry ----------------------------------------------------------
 
-def _project_rewards(config: ProjectConfig, run: bool) -> set[str] | None:
-    """Run the project's rewards.py (``run``), or read the reward names it registers from its source."""
+def _project_rewards(config: ProjectConfig, run: bool) -> tuple[set[str], bool] | None:
+    """Run the project's rewards.py (``run``), or read the reward names it registers from its source: (the names
+    written as text, whether some Reward(...) gets its name from code, which only running rewards.py tells)."""
     rewards_py = config.project_dir / "rewards.py"
     if not rewards_py.is_file():
         return None
@@ -251,27 +254,36 @@ def _project_rewards(config: ProjectConfig, run: bool) -> set[str] | None:
         tree = ast.parse(rewards_py.read_bytes(), filename=str(rewards_py))
     except SyntaxError as error:
         raise RegistryError(where_raised(error)) from None
-    names = set()
+    callables = {"Reward"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                              for alias in node.names if alias.name == "Reward" and alias.asname}
+    names, unnamed = set(), False
     for node in ast.walk(tree):  # Reward("name", ...) or Reward(name="name", ...)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Reward":
-            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "name"]
-            names |= {arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
-    return names
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in callables:
+            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg in ("name", None)]
+            literal = [arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            names |= set(literal)
+            unnamed |= not arguments or len(literal) < len(arguments)  # Reward(NAME, ...), Reward(**fields)
+    return names, unnamed
 
 
-def check_registry(config: ProjectConfig, declared: set[str] | None = None) -> None:
-    """The preset and every reward are registered (``declared``: names an unrun rewards.py registers), and
-    each reward's params are ones it takes, of the type of their defaults."""
+def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None = None) -> None:
+    """The preset and every reward are registered (``declared``: what an unrun rewards.py registers, see
+    ``_project_rewards``), and each reward's params are ones it takes, of the type of their defaults. A name that
+    rewards.py may register from code is not called unknown: it goes to ``config.unchecked_rewards``."""
     try:
         config.preset
     except RegistryError as error:
         raise config.error(("model", "preset"), str(error)) from None
+    names_in_source, unnamed = declared or (set(), False)
     for index, choice in enumerate(config.rewards):
-        if declared and choice.name in declared:
+        if choice.name in names_in_source:
             continue  # from rewards.py, not run: its params are checked when it runs
         try:
             reward = plugins.get_reward(choice.name)
         except RegistryError as error:
+            if unnamed:
+                config.unchecked_rewards.append(choice.name)
+                continue
             raise config.error(("rewards", index, "name"), str(error)) from None
         _check_params(config, index, choice, reward.params)
     names = [choice.name for choice in config.rewards]

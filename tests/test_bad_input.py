@@ -304,6 +304,39 @@ REWARDS_PY_CASES = [
     Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}", "--rewards"),
          files=rewards_py("from grpo_skill import hookimpl\n\ndef broken(:\n    pass\n")),
     Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n")),
+    Case("rewards-py-name-in-a-variable", "rewards.py names its rewards in code, so 'mine' could not be checked "
+         "without running it; `grpo-skill check --rewards` runs it", code=0, stdout_fact="OK",
+         edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
+             from grpo_skill import Reward as R, hookimpl
+
+             NAME = "mine"
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(R(NAME, lambda context: None, "from a variable"))
+         """)),
+    Case("rewards-py-names-in-a-loop", "so 'loop_b' could not be checked", code=0, stdout_fact="OK",
+         edits=edit("[grpo]", '[[rewards]]\nname = "loop_b"\n\n[grpo]'), files=rewards_py("""\
+             import grpo_skill
+
+
+             @grpo_skill.hookimpl
+             def register_rewards(register):
+                 for name in ("loop_a", "loop_b"):
+                     register(grpo_skill.Reward(name, lambda context: None, "one of two"))
+         """)),
+    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}", "--rewards"),
+         edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+             NAME = "not_mine"
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward(NAME, lambda context: None, "registers another name"))
+         """)),
     Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
          args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
     Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
