@@ -277,6 +277,20 @@ def test_resume_without_a_checkpoint_is_one_line_and_writes_nothing(project):
     assert not (project / "never-ran").exists()
 
 
+def test_resume_of_a_run_killed_before_its_first_checkpoint_points_to_overwrite(tmp_path):
+    # without --resume the same folder is refused too ("start over with --overwrite"): no circle between the two
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": 1, "reward": 0.0}])
+    write_rows(tmp_path / traces.TRACES_FILE, [{"step": 1, "completion": "a"}])
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path, resume=True, max_steps=10)
+    assert str(refused.value) == (f"{tmp_path} holds a run without a checkpoint to resume from: start over with "
+                                  "--overwrite instead of --resume")
+    with pytest.raises(resume.ResumeError, match="start over with --overwrite"):
+        resume.prepare(tmp_path, max_steps=10)
+    assert resume.prepare(tmp_path, overwrite=True, max_steps=10) == resume.Start()
+    assert not any(tmp_path.iterdir())
+
+
 def test_resume_and_overwrite_together_are_refused(project):
     result = train(project, "--resume", "--overwrite", check=False)
     assert result.returncode == 1
