@@ -489,7 +489,11 @@ def check(project, run_rewards):
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
-    if not run_rewards and (loaded.project_dir / "rewards.py").is_file():
+    if loaded.unchecked_rewards:
+        click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
+                     "`grpo-skill check --rewards` runs it").format(
+            names=", ".join(map(repr, loaded.unchecked_rewards))), err=True)
+    elif not run_rewards and (loaded.project_dir / "rewards.py").is_file():
         click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
 
 
@@ -536,6 +540,9 @@ def metrics(run_dir, plot, show_completions, as_json):
     summary["health"] = health.warnings_in(rows)
     summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions else []
 
+    def signed(value) -> str:
+        return f"{value:+.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
     def text(data):
         click.echo("\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}"
                               for key, value in data.items() if key not in ("health", "latest_completions")))
@@ -544,13 +551,13 @@ def metrics(run_dir, plot, show_completions, as_json):
         if data["latest_completions"]:
             click.echo(_("latest completions (step {step}, from {file}):").format(
                 step=data["latest_completions"][0]["step"], file=traces.TRACES_FILE))
-        for trace in data["latest_completions"]:
-            scores = ", ".join(f"{name} {score:+.2f}" if score is not None else f"{name} -"
-                               for name, score in trace["rewards"].items())
-            click.echo(_("- reward {reward:+.2f} ({scores}), advantage {advantage}:").format(
-                reward=trace["reward"], scores=scores,
-                advantage="-" if trace["advantage"] is None else f"{trace['advantage']:+.2f}"))
-            click.echo("  " + " ".join(trace["completion"].split())[:300])
+        for trace in data["latest_completions"]:  # a field left out (a hand-edited file) shows as "-"
+            rewards = trace.get("rewards")
+            scores = ", ".join(f"{name} {signed(score)}"
+                               for name, score in (rewards.items() if isinstance(rewards, dict) else ()))
+            click.echo(_("- reward {reward} ({scores}), advantage {advantage}:").format(
+                reward=signed(trace.get("reward")), scores=scores, advantage=signed(trace.get("advantage"))))
+            click.echo("  " + " ".join(str(trace.get("completion", "")).split())[:300])
 
     emit(summary, as_json, text)
 

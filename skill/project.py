@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -36,6 +37,16 @@ OTHER_FILE_SUFFIXES = {".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".zip", ".gz",
                        ".pkl", ".pt", ".xml", ".html"}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 HUB_HOST_TIMEOUT_S = 3.0
+# report_to integrations (transformers 5.x) -> (what to pip install, the modules one of which it needs);
+# kubeflow needs an environment variable, not a package; "all" and "none" need nothing.
+REPORT_TO_PACKAGES = {
+    "azure_ml": ("azureml-core", ("azureml",)), "clearml": ("clearml", ("clearml",)),
+    "codecarbon": ("codecarbon", ("codecarbon",)), "comet_ml": ("comet_ml", ("comet_ml",)),
+    "dagshub": ("dagshub", ("dagshub",)), "dvclive": ("dvclive", ("dvclive",)), "flyte": ("flytekit", ("flytekit",)),
+    "kubeflow": ("", ()), "mlflow": ("mlflow", ("mlflow",)), "neptune": ("neptune", ("neptune",)),
+    "swanlab": ("swanlab", ("swanlab",)), "tensorboard": ("tensorboard", ("tensorboard", "tensorboardX")),
+    "trackio": ("trackio", ("trackio",)), "wandb": ("wandb", ("wandb",)),
+}
 
 
 @dataclass
@@ -55,6 +66,8 @@ class ProjectConfig:
     grpo: dict[str, Any]
     sft: dict[str, Any] | None = None
     source: Source | None = None
+    # reward names that rewards.py, read but not run, may register from code (`check` without --rewards)
+    unchecked_rewards: list[str] = field(default_factory=list)
 
     @property
     def project_dir(self) -> Path:
@@ -72,7 +85,7 @@ class ProjectConfig:
         return (self.source or Source(self.path)).error(loc, message)
 
     def dataset_file(self) -> Path | None:
-        """The local data file, or None when ``dataset.path`` names a hub dataset (or a folder)."""
+        """The local data file, or None when ``dataset.path`` names a hub dataset."""
         candidate = self.project_dir / Path(self.dataset["path"]).expanduser()
         return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
 
@@ -153,6 +166,8 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
         grpo=data["grpo"], sft=data["sft"], source=source,
     )
+    check_output_dirs(config)
+    check_installed(config)
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
     check_model(config)
@@ -170,10 +185,62 @@ def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> P
     return config
 
 
+# ---- output folders -------------------------------------------------------------------------------------
+
+def check_output_dirs(config: ProjectConfig) -> None:
+    """grpo.output_dir (or --output-dir) and sft.output_dir must not be the project folder or one above it: a run
+    there would replace the project's README.md with the trainer's model card, and --overwrite clear it."""
+    project = config.project_dir.resolve()
+    wanted = [(("grpo", "output_dir"), config.grpo.get("output_dir"))]
+    if config.sft is not None:
+        wanted.append((("sft", "output_dir"), config.sft.get("output_dir")))
+    for loc, value in wanted:
+        if not isinstance(value, str):
+            continue
+        folder = (config.project_dir / value).resolve()  # as train.py and sft.py join them
+        if folder == project or folder in project.parents:
+            raise config.error(loc, _("= {value}: is the project folder or a folder above it, where a run would write over "
+                                      "the project's own files (README.md); use a folder inside it, like \"outputs\"").format(
+                value=schema.toml_value(value)))
+
+
+# ---- [grpo] settings that need packages --------------------------------------------------------------------
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it (wandb alone takes seconds)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken parent package, or a module left without a spec
+        return False
+
+
+def check_installed(config: ProjectConfig) -> None:
+    """[grpo] values whose package must be here: TRL would fail on them only after the model has loaded."""
+    if config.grpo.get("use_vllm") and not installed("vllm"):
+        raise config.error(("grpo", "use_vllm"), _(
+            "vllm is not installed; pip install vllm (a CUDA machine), or remove use_vllm"))
+    report_to = config.grpo.get("report_to")
+    for name in [report_to] if isinstance(report_to, str) else report_to or []:
+        if name in ("all", "none"):
+            continue
+        if name not in REPORT_TO_PACKAGES:
+            close = schema._suggest(name, REPORT_TO_PACKAGES)
+            raise config.error(("grpo", "report_to"), _("{name!r} is not a logger transformers knows; {hint}choose "
+                                                        "from: {names}").format(
+                name=name, hint=_("did you mean {suggestion!r}? ").format(suggestion=close) if close else "",
+                names=", ".join(sorted(REPORT_TO_PACKAGES))))
+        package, modules = REPORT_TO_PACKAGES[name]
+        if modules and not any(installed(module) for module in modules):
+            raise config.error(("grpo", "report_to"), _(
+                "{name!r} is not installed; pip install {package}, or remove it from report_to").format(
+                name=name, package=package))
+
+
 # ---- the project's rewards.py and the registry ----------------------------------------------------------
 
-def _project_rewards(config: ProjectConfig, run: bool) -> set[str] | None:
-    """Run the project's rewards.py (``run``), or read the reward names it registers from its source."""
+def _project_rewards(config: ProjectConfig, run: bool) -> tuple[set[str], bool] | None:
+    """Run the project's rewards.py (``run``), or read the reward names it registers from its source: (the names
+    written as text, whether some Reward(...) gets its name from code, which only running rewards.py tells)."""
     rewards_py = config.project_dir / "rewards.py"
     if not rewards_py.is_file():
         return None
@@ -187,27 +254,36 @@ def _project_rewards(config: ProjectConfig, run: bool) -> set[str] | None:
         tree = ast.parse(rewards_py.read_bytes(), filename=str(rewards_py))
     except SyntaxError as error:
         raise RegistryError(where_raised(error)) from None
-    names = set()
+    callables = {"Reward"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                              for alias in node.names if alias.name == "Reward" and alias.asname}
+    names, unnamed = set(), False
     for node in ast.walk(tree):  # Reward("name", ...) or Reward(name="name", ...)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Reward":
-            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "name"]
-            names |= {arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
-    return names
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in callables:
+            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg in ("name", None)]
+            literal = [arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            names |= set(literal)
+            unnamed |= not arguments or len(literal) < len(arguments)  # Reward(NAME, ...), Reward(**fields)
+    return names, unnamed
 
 
-def check_registry(config: ProjectConfig, declared: set[str] | None = None) -> None:
-    """The preset and every reward are registered (``declared``: names an unrun rewards.py registers), and
-    each reward's params are ones it takes, of the type of their defaults."""
+def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None = None) -> None:
+    """The preset and every reward are registered (``declared``: what an unrun rewards.py registers, see
+    ``_project_rewards``), and each reward's params are ones it takes, of the type of their defaults. A name that
+    rewards.py may register from code is not called unknown: it goes to ``config.unchecked_rewards``."""
     try:
         config.preset
     except RegistryError as error:
         raise config.error(("model", "preset"), str(error)) from None
+    names_in_source, unnamed = declared or (set(), False)
     for index, choice in enumerate(config.rewards):
-        if declared and choice.name in declared:
+        if choice.name in names_in_source:
             continue  # from rewards.py, not run: its params are checked when it runs
         try:
             reward = plugins.get_reward(choice.name)
         except RegistryError as error:
+            if unnamed:
+                config.unchecked_rewards.append(choice.name)
+                continue
             raise config.error(("rewards", index, "name"), str(error)) from None
         _check_params(config, index, choice, reward.params)
     names = [choice.name for choice in config.rewards]
@@ -455,10 +531,11 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     path = config.dataset["path"]
     data_file = config.dataset_file()
     loc = ("dataset", "path")
+    folder = config.project_dir / Path(path).expanduser()
+    if folder.is_dir():  # datasets would read it as a hub-style repo and fail in a long traceback
+        raise config.error(loc, _("{path} is a folder; give a .jsonl, .json, .csv or .parquet file (or a hub "
+                                  "dataset id)").format(path=folder))
     if data_file is None:
-        folder = config.project_dir / Path(path).expanduser()
-        if folder.is_dir():
-            return DatasetInfo(local=True)
         suffix = Path(path).suffix.lower()
         if suffix in OTHER_FILE_SUFFIXES:
             raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(

@@ -47,6 +47,10 @@ SET_BY_TRAIN_PY = {
     "disable_tqdm": N_("it draws its own progress bar"),
 }
 
+# GRPOConfig fields that evaluate during training, with their "off" value: train.py gives the trainer no
+# eval_dataset, so Trainer would refuse any other value after the model has loaded.
+NEEDS_EVAL_DATASET = {"eval_strategy": "no", "eval_on_start": False, "load_best_model_at_end": False}
+
 
 class ConfigError(UserError):
     """A config that cannot run; the message names the file, line, key and the fix."""
@@ -656,6 +660,15 @@ def _check_together(data: dict, source: Source) -> None:
         if key in SET_BY_TRAIN_PY:
             raise source.error(("grpo", key), _("set by train.py ({why}); remove it from [grpo]").format(
                 why=_(SET_BY_TRAIN_PY[key])))
+    if grpo.get("resume_from_checkpoint") is not None:
+        raise source.error(("grpo", "resume_from_checkpoint"), _(
+            "remove it from [grpo]; to continue a run, use python train.py --resume (it takes the last checkpoint "
+            "in grpo.output_dir)"))
+    for key, off in NEEDS_EVAL_DATASET.items():
+        if key in grpo and grpo[key] != off:
+            raise source.error(("grpo", key), _(
+                "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
+                "[grpo] (evaluate.py scores the trained adapter)"))
     completion, max_seq = grpo["max_completion_length"], model["max_seq_length"]
     if completion >= max_seq:
         raise source.error(("grpo", "max_completion_length"), _(

@@ -52,6 +52,7 @@ class Case:
     overrides: dict = field(default_factory=dict)  # mode "load": train.py's command-line overrides
     setup: Callable | None = None  # extra preparation: setup(tmp, project)
     stdout_fact: str | None = None  # for warnings: the command succeeds and prints this
+    missing: tuple = ()  # modules that the case's machine has not installed, whether or not this one has
 
 
 def edit(old, new):
@@ -185,6 +186,20 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("optim-typo", 'optim = "adamw_torch"', 'optim = "adamw_torh"', 'did you mean "adamw_torch"?'),
     ("scheduler-typo", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "constnt"', 'did you mean "constant"?'),
     ("report-to-number", "report_to = []", "report_to = 5", "grpo.report_to = 5: must be a string"),
+    ("output-dir-empty", 'output_dir = "outputs"', 'output_dir = ""',
+     'grpo.output_dir = "": is the project folder or a folder above it, where a run would write over the project\'s'),
+    ("output-dir-dot", 'output_dir = "outputs"', 'output_dir = "."', 'grpo.output_dir = ".": is the project folder'),
+    ("output-dir-above", 'output_dir = "outputs"', 'output_dir = "outputs/../.."',
+     'grpo.output_dir = "outputs/../..": is the project folder or a folder above it'),
+    ("sft-output-dir-dot", 'output_dir = "outputs/sft"', 'output_dir = "./"', 'sft.output_dir = "./": is the project'),
+    ("report-to-unknown", "report_to = []", 'report_to = ["wandbb"]',
+     "grpo.report_to: 'wandbb' is not a logger transformers knows; did you mean 'wandb'?"),
+    ("eval-strategy", "seed = 42", 'seed = 42\neval_strategy = "steps"',
+     "grpo.eval_strategy: train.py trains without an eval dataset, so there is nothing to evaluate"),
+    ("load-best-model", "seed = 42", "seed = 42\nload_best_model_at_end = true",
+     "grpo.load_best_model_at_end: train.py trains without an eval dataset"),
+    ("resume-from-checkpoint", "seed = 42", 'seed = 42\nresume_from_checkpoint = "outputs/checkpoint-20"',
+     "grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use python train.py --resume"),
     ("python-object-field", "seed = 42", "seed = 42\nparallelism_config = 2", "cannot be set in config.toml"),
     ("auto-batch", "seed = 42", "seed = 42\nauto_find_batch_size = true", "grpo.auto_find_batch_size: GRPO needs whole groups"),
     ("generation-batch-and-steps", "seed = 42", "seed = 42\ngeneration_batch_size = 16\nsteps_per_generation = 2",
@@ -207,6 +222,12 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
 ]
 CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old, new, fact in TYPE_CASES] + [
+    Case("config-report-to-not-installed", "grpo.report_to: 'wandb' is not installed; pip install wandb, or remove "
+         "it from report_to", edits=edit("report_to = []", 'report_to = ["wandb"]'), missing=("wandb",)),
+    Case("config-report-to-string-not-installed", "'tensorboard' is not installed; pip install tensorboard",
+         edits=edit("report_to = []", 'report_to = "tensorboard"'), missing=("tensorboard", "tensorboardX")),
+    Case("config-use-vllm-not-installed", "grpo.use_vllm: vllm is not installed; pip install vllm",
+         edits=edit("seed = 42", "seed = 42\nuse_vllm = true"), missing=("vllm",)),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]
@@ -241,6 +262,10 @@ DATASET_CASES = [
          files=jsonl('{"prompt": "a"}', '{"prompt": "b",}', '{"prompt": "c"}')),
     Case("jsonl-array-line", "data/prompts.jsonl:1: each line must be one JSON object", files=jsonl('["a", "b"]')),
     Case("jsonl-empty", "data/prompts.jsonl: no rows", files=jsonl()),
+    Case("dataset-folder", "dataset.path: {project}/data is a folder; give a .jsonl, .json, .csv or .parquet file",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data"')),
+    Case("train-dataset-folder", "is a folder; give a .jsonl, .json, .csv or .parquet file", mode="load",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/"')),
     Case("jsonl-row-without-prompt", "data/prompts.jsonl:3: this row has no 'prompt'",
          files=jsonl('{"prompt": "a"}', "", '{"question": "b"}')),
     Case("jsonl-prompt-not-text", "data/prompts.jsonl:1: 'prompt' must be text, not 42", files=jsonl('{"prompt": 42}')),
@@ -279,6 +304,39 @@ REWARDS_PY_CASES = [
     Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}", "--rewards"),
          files=rewards_py("from grpo_skill import hookimpl\n\ndef broken(:\n    pass\n")),
     Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n")),
+    Case("rewards-py-name-in-a-variable", "rewards.py names its rewards in code, so 'mine' could not be checked "
+         "without running it; `grpo-skill check --rewards` runs it", code=0, stdout_fact="OK",
+         edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
+             from grpo_skill import Reward as R, hookimpl
+
+             NAME = "mine"
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(R(NAME, lambda context: None, "from a variable"))
+         """)),
+    Case("rewards-py-names-in-a-loop", "so 'loop_b' could not be checked", code=0, stdout_fact="OK",
+         edits=edit("[grpo]", '[[rewards]]\nname = "loop_b"\n\n[grpo]'), files=rewards_py("""\
+             import grpo_skill
+
+
+             @grpo_skill.hookimpl
+             def register_rewards(register):
+                 for name in ("loop_a", "loop_b"):
+                     register(grpo_skill.Reward(name, lambda context: None, "one of two"))
+         """)),
+    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}", "--rewards"),
+         edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+             NAME = "not_mine"
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward(NAME, lambda context: None, "registers another name"))
+         """)),
     Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
          args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
     Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
@@ -413,6 +471,14 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
          edits=edit('path = "data/prompts.jsonl"', 'path = "owner/missing-data"'),
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None}),
     Case("train-typo", "did you mean `learning_rate`?", mode="load", edits=edit("learning_rate", "learnin_rate")),
+    Case("train-report-to-not-installed", "grpo.report_to: 'wandb' is not installed", mode="load",
+         edits=edit("report_to = []", 'report_to = ["wandb"]'), missing=("wandb",)),
+    Case("train-output-dir-project", 'grpo.output_dir = "{project}" (given on the command line): is the project '
+         "folder or a folder above it", mode="load", overrides={"grpo.output_dir": "{project}"}),
+    Case("train-output-dir-dot", 'grpo.output_dir = "." (given on the command line): is the project folder',
+         mode="load", overrides={"grpo.output_dir": "."}),
+    Case("train-eval-strategy", "grpo.eval_strategy: train.py trains without an eval dataset", mode="load",
+         edits=edit("seed = 42", 'seed = 42\neval_strategy = "epoch"')),
     Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
     Case("train-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
          "proj/rewards.py:5: KeyError: 'missing'; check its params", mode="build",
@@ -444,6 +510,8 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-train-hub-typo", "error: model.name (given on the command line): model 'owner/missing-model' is not "
          "on the hub", mode="script", args=("train.py", "--model", "owner/missing-model"),
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
+    Case("script-train-output-dir-dot", 'error: grpo.output_dir = "." (given on the command line): is the project '
+         "folder", mode="script", args=("train.py", "--output-dir", ".")),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
@@ -552,7 +620,9 @@ def run_case(case: Case, tmp: Path, project: Path) -> tuple[int, str, str]:
     with environment(case.env, tmp, project):
         if case.mode in ("load", "build"):
             try:
-                config = projects.load_for_run(project / "config.toml", case.overrides)
+                overrides = {key: fill(value, tmp, project) if isinstance(value, str) else value
+                             for key, value in case.overrides.items()}
+                config = projects.load_for_run(project / "config.toml", overrides)
                 if case.mode == "build":
                     config.build_rewards(tokenizer=None)
             except BaseException as error:  # what train.py's errors.install() prints for it
@@ -580,6 +650,9 @@ def test_bad_input_gets_a_short_answer_and_changes_nothing(case, template_projec
     if case.setup:
         case.setup(tmp_path, project)
     monkeypatch.chdir(tmp_path)
+    if case.missing:
+        installed = projects.installed
+        monkeypatch.setattr(projects, "installed", lambda module: module not in case.missing and installed(module))
     before = tree_hashes(tmp_path)
     if case.plugin is not None:
         plugins.register(case.plugin, "test-plugin")
@@ -641,3 +714,17 @@ def test_debug_shows_the_traceback(template_project, tmp_path):
     assert isinstance(result.exception, projects.ConfigError)  # raised, not turned into one line
     script = run_process([sys.executable, "train.py"], cwd=project, env={"GRPO_SKILL_DEBUG": "1"}, check=False)
     assert script.returncode == 1 and "Traceback" in script.stderr and "ConfigError" in script.stderr
+
+
+def test_a_logger_that_is_installed_passes_without_being_imported(template_project, tmp_path, monkeypatch):
+    """The other side of report_to's check: a findable package passes, and is not imported to find it."""
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "wandb.py").write_text("raise RuntimeError('check imported wandb')\n")
+    monkeypatch.syspath_prepend(str(fake))
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("report_to = []", 'report_to = ["wandb", "kubeflow"]'))
+    assert projects.load(config, rewards=False).grpo["report_to"] == ["wandb", "kubeflow"]
+    assert "wandb" not in sys.modules

@@ -277,6 +277,20 @@ def test_resume_without_a_checkpoint_is_one_line_and_writes_nothing(project):
     assert not (project / "never-ran").exists()
 
 
+def test_resume_of_a_run_killed_before_its_first_checkpoint_points_to_overwrite(tmp_path):
+    # without --resume the same folder is refused too ("start over with --overwrite"): no circle between the two
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": 1, "reward": 0.0}])
+    write_rows(tmp_path / traces.TRACES_FILE, [{"step": 1, "completion": "a"}])
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path, resume=True, max_steps=10)
+    assert str(refused.value) == (f"{tmp_path} holds a run without a checkpoint to resume from: start over with "
+                                  "--overwrite instead of --resume")
+    with pytest.raises(resume.ResumeError, match="start over with --overwrite"):
+        resume.prepare(tmp_path, max_steps=10)
+    assert resume.prepare(tmp_path, overwrite=True, max_steps=10) == resume.Start()
+    assert not any(tmp_path.iterdir())
+
+
 def test_resume_and_overwrite_together_are_refused(project):
     result = train(project, "--resume", "--overwrite", check=False)
     assert result.returncode == 1
@@ -294,10 +308,11 @@ def test_resume_from_checkpoint_in_the_config_points_to_the_flag(project):
         result = train(project, "--output-dir", "from-config", check=False)
     finally:
         config.write_text(original)
+    line = edited.splitlines().index('resume_from_checkpoint = "outputs/checkpoint-4"') + 1
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use python train.py --resume "
-        "(it takes the last checkpoint in grpo.output_dir)"]
+        f"error: config.toml:{line}: grpo.resume_from_checkpoint: remove it from [grpo]; to continue a run, use "
+        "python train.py --resume (it takes the last checkpoint in grpo.output_dir)"]
     assert not (project / "from-config").exists()
 
 
@@ -355,3 +370,49 @@ def test_metrics_cli_names_a_broken_line_in_the_middle(cli, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"Error: {path} line 2 is not a JSON object: 'not json'; delete that line, or the file"]
+
+
+def test_a_character_cut_in_half_on_the_last_line_is_skipped_like_a_cut_off_line(tmp_path):
+    # traces are written with ensure_ascii=False: a kill can stop in the middle of a multi-byte character
+    path = tmp_path / traces.TRACES_FILE
+    path.write_bytes(b'{"step": 3, "completion": "a"}\n{"step": 4, "completion": "\xe4\xbd')
+    warnings = []
+    assert [row["completion"] for row in traces.latest(tmp_path, 5, on_warning=warnings.append)] == ["a"]
+    assert warnings == [f"{path} line 2 is cut off (the run was killed while writing it); skipped"]
+    assert metrics.rewind(path, 3, on_warning=warnings.append) == 1  # what train.py --resume does with it
+    assert metrics.read_metrics(path) == [{"step": 3, "completion": "a"}]
+
+
+def test_a_line_that_is_not_utf8_before_the_last_is_named(cli, tmp_path):
+    path = tmp_path / metrics.METRICS_FILE
+    path.write_bytes(b'{"step": 1, "reward": 0.5}\n{"step": 2, "note": "caf\xe9"}\n{"step": 3, "reward": 0.5}\n')
+    result = cli("metrics", str(tmp_path), check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path} line 2 is not UTF-8 text (byte 24); delete that line, or the file"]
+
+
+def test_a_row_whose_values_are_not_numbers_is_named(cli, tmp_path):
+    path = tmp_path / metrics.METRICS_FILE
+    path.write_text('{"step": 1, "reward": 0.5}\n{"step": "x", "reward": "high"}\n')
+    result = cli("metrics", str(tmp_path), check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path} line 2: 'step' is \"x\", not a number; fix or delete that line"]
+
+
+def test_a_line_separator_inside_a_completion_does_not_split_its_row(tmp_path):
+    row = {"step": 1, "completion": "one\u2028two\x85three"}
+    (tmp_path / traces.TRACES_FILE).write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert traces.latest(tmp_path, 5) == [row]
+
+
+def test_metrics_cli_shows_completions_that_lack_fields(cli, tmp_path):
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": 1, "reward": 0.5}])
+    write_rows(tmp_path / traces.TRACES_FILE, [
+        {"step": 1, "completion": "kept", "rewards": {"a": 1.0}, "reward": 1.0, "advantage": 0.5},
+        {"step": 2, "completion": "no rewards", "reward": 0.25},
+        {"step": 2, "completion": "rewards null", "rewards": None, "advantage": None}])
+    result = cli("metrics", str(tmp_path))
+    assert result.stdout.splitlines()[-4:] == [
+        "- reward +0.25 (), advantage -:", "  no rewards", "- reward - (), advantage -:", "  rewards null"]

@@ -14,6 +14,8 @@ from ..i18n import _
 METRICS_FILE = "metrics.jsonl"
 # Trainer's last log of a train() call (train_runtime, train_loss, ...): not a training step.
 END_OF_TRAINING_KEY = "train_runtime"
+# Values that must be numbers wherever a row has them (metrics.jsonl and completions.jsonl).
+NUMBER_KEYS = ("step", "reward", "reward_std", "kl")
 
 
 class MetricsError(UserError):
@@ -30,28 +32,49 @@ def metrics_file(path: str | Path) -> Path:
 
 
 def read_metrics(path: str | Path, on_warning=warn) -> list[dict]:
-    """The rows of a run folder's (or a file's) metrics.jsonl. A last line cut off by a killed run is skipped
-    with a warning; a broken line before it is an error that names the line."""
+    """The rows of a run folder's (or a file's) metrics.jsonl. A last line cut off by a killed run (bad JSON, or
+    a character cut in half) is skipped with a warning; a broken line before it is an error that names the line,
+    and so is a row whose step or reward is not a number."""
     path = metrics_file(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    # bytes, split on newlines only: a line is decoded alone (a kill can cut a character in half), and a
+    # completion's U+2028 (json.dumps leaves it as it is) does not split a row
+    lines = path.read_bytes().splitlines()
     numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
     rows = []
     for index, (number, line) in enumerate(numbered):
+        last = index == len(numbered) - 1
         try:
-            row = json.loads(line)
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if not last:
+                raise MetricsError(_("{path} line {line} is not UTF-8 text (byte {position}); delete that line, or "
+                                     "the file").format(path=path, line=number, position=error.start)) from None
+            text = None
+        try:
+            row = json.loads(text) if text is not None else None
         except json.JSONDecodeError:
             row = None
         if isinstance(row, dict):
+            _check_numbers(path, number, row)
             rows.append(row)
-        elif index == len(numbered) - 1:
+        elif last:
             on_warning(_("{path} line {line} is cut off (the run was killed while writing it); skipped").format(
                 path=path, line=number))
         else:
             raise MetricsError(
                 _("{path} line {line} is not a JSON object: {text!r}; delete that line, or the file").format(
-                    path=path, line=number, text=line[:60])
+                    path=path, line=number, text=text[:60])
             )
     return rows
+
+
+def _check_numbers(path: Path, number: int, row: dict) -> None:
+    # what the summary, the plot and rewinding compute with: a hand-edited row fails here, not in fmean
+    for key in NUMBER_KEYS:
+        value = row.get(key)
+        if key in row and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise MetricsError(_("{path} line {line}: {key!r} is {value}, not a number; fix or delete that "
+                                 "line").format(path=path, line=number, key=key, value=json.dumps(value)[:40]))
 
 
 def rewind(path: str | Path, step: int, on_warning=warn) -> int:

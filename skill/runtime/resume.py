@@ -177,6 +177,9 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
             _remove_run(output_dir)
         return Start()
     if resume:
+        if last is None and has_run(output_dir):  # a fresh start would refuse it too: point past both
+            raise ResumeError(_("{dir} holds a run without a checkpoint to resume from: start over with "
+                                "--overwrite instead of --resume").format(dir=output_dir))
         if last is None:
             raise ResumeError(_("{dir} has no checkpoint to resume from; start the run without --resume").format(
                 dir=output_dir))

@@ -98,5 +98,5 @@ def latest(run_dir: str | Path, count: int = 3, on_warning=warn) -> list[dict]:
     rows = read_metrics(path, on_warning)  # the same reader: a line cut off by a kill is skipped with a warning
     if not rows:
         return []
-    last_step = rows[-1]["step"]
-    return [row for row in rows if row["step"] == last_step][:count]
+    last_step = rows[-1].get("step")
+    return [row for row in rows if row.get("step") == last_step][:count]
