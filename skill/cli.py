@@ -479,13 +479,16 @@ def plugin_new(name, output_dir, as_json):
 @main.command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
 @click.option("--rewards", "run_rewards", is_flag=True,
-              help=N_("Also run the project's rewards.py, to check it and the params of its rewards."))
+              help=N_("Also run the project's rewards.py and build every reward, which checks their params as "
+                      "train.py would (a local judge loads its model)."))
 def check(project, run_rewards):
     from . import project as projects
 
     loaded = projects.load(project, rewards=run_rewards)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
+    if run_rewards:
+        loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))

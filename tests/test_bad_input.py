@@ -337,6 +337,9 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register(Reward(NAME, lambda context: None, "registers another name"))
          """)),
+    Case("check-rewards-builds-every-reward", "judge backend 'http' has no setting 'urll'",
+         args=("check", "{project}", "--rewards"),
+         edits=edit("[grpo]", '[[rewards]]\nname = "llm_judge"\nparams = { judge = { urll = "http://x" } }\n\n[grpo]')),
     Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
          args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
     Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
