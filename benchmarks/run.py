@@ -207,7 +207,8 @@ class Benchmark:
                            "--output-dir", str(job.workdir / "outputs")]
             job.cwd = project
         else:
-            spec = {"model": str(model), "prompts": str(prompts), "max_seq_length": settings["model"]["max_seq_length"],
+            spec = {"model": str(model), "prompts": str(prompts), "case": contender.case,
+                    "max_seq_length": settings["model"]["max_seq_length"],
                     "load_in_4bit": settings["model"]["load_in_4bit"], "lora": settings["lora"],
                     "grpo": settings["grpo"], "output_dir": str(job.workdir / "outputs"), "max_steps": steps,
                     "compile_decode": settings["compile_decode"]}
