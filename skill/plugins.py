@@ -205,6 +205,13 @@ def unregister(name: str) -> None:
 def register(plugin, name: str) -> None:
     """Register a plugin object by hand (tests, notebooks)."""
     manager()
+    registered_as = pm.get_name(plugin)
+    if registered_as is not None:  # pluggy would say "already registered" with the whole module's repr
+        raise RegistryError(_("this plugin is already registered as {name!r}; unregister it first, or use it as "
+                              "it is").format(name=shown_name(registered_as)))
+    if pm.has_plugin(name):
+        raise RegistryError(_("a plugin named {name!r} is already registered; choose another name, or unregister "
+                              "it first").format(name=name))
     _register(plugin, name, "manual")
 
 

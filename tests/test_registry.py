@@ -335,6 +335,19 @@ def test_a_typo_in_the_environment_variable_is_said_by_plugins_check_new_and_tra
     assert warning in run([sys.executable, "-c", loads], env=env).stderr
 
 
+def test_registering_a_plugin_twice_or_under_a_taken_name_says_so_in_one_line():
+    seed = dict(plugins.manager().list_name_plugin())["builtin:seed"]
+    with pytest.raises(RegistryError, match=r"^this plugin is already registered as 'builtin:seed'; unregister it"):
+        plugins.register(seed, "seed-again")
+
+    class Other:
+        pass
+
+    with pytest.raises(RegistryError, match=r"^a plugin named 'builtin:seed' is already registered; choose another"):
+        plugins.register(Other(), "builtin:seed")
+    assert "seed-again" not in dict(plugins.manager().list_name_plugin())
+
+
 def test_loading_a_second_project_replaces_the_first_projects_rewards(tmp_path):
     from grpo_skill import generator, project as config
 
