@@ -42,7 +42,7 @@ HEADERS = {
     "name": N_("name"), "model": N_("model"), "max_seq_length": N_("max_seq_length"), "rewards": N_("rewards"),
     "plugin": N_("plugin"), "description": N_("description"), "source": N_("source"), "version": N_("version"),
     "hooks": N_("hooks"), "error": N_("error"), "package": N_("package"), "installed": N_("installed"),
-    "tested": N_("tested with"),
+    "tested": N_("tested with"), "grpo_summary": N_("GRPO defaults"),
 }
 
 
@@ -335,15 +335,23 @@ def update(project, dry_run, as_json):
 def presets(as_json):
     from . import plugins
 
+    from dataclasses import asdict
+
+    from .registry import grpo_summary
+
     rows = [
         {"name": name, "model": reg.item.model_id, "max_seq_length": reg.item.max_seq_length,
          "load_in_4bit": reg.item.load_in_4bit, "template_opens_think": reg.item.template_opens_think,
+         "grpo_summary": grpo_summary(reg.item.grpo), "grpo": dict(reg.item.grpo),
+         "lora": {**asdict(reg.item.lora), "target_modules": list(reg.item.lora.target_modules)},
+         "chat_template_kwargs": dict(reg.item.chat_template_kwargs),
          "rewards": ", ".join(f"{n}:{w:g}" for n, w in reg.item.rewards), "plugin": reg.plugin,
          "description": reg.item.description}
         for name, reg in sorted(plugins.presets().items())
     ]
     warn_broken_plugins()
-    emit(rows, as_json, lambda data: table(data, ["name", "model", "max_seq_length", "rewards", "plugin"]))
+    emit(rows, as_json, lambda data: table(data, ["name", "model", "max_seq_length", "grpo_summary", "rewards",
+                                                  "plugin"]))
 
 
 @main.group("rewards", invoke_without_command=True, help=N_("List the reward functions."))

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .registry import grpo_summary
+
 SKILL_FILES = {"en": Path("SKILL.md"), "zh-CN": Path("i18n/zh-CN/SKILL.md")}
 TABLES = ("presets", "rewards")
 BUILTIN_PREFIX = "builtin:"
@@ -84,17 +86,7 @@ def _builtin(found: dict) -> list:
 
 
 def _grpo_summary(grpo) -> str:
-    parts = [
-        f"lr {_number(grpo['learning_rate'])}" if "learning_rate" in grpo else None,
-        f"beta {_number(grpo['beta'])}" if "beta" in grpo else None,
-        f"G {grpo['num_generations']}" if "num_generations" in grpo else None,
-        f"{grpo['max_completion_length']} tokens" if "max_completion_length" in grpo else None,
-        (f"batch {grpo['per_device_train_batch_size']}×{grpo.get('gradient_accumulation_steps', 1)}"
-         if "per_device_train_batch_size" in grpo else None),
-        f"{grpo['max_steps']} steps" if "max_steps" in grpo else None,
-        f"`{grpo['optim']}`" if "optim" in grpo else None,
-    ]
-    return ", ".join(part for part in parts if part)
+    return grpo_summary(grpo, quote=lambda text: f"`{text}`")
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

@@ -102,6 +102,8 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(_("--model {model}: no such folder; give a model folder or a hub id").format(model=model))
     if dataset is not None:
         dataset = Path(dataset).expanduser()
+        if dataset.suffix in config.LOCAL_DATA_SUFFIXES and not dataset.exists():
+            raise GenerateError(_("--dataset {path}: no such file").format(path=dataset))
         if dataset.suffix not in config.LOCAL_DATA_SUFFIXES or not dataset.is_file():
             raise GenerateError(
                 _("--dataset {path}: not a .jsonl, .json, .csv or .parquet file; give your prompts file").format(

@@ -12,7 +12,6 @@ import ast
 import csv
 import importlib.util
 import json
-import math
 import os
 import re
 import socket
@@ -26,7 +25,7 @@ from urllib.parse import urlparse
 from . import plugins, schema
 from .errors import shown_path, where_raised
 from .i18n import N_, _
-from .registry import Preset, RegistryError
+from .registry import Preset, RegistryError, fits_kind, param_kind
 from .schema import CONFIG_FILE, ConfigError, Source
 
 BACKENDS = schema.BACKENDS  # for train.py's --backend choices and the generator
@@ -301,37 +300,10 @@ def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, decla
             hint = _("did you mean `{suggestion}`? ").format(suggestion=close) if close else ""
             raise config.error(loc, _("reward {name!r} has no param {key!r}; {hint}it takes: {params}").format(
                 name=choice.name, key=key, hint=hint, params=", ".join(sorted(declared)) or _("none")))
-        expected = _param_kind(declared[key])
-        if expected and not _is_kind(value, expected):
+        expected = param_kind(declared[key])
+        if expected and not fits_kind(value, expected):
             raise config.error(loc, _("= {value}: must be {expected}, like its default {default}").format(
                 value=schema.toml_value(value), expected=_(expected[1]), default=schema.toml_value(declared[key])))
-
-
-def _param_kind(default) -> tuple[tuple[type, ...], str] | None:
-    if default is None:
-        return None
-    if isinstance(default, bool):
-        return (bool,), N_("true or false")
-    if isinstance(default, int):
-        return (int,), N_("a whole number")
-    if isinstance(default, float):
-        return (int, float), N_("a finite number")
-    if isinstance(default, str):
-        return (str,), N_("a string")
-    if isinstance(default, (list, tuple)):
-        return (list,), N_("a list")
-    if isinstance(default, dict):
-        return (dict,), N_("a table")
-    return None
-
-
-def _is_kind(value, expected) -> bool:
-    types, _words = expected
-    if isinstance(value, bool) and bool not in types:
-        return False
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    return isinstance(value, types)
 
 
 # ---- the model ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import UserError, where_raised
-from .i18n import _
+from .i18n import N_, _
 
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
 RewardFunc = Callable[..., "list[float | None]"]
@@ -104,6 +104,55 @@ class RewardTiming:
             mean = self._pending_seconds / self._pending_calls
             self._pending_calls, self._pending_seconds = 0, 0.0
             return mean
+
+
+def grpo_summary(grpo: Mapping[str, Any], quote=str) -> str:
+    """A preset's main GRPOConfig values in one line ("lr 1e-05, beta 0.1, G 4, 512 tokens, ..."), for the
+    presets listing and SKILL.md's table."""
+    def number(value):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    parts = [
+        f"lr {number(grpo['learning_rate'])}" if "learning_rate" in grpo else None,
+        f"beta {number(grpo['beta'])}" if "beta" in grpo else None,
+        f"G {grpo['num_generations']}" if "num_generations" in grpo else None,
+        f"{grpo['max_completion_length']} tokens" if "max_completion_length" in grpo else None,
+        (f"batch {grpo['per_device_train_batch_size']}×{grpo.get('gradient_accumulation_steps', 1)}"
+         if "per_device_train_batch_size" in grpo else None),
+        f"{grpo['max_steps']} steps" if "max_steps" in grpo else None,
+        quote(grpo["optim"]) if "optim" in grpo else None,
+    ]
+    return ", ".join(part for part in parts if part)
+
+
+def param_kind(default) -> tuple[tuple[type, ...], str] | None:
+    """The types a reward param takes, read from its default, and how to say it; None: anything."""
+    if default is None:
+        return None
+    if default == "auto":  # "auto" or a setting of its own: template_opens_think = true, device = "cuda"
+        return (str, bool), N_("\"auto\", true, false or a string")
+    if isinstance(default, bool):
+        return (bool,), N_("true or false")
+    if isinstance(default, int):
+        return (int,), N_("a whole number")
+    if isinstance(default, float):
+        return (int, float), N_("a finite number")
+    if isinstance(default, str):
+        return (str,), N_("a string")
+    if isinstance(default, (list, tuple)):
+        return (list, tuple), N_("a list")
+    if isinstance(default, Mapping):
+        return (dict,), N_("a table")
+    return None
+
+
+def fits_kind(value, expected) -> bool:
+    types, _words = expected
+    if isinstance(value, bool) and bool not in types:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, types)
 
 
 def reward_seconds(reward_funcs) -> dict[str, float]:
@@ -211,6 +260,12 @@ class Reward:
                     name=self.name, param=sorted(unknown)[0], params=", ".join(sorted(self.params)) or _("none")
                 )
             )
+        for key, value in (params or {}).items():  # config.toml's are checked with their line; this is for the rest
+            expected = param_kind(self.params[key])
+            if expected and not fits_kind(value, expected):
+                raise RegistryError(_("reward {name!r}: {key} = {value!r} must be {expected}, like its default "
+                                      "{default!r}").format(name=self.name, key=key, value=value,
+                                                            expected=_(expected[1]), default=self.params[key]))
         context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})})
         where = _describe(self.name, self.plugin)
         try:

@@ -88,7 +88,7 @@ CLI_CASES = [
     Case("new-reward-unknown", "unknown reward 'nonsense'", args=("new", "ok", "-r", "nonsense")),
     Case("new-reward-weight-text", "weight 'heavy' is not a number", args=("new", "ok", "-r", "length:heavy")),
     Case("new-reward-twice", "a reward is given twice", args=("new", "ok", "-r", "length", "-r", "length:2")),
-    Case("new-dataset-missing", "--dataset missing.jsonl: not a .jsonl", args=("new", "ok", "--dataset", "missing.jsonl")),
+    Case("new-dataset-missing", "--dataset missing.jsonl: no such file", args=("new", "ok", "--dataset", "missing.jsonl")),
     Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
          files={"notes.txt": "What is 2 + 2?\n"}),
     Case("new-prompt-column", "column 'question' is not in prompts.jsonl",
@@ -337,6 +337,8 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register(Reward(NAME, lambda context: None, "registers another name"))
          """)),
+    Case("reward-param-auto-not-a-number", "template_opens_think = 3: must be \"auto\", true, false or a string",
+         edits=edit("[grpo]", '[[rewards]]\nname = "think_format"\nparams = { template_opens_think = 3 }\n\n[grpo]')),
     Case("check-rewards-builds-every-reward", "judge backend 'http' has no setting 'urll'",
          args=("check", "{project}", "--rewards"),
          edits=edit("[grpo]", '[[rewards]]\nname = "llm_judge"\nparams = { judge = { urll = "http://x" } }\n\n[grpo]')),

@@ -278,7 +278,7 @@ def test_a_dataset_of_ones_own_is_copied_in_and_enables_the_accuracy_reward(cli,
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--dataset", "missing.jsonl"], "--dataset missing.jsonl: not a .jsonl"),
+        (["--dataset", "missing.jsonl"], "--dataset missing.jsonl: no such file"),
         (["--prompt-column", "question"], "column 'question' is not in prompts.jsonl"),
     ],
 )

@@ -381,3 +381,13 @@ def test_the_readme_plugin_example_scores_strings_and_chat_messages():
                         prompts=[[{"role": "user", "content": "hi"}]] * 2) == [1.0, 0.0]
     finally:
         plugins.unregister("readme")
+
+
+def test_presets_lists_each_presets_grpo_lora_and_template_settings(cli):
+    listed = {row["name"]: row for row in json.loads(cli("presets", "--json").stdout)}
+    standard = plugins.get_preset("standard")
+    assert listed["standard"]["grpo"] == dict(standard.grpo)  # what `update` keeps: compare a project with it
+    assert listed["standard"]["lora"]["r"] == standard.lora.r
+    assert listed["standard"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert listed["thinking"]["grpo_summary"].startswith("lr 1e-05, beta 0.1, G 4, 2048 tokens")
+    assert "2048 tokens" in cli("presets", env={"COLUMNS": "200"}).stdout

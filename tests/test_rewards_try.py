@@ -133,6 +133,7 @@ def test_params_and_presets_change_how_a_reward_is_built():
     (["accuracy", "-c", "</think>42"], "the dataset has no 'answer' column"),
     (["length", "length:2", "-c", "x"], "a reward is named twice"),
     (["length", "-c", "x", "--file", "samples.jsonl"], "give the completions one way, not both"),
+    (["length", "-c", "x", "--param", "length.too_short=abc"], "too_short = 'abc' must be a whole number"),
 ])
 def test_bad_input_gets_one_line(args, message):
     code, output = invoke(*args)

@@ -153,3 +153,11 @@ def test_cosine_length_is_trls_cosine_schedule():
     trls = get_cosine_scaled_reward(max_len=10)(
         [[{"role": "assistant", "content": text}] for text in texts], solution=["$42$"] * 8, completion_ids=lengths)
     assert ours == pytest.approx(trls) and len(set(trls)) == 8
+
+
+def test_check_takes_true_or_false_for_a_param_whose_default_is_auto(cli, tmp_path):
+    cli("new", "proj", "--preset", "tiny", "-r", "think_format", "-o", str(tmp_path))
+    config = tmp_path / "proj" / "config.toml"
+    config.write_text(config.read_text().replace('name = "think_format"\n',
+                                                 'name = "think_format"\nparams = { template_opens_think = true }\n'))
+    assert "OK" in cli("check", str(tmp_path / "proj")).stdout  # its help says: "auto", true or false
