@@ -253,7 +253,7 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
                      "completions ended even when sampled on to {sampled} tokens), then probe again")
                   if lower_bound else
                   N_("raise [grpo] max_completion_length to {suggestion}{seq} (nine in ten completions end "
-                     "within it), or reward shorter answers (e.g. soft_overlong)"))
+                     "within it), or reward shorter completions (e.g. soft_overlong)"))
         findings.append(Finding("clipped", N_("{clipped} of the completions hit max_completion_length ({budget} "
                                               "tokens) before they ended"), advice, values, blocking=True))
     if closed is not None and closed < FEW_CLOSED:
