@@ -302,3 +302,15 @@ def test_the_generated_tests_pass_on_a_hub_dataset_and_say_why_offline(cli, tmp_
                   env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
     assert offline.returncode == 1 and "1 failed, 2 passed" in offline.stdout
     assert "dataset 'grpo-skill-tests/prompts' is not in the Hugging Face cache" in offline.stdout
+
+
+def test_a_4bit_preset_on_a_machine_without_cuda_says_it_loads_full_precision(cli, tmp_path, capsys, monkeypatch):
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import machine
+
+    monkeypatch.setattr(machine, "cuda_available", lambda: False)  # the same on a GPU machine
+    cli("new", "four-bit", "--preset", "standard", "-o", str(tmp_path))
+    config = projects.load(tmp_path / "four-bit")
+    assert config.model["load_in_4bit"] is True
+    assert machine.quantization_config(config, None) is None
+    assert "note: load_in_4bit needs a CUDA GPU; loading the model in full precision" in capsys.readouterr().err

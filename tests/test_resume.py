@@ -416,3 +416,12 @@ def test_metrics_cli_shows_completions_that_lack_fields(cli, tmp_path):
     result = cli("metrics", str(tmp_path))
     assert result.stdout.splitlines()[-4:] == [
         "- reward +0.25 (), advantage -:", "  no rewards", "- reward - (), advantage -:", "  rewards null"]
+
+
+def test_the_summary_of_a_short_run_compares_its_halves():
+    rows = [{"step": step, "reward": reward} for step, reward in enumerate([0.1, 0.2, 0.3, 0.4, 0.5], 1)]
+    trend = metrics.reward_trend(rows)  # five steps: the first two against the last two, not all five twice
+    assert trend["first_mean_reward"] == pytest.approx(0.15) and trend["last_mean_reward"] == pytest.approx(0.45)
+    assert trend["gain"] == pytest.approx(0.3) and trend["steps"] == 5
+    long = [{"step": step, "reward": float(step)} for step in range(1, 61)]
+    assert metrics.reward_trend(long)["gain"] == pytest.approx(50.0)  # 60 steps: the first and last ten

@@ -72,14 +72,19 @@ def test_sft_writes_an_adapter_and_says_how_to_use_it(warmed):
     assert summary["examples"] == 24 and summary["steps"] == 4
     assert (project / "outputs" / "sft" / "adapter" / "adapter_config.json").is_file()
     assert 'adapter = "outputs/sft/adapter"' in sft.stderr
-    assert "SFT" in sft.stderr and "GRPO" not in sft.stderr  # its progress bar is not GRPO's
+    bars = [line.lstrip() for line in sft.stderr.splitlines()]
+    assert any(bar.startswith("SFT") for bar in bars) and not any(bar.startswith("GRPO") for bar in bars)  # its own bar
 
 
 def test_train_continues_from_the_sft_adapter(warmed):
     from peft.utils import load_peft_weights
 
     project, _, _, trained = warmed
-    assert json.loads(trained.stdout)["steps"] == 2
+    summary = json.loads(trained.stdout)
+    assert summary["steps"] == 2
+    sft_adapter = project / "outputs" / "sft" / "adapter"
+    assert summary["continued_from"] == str(sft_adapter)  # said at the start and in the summary
+    assert f"continues from: {sft_adapter}" in trained.stderr
     start = load_peft_weights(str(project / "outputs" / "sft" / "adapter"), device="cpu")
     end = load_peft_weights(str(project / "outputs" / "adapter"), device="cpu")
     lora_a = sorted(key for key in start if "lora_A" in key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from ..i18n import _
 from ..project import ConfigError, ProjectConfig
@@ -52,7 +53,11 @@ def has_bitsandbytes() -> bool:
 
 def quantization_config(config: ProjectConfig, dtype):
     """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
-    if not (config.model["load_in_4bit"] and cuda_available()):
+    if not config.model["load_in_4bit"]:
+        return None
+    if not cuda_available():  # bitsandbytes' 4-bit layers run on CUDA only
+        if distributed.is_main_process():
+            print(_("note: load_in_4bit needs a CUDA GPU; loading the model in full precision"), file=sys.stderr)
         return None
     if distributed.shards_weights():
         raise ConfigError(_("model.load_in_4bit: FSDP and ZeRO-3 do not shard 4-bit weights here; set load_in_4bit = "

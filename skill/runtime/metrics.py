@@ -92,10 +92,12 @@ def rewind(path: str | Path, step: int, on_warning=warn) -> int:
 
 
 def reward_trend(rows: list[dict], window: int = 10) -> dict:
-    """Mean reward of the first and last ``window`` logged training steps."""
+    """Mean reward of the first and last ``window`` logged training steps; a run of fewer than 2 x ``window``
+    steps compares its halves (overlapping windows would hide what a short run did)."""
     rewards = [row["reward"] for row in rows if "reward" in row]
     if not rewards:
         return {"steps": 0}
+    window = max(1, min(window, len(rewards) // 2))
     first, last = rewards[:window], rewards[-window:]
     return {
         "steps": len(rewards),
