@@ -29,6 +29,7 @@ LANGS = ("en", "zh-CN")
 # Our language tags -> gettext's catalog folder names.
 CATALOG_NAMES = {"zh-CN": "zh_CN"}
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+PROJECT_LANG_VARIABLE = "GRPO_SKILL_LANG"  # a project's scripts: another language than the project's
 
 _chosen: str | None = None
 
@@ -76,6 +77,12 @@ def set_language(lang: str | None) -> None:
     if lang is not None and lang not in LANGS:
         raise ValueError(f"language {lang!r} is not one of {', '.join(LANGS)}")
     _chosen = lang
+
+
+def use_project_language(lang: str) -> None:
+    """A generated project's scripts speak the project's language (``new --lang``), whatever the locale;
+    GRPO_SKILL_LANG=en (or zh-CN) overrides it."""
+    set_language(normalize(os.environ.get(PROJECT_LANG_VARIABLE, "")) or normalize(lang) or "en")
 
 
 def chosen() -> str | None:
