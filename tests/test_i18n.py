@@ -341,22 +341,35 @@ def test_project_comments_in_both_languages(projects):
 
 
 def test_both_projects_are_the_same_code(projects):
-    """Only comments and docstrings change with the language: the code is identical."""
-    for relative in ("train.py", "rewards.py", "evaluate.py", "tests/test_project.py"):
+    """Only comments, docstrings and the text the scripts show (help, messages, the language they speak) change
+    with the language: the code is identical."""
+    for relative in ("train.py", "rewards.py", "evaluate.py", "sft.py", "tests/test_project.py"):
         trees = []
         for lang in i18n.LANGS:
             tree = ast.parse((projects[lang] / relative).read_text(encoding="utf-8"))
-            for node in ast.walk(tree):  # drop docstrings
-                body = getattr(node, "body", None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                        and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-                    body[0].value.value = ""
+            for node in ast.walk(tree):  # drop docstrings and the text of string literals
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    node.value = ""
             trees.append(ast.dump(tree))
         assert trees[0] == trees[1], relative
     import tomllib
 
     configs = [tomllib.loads((projects[lang] / "config.toml").read_text(encoding="utf-8")) for lang in i18n.LANGS]
     assert configs[0] == configs[1]
+
+
+def test_a_projects_scripts_speak_its_language_whatever_the_locale(projects):
+    def train_with_zero_steps(lang, **env):
+        environment = {key: value for key, value in os.environ.items() if key != "GRPO_SKILL_LANG"}
+        environment.update({"LANG": "C.UTF-8", "LANGUAGE": "", "LC_ALL": "", **env})
+        return subprocess.run([sys.executable, "train.py", "--max-steps", "0"], cwd=projects[lang], env=environment,
+                              capture_output=True, text=True)
+
+    chinese = train_with_zero_steps("zh-CN")
+    assert chinese.returncode == 1 and chinese.stderr.startswith("错误：grpo.max_steps = 0"), chinese.stderr
+    english = train_with_zero_steps("zh-CN", GRPO_SKILL_LANG="en")  # the override
+    assert english.stderr.startswith("error: grpo.max_steps = 0")
+    assert train_with_zero_steps("en", LANG="zh_CN.UTF-8").stderr.startswith("error: ")  # an English project
 
 
 def test_new_takes_the_cli_language_unless_told(tmp_path):
