@@ -515,13 +515,15 @@ def check(project, run_rewards):
 @click.argument("project", default=".", type=click.Path())
 @click.option("--prompts", default=4, show_default=True, type=click.IntRange(min=1),
               help=N_("How many of the dataset's prompts to sample (num_generations completions each)."))
+@click.option("--model", metavar="PATH_OR_ID", help=N_("Probe this model instead of model.name (a local folder or "
+                                                        "a hub id), as train.py's --model."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def probe(project, prompts, as_json):
+def probe(project, prompts, model, as_json):
     from . import probe as probing
     from .errors import UserError
 
     try:
-        result = probing.run(project, prompts=prompts)
+        result = probing.run(project, prompts=prompts, model=model)
     except UserError as error:
         fail(str(error))
     emit(result, as_json, lambda data: click.echo("\n".join(probing.report_lines(data))))
