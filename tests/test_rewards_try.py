@@ -141,6 +141,20 @@ def test_bad_input_gets_one_line(args, message):
     assert len(output.strip().splitlines()) == 1, output
 
 
+def test_a_reward_of_the_rewards_py_here_says_to_add_project(cli, tmp_path):
+    cli("new", "proj", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "proj"  # its rewards.py registers no_repetition
+    for command in (["try", "no_repetition", "-c", "a b c", "-c", "a a a"], ["show", "no_repetition"]):
+        refused = cli("rewards", *command, cwd=project, check=False)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        first, hint = refused.stderr.splitlines()  # the registry's own line, then how to load rewards.py
+        assert first.startswith("Error: unknown reward 'no_repetition'; did you mean 'repetition'?")
+        assert hint == "the rewards.py here is not loaded: if it registers 'no_repetition', add --project ."
+        assert "no_repetition" in cli("rewards", *command, "--project", ".", cwd=project).stdout
+    elsewhere = cli("rewards", "show", "no_repetition", cwd=tmp_path, check=False)  # no rewards.py there
+    assert elsewhere.returncode == 1 and "--project" not in elsewhere.stderr
+
+
 def test_a_folder_without_a_tokenizer_is_one_line(tmp_path):
     code, output = invoke("thinking", "-c", "x", "--tokenizer", str(tmp_path))
     assert code == 1 and "cannot load a tokenizer there" in output and len(output.strip().splitlines()) == 1
