@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins
-from .errors import UserError, one_line
+from .errors import MissingColumn, UserError, one_line
 from .i18n import _
-from .registry import RegistryError, Reward, completion_text
+from .registry import RegistryError, Reward, RewardError, completion_text
 
 SCALE_REWARDS = ("group", "batch", "none")
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
@@ -324,7 +324,16 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
         for name, weight in chosen:
             reward = found[name]
             func = reward.build(tokenizer=token_source, preset=preset_item, params=params[name])
-            scores_by_reward.append(call_like_trl(func, prompts, completions, completion_ids, columns, log))
+            try:
+                scores_by_reward.append(call_like_trl(func, prompts, completions, completion_ids, columns, log))
+            except RewardError as error:
+                if not isinstance(error.__cause__, MissingColumn):
+                    raise
+                column = error.__cause__.column  # the reward's own message speaks of a dataset, which is not here
+                raise TryError(_("reward {name!r} reads the {column!r} column, which these samples lack (they have: "
+                                 "{columns}); give it with --column {column}=VALUE (in --file: the key {column!r} on "
+                                 "each line)").format(
+                    name=name, column=column, columns=", ".join(column_names) or _("none"))) from None
             rewards.append({"name": name, "weight": weight, "plugin": reward.plugin,
                             "params": {**reward.params, **params[name]}, "seconds": func.timing.last})
     notes = list(dict.fromkeys(str(warning.message) for warning in caught))

@@ -130,7 +130,14 @@ def test_params_and_presets_change_how_a_reward_is_built():
     (["length", "-c", "x", "--param", "length.bogus=1"], "reward 'length' has no parameter 'bogus'"),
     (["length", "-c", "x", "--column", "answer"], "write KEY=VALUE"),
     (["length", "-c", "x", "--tokenizer", "/no/such/folder"], "no such folder"),
-    (["accuracy", "-c", "</think>42"], "the dataset has no 'answer' column"),
+    # no dataset here: the missing column is one --column away (the reward's own message speaks of a dataset)
+    (["accuracy", "-c", "</think>42"], "reward 'accuracy' reads the 'answer' column, which these samples lack "
+                                       "(they have: none); give it with --column answer=VALUE"),
+    (["accuracy", "-c", "</think>42", "--column", "solution=42"], "(they have: solution); give it with --column "
+                                                                  "answer=VALUE"),
+    (["llm_judge", "-c", "</think>42", "--param", "llm_judge.reference_column=ref"],
+     "reward 'llm_judge' reads the 'ref' column, which these samples lack (they have: none); give it with "
+     "--column ref=VALUE"),
     (["length", "length:2", "-c", "x"], "a reward is named twice"),
     (["length", "-c", "x", "--file", "samples.jsonl"], "give the completions one way, not both"),
     (["length", "-c", "x", "--param", "length.too_short=abc"], "too_short = 'abc' must be a whole number"),
