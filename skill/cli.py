@@ -307,7 +307,8 @@ def update(project, dry_run, as_json):
     except UpdateError as error:
         fail(str(error))
     data = {"project": str(result.project.resolve()), "from": result.old, "to": result.new, "status": result.status,
-            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts}
+            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts,
+            "first_conflict": result.first_conflict}
 
     def text(data):
         if data["status"] == "unchanged":
@@ -319,7 +320,11 @@ def update(project, dry_run, as_json):
         click.echo(_(title).format(project=data["project"], old=data["from"], new=data["to"]))
         for path in data["changed"]:
             click.echo(f"  {'!' if path in data['conflicts'] else ' '} {path}")
-        if data["conflicts"]:
+        if data["conflicts"] and data["first_conflict"]:
+            click.echo(_("{count} file(s) with conflicts (marked '!'), the first at {where}: resolve the <<<<<<< "
+                         "lines, then commit.").format(count=len(data["conflicts"]), where=data["first_conflict"]),
+                       err=True)
+        elif data["conflicts"]:
             click.echo(_("{count} file(s) with conflicts (marked '!'): resolve the <<<<<<< lines, then commit.").format(
                 count=len(data["conflicts"])), err=True)
         elif not dry_run:
@@ -491,7 +496,9 @@ def plugin_new(name, output_dir, as_json):
                       "train.py would (a local judge loads its model)."))
 def check(project, run_rewards):
     from . import project as projects
+    from .update import refuse_conflicts
 
+    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
     loaded = projects.load(project, rewards=run_rewards)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
