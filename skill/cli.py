@@ -507,12 +507,18 @@ def check(project, run_rewards):
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
+    # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     if loaded.unchecked_rewards:
         click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
                      "`grpo-skill check --rewards` runs it").format(
-            names=", ".join(map(repr, loaded.unchecked_rewards))), err=True)
-    elif not run_rewards and (loaded.project_dir / "rewards.py").is_file():
-        click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
+            names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
+    elif loaded.unrun_rewards:
+        click.echo(i18n.ngettext(
+            "reward {names} is from rewards.py, which was not run, so its params were not checked; "
+            "`grpo-skill check --rewards` checks them",
+            "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
+            "`grpo-skill check --rewards` checks them", len(loaded.unrun_rewards)).format(
+            names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
 
 
 @main.command(help=N_("Before training: sample completions for a few of PROJECT's prompts with its model and "
