@@ -307,7 +307,8 @@ def update(project, dry_run, as_json):
     except UpdateError as error:
         fail(str(error))
     data = {"project": str(result.project.resolve()), "from": result.old, "to": result.new, "status": result.status,
-            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts}
+            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts,
+            "first_conflict": result.first_conflict}
 
     def text(data):
         if data["status"] == "unchanged":
@@ -319,7 +320,11 @@ def update(project, dry_run, as_json):
         click.echo(_(title).format(project=data["project"], old=data["from"], new=data["to"]))
         for path in data["changed"]:
             click.echo(f"  {'!' if path in data['conflicts'] else ' '} {path}")
-        if data["conflicts"]:
+        if data["conflicts"] and data["first_conflict"]:
+            click.echo(_("{count} file(s) with conflicts (marked '!'), the first at {where}: resolve the <<<<<<< "
+                         "lines, then commit.").format(count=len(data["conflicts"]), where=data["first_conflict"]),
+                       err=True)
+        elif data["conflicts"]:
             click.echo(_("{count} file(s) with conflicts (marked '!'): resolve the <<<<<<< lines, then commit.").format(
                 count=len(data["conflicts"])), err=True)
         elif not dry_run:
@@ -491,7 +496,9 @@ def plugin_new(name, output_dir, as_json):
                       "train.py would (a local judge loads its model)."))
 def check(project, run_rewards):
     from . import project as projects
+    from .update import refuse_conflicts
 
+    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
     loaded = projects.load(project, rewards=run_rewards)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
@@ -500,12 +507,18 @@ def check(project, run_rewards):
     click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
         path=loaded.path, preset=loaded.model["preset"],
         rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
+    # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     if loaded.unchecked_rewards:
         click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
                      "`grpo-skill check --rewards` runs it").format(
-            names=", ".join(map(repr, loaded.unchecked_rewards))), err=True)
-    elif not run_rewards and (loaded.project_dir / "rewards.py").is_file():
-        click.echo(_("rewards.py was not run; `grpo-skill check --rewards` runs it too"), err=True)
+            names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
+    elif loaded.unrun_rewards:
+        click.echo(i18n.ngettext(
+            "reward {names} is from rewards.py, which was not run, so its params were not checked; "
+            "`grpo-skill check --rewards` checks them",
+            "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
+            "`grpo-skill check --rewards` checks them", len(loaded.unrun_rewards)).format(
+            names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
 
 
 @main.command(help=N_("Before training: sample completions for a few of PROJECT's prompts with its model and "
@@ -515,13 +528,15 @@ def check(project, run_rewards):
 @click.argument("project", default=".", type=click.Path())
 @click.option("--prompts", default=4, show_default=True, type=click.IntRange(min=1),
               help=N_("How many of the dataset's prompts to sample (num_generations completions each)."))
+@click.option("--model", metavar="PATH_OR_ID", help=N_("Probe this model instead of model.name (a local folder or "
+                                                        "a hub id), as train.py's --model."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def probe(project, prompts, as_json):
+def probe(project, prompts, model, as_json):
     from . import probe as probing
     from .errors import UserError
 
     try:
-        result = probing.run(project, prompts=prompts)
+        result = probing.run(project, prompts=prompts, model=model)
     except UserError as error:
         fail(str(error))
     emit(result, as_json, lambda data: click.echo("\n".join(probing.report_lines(data))))

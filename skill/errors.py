@@ -28,6 +28,15 @@ class UserError(Exception):
     exit_code = 1
 
 
+class MissingColumn(UserError):
+    """A reward needs a dataset column that the batch lacks; ``column`` names it, for `rewards try` to say how to
+    give it there (it has no dataset)."""
+
+    def __init__(self, message: str, column: str):
+        super().__init__(message)
+        self.column = column
+
+
 def debug_wanted() -> bool:
     return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 

@@ -46,13 +46,15 @@ class Finding:
                 "advice": _(self.advice).format(**self.values)}
 
 
-def run(project: str | Path = ".", prompts: int = 4, progress=None) -> dict:
-    """Probe the project in ``project``; returns every figure, the findings and the verdict as a dict."""
+def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str | None = None) -> dict:
+    """Probe the project in ``project`` (with ``model`` in place of model.name, as train.py's --model); returns
+    every figure, the findings and the verdict as a dict."""
     from . import project as projects
     from .runtime import machine
 
     say = progress or (lambda message: print(message, file=sys.stderr))
-    config = projects.load(project)
+    # as train.py: a model that is neither cached nor reachable is one line now, not a minute of hub retries
+    config = projects.load_for_run(project, {"model.name": model} if model else None)
     backend = machine.choose_backend(config.model["backend"])
     if prompts < 1:
         raise projects.ConfigError(_("--prompts must be at least 1"))

@@ -67,6 +67,8 @@ class ProjectConfig:
     source: Source | None = None
     # reward names that rewards.py, read but not run, may register from code (`check` without --rewards)
     unchecked_rewards: list[str] = field(default_factory=list)
+    # rewards of config.toml that rewards.py, read but not run, registers: their params are not checked
+    unrun_rewards: list[str] = field(default_factory=list)
 
     @property
     def project_dir(self) -> Path:
@@ -268,7 +270,8 @@ def _project_rewards(config: ProjectConfig, run: bool) -> tuple[set[str], bool] 
 def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None = None) -> None:
     """The preset and every reward are registered (``declared``: what an unrun rewards.py registers, see
     ``_project_rewards``), and each reward's params are ones it takes, of the type of their defaults. A name that
-    rewards.py may register from code is not called unknown: it goes to ``config.unchecked_rewards``."""
+    rewards.py may register from code is not called unknown: it goes to ``config.unchecked_rewards``; one it
+    registers by name, to ``config.unrun_rewards``."""
     try:
         config.preset
     except RegistryError as error:
@@ -276,7 +279,8 @@ def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None
     names_in_source, unnamed = declared or (set(), False)
     for index, choice in enumerate(config.rewards):
         if choice.name in names_in_source:
-            continue  # from rewards.py, not run: its params are checked when it runs
+            config.unrun_rewards.append(choice.name)  # its params are checked when rewards.py runs
+            continue
         try:
             reward = plugins.get_reward(choice.name)
         except RegistryError as error:

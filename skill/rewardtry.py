@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins
-from .errors import UserError, one_line
+from .errors import MissingColumn, UserError, one_line
 from .i18n import _
-from .registry import Reward, completion_text
+from .registry import RegistryError, Reward, RewardError, completion_text
 
 SCALE_REWARDS = ("group", "batch", "none")
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
@@ -258,6 +258,19 @@ def advantages(scores: list[list[float | None]], weights: list[float], groups: l
     }
 
 
+def find_reward(name: str, project: str | None) -> Reward:
+    """The registered reward ``name``. Unknown while the current folder's rewards.py is not loaded, the error
+    says how to load it: rewards.py is code, so it runs only when asked (--project)."""
+    try:
+        return plugins.get_reward(name)
+    except RegistryError as error:
+        if project is None and Path("rewards.py").is_file():
+            raise RegistryError(str(error) + "\n" + _(
+                "the rewards.py here is not loaded: if it registers {name!r}, add --project .").format(
+                name=name)) from None
+        raise
+
+
 def _group_key(prompt) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False, sort_keys=True)
 
@@ -275,6 +288,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     names = [name for name, _weight in chosen]
     if len(set(names)) != len(names):
         raise TryError(_("a reward is named twice; give each once, with its weight"))
+    found = {name: find_reward(name, project) for name in names}  # before any tokenizer loads
     params = parse_params(params_items, names)
     if preset:
         preset_item = plugins.get_preset(preset)
@@ -308,9 +322,18 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for name, weight in chosen:
-            reward: Reward = plugins.get_reward(name)
+            reward = found[name]
             func = reward.build(tokenizer=token_source, preset=preset_item, params=params[name])
-            scores_by_reward.append(call_like_trl(func, prompts, completions, completion_ids, columns, log))
+            try:
+                scores_by_reward.append(call_like_trl(func, prompts, completions, completion_ids, columns, log))
+            except RewardError as error:
+                if not isinstance(error.__cause__, MissingColumn):
+                    raise
+                column = error.__cause__.column  # the reward's own message speaks of a dataset, which is not here
+                raise TryError(_("reward {name!r} reads the {column!r} column, which these samples lack (they have: "
+                                 "{columns}); give it with --column {column}=VALUE (in --file: the key {column!r} on "
+                                 "each line)").format(
+                    name=name, column=column, columns=", ".join(column_names) or _("none"))) from None
             rewards.append({"name": name, "weight": weight, "plugin": reward.plugin,
                             "params": {**reward.params, **params[name]}, "seconds": func.timing.last})
     notes = list(dict.fromkeys(str(warning.message) for warning in caught))
@@ -358,7 +381,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
     if project:
         plugins.register_project(project)
     registered = plugins.rewards()
-    reward = plugins.get_reward(name)
+    reward = find_reward(name, project)
     config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0"]
     if reward.params:
         config.append(f"params = {_toml(dict(reward.params))}")

@@ -8,6 +8,7 @@ makes the project a git repository with a first commit (:func:`start_repository`
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -15,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, history, skillfiles
-from .errors import UserError
+from .errors import UserError, shown_path
 from .i18n import _
 
 ANSWERS_FILE = ".copier-answers.yml"
 ORIGIN_KEYS = ("_commit", "_src_path")
 GIT_IDENTITY = ("-c", "user.name=grpo-skill", "-c", "user.email=grpo-skill@localhost")
+# the first line of a conflict copier (conflict="inline", through git merge-file) leaves: "<<<<<<< before updating"
+CONFLICT_START = re.compile(r"<{7}(?: |$)")
 
 
 class UpdateError(UserError):
@@ -34,6 +37,7 @@ class UpdateResult:
     new: str
     changed: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    first_conflict: str | None = None  # FILE:LINE of the first conflict marker
     dry_run: bool = False
 
     @property
@@ -124,6 +128,50 @@ def start_repository(project: str | Path, files: list[str]) -> str:
     except (UpdateError, OSError):
         return "failed"
     return "created"
+
+
+# --- conflicts left in the project ---------------------------------------------------------------------------
+
+
+def generated_files() -> list[str]:
+    """The project files the template renders (and so the ones update merges), relative to the project: the
+    template's files as copier names them, less what its copier.yml excludes."""
+    import yaml
+
+    manifest = history.load_manifest()
+    names = manifest["files"] if manifest else history.folder_files(history.template_dir())
+    settings = yaml.safe_load((history.template_dir() / "copier.yml").read_text(encoding="utf-8"))
+    excluded, suffix = set(settings.get("_exclude", [])), settings.get("_templates_suffix", ".jinja")
+    files = []
+    for name in names:
+        if excluded & set(name.split("/")):
+            continue
+        name = name.replace("{{_copier_conf.answers_file}}", ANSWERS_FILE)
+        files.append(name.removesuffix(suffix))
+    return sorted(files)
+
+
+def first_conflict(project: str | Path, files: list[str] | None = None) -> str | None:
+    """``FILE:LINE`` of the first conflict marker left in ``files`` (default: the generated ones), or None."""
+    for name in files if files is not None else generated_files():
+        path = Path(project) / name
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if CONFLICT_START.match(line):
+                    return f"{name}:{number}"
+    return None
+
+
+def refuse_conflicts(project: str | Path) -> None:
+    """An UpdateError naming the first conflict marker that an update left in the project, if any."""
+    where = first_conflict(project)
+    if where:
+        where = shown_path(Path(project) / where)  # FILE:LINE from the current folder
+        raise UpdateError(_("{where}: a conflict that `grpo-skill update` left unmerged; resolve the conflicts "
+                            "(keep the lines you want, remove the <<<<<<< ======= >>>>>>> lines), then "
+                            "commit").format(where=where))
 
 
 # --- update ------------------------------------------------------------------------------------------------
@@ -218,6 +266,7 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
                             "'my project', then update").format(path=project))
     if _git(["status", "--porcelain", "--", "."], project).stdout.strip():
         raise UpdateError(_("{path} has uncommitted changes; commit or stash them, then update").format(path=project))
+    refuse_conflicts(project)  # committed with the markers of an earlier update: merging again would nest them
 
     if not history.knows(manifest, old):
         raise UpdateError(
@@ -235,7 +284,9 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
         copy = clone / project.resolve().relative_to(top.resolve())
         _apply(copy, lang, manifest)
         result.changed, result.conflicts = _changes(copy)
+        result.first_conflict = first_conflict(copy, result.conflicts)
     if not dry_run:
         _apply(project, lang, manifest)
         result.changed, result.conflicts = _changes(project)
+        result.first_conflict = first_conflict(project, result.conflicts)
     return result

@@ -112,6 +112,12 @@ CLI_CASES = [
     Case("check-no-config", "no such config file", args=("check", "{tmp}/empty"),
          setup=lambda tmp, project: (tmp / "empty").mkdir()),
     Case("check-not-utf8", "not UTF-8 text", files={"proj/config.toml": b"[model]\nname = \"\xff\xfe\"\n"}),
+    # what `grpo-skill update` could not merge, left in the project: named before anything reads the file
+    Case("check-conflict-train-py", "proj/train.py:2: a conflict that `grpo-skill update` left unmerged; resolve "
+         "the conflicts", files={"proj/train.py": "import sys\n<<<<<<< before updating\nA = 1\n=======\nA = 2\n"
+                                                  ">>>>>>> after updating\n"}),
+    Case("check-conflict-config", "proj/config.toml:3: a conflict that `grpo-skill update` left unmerged",
+         edits=edit("[model]\n", "<<<<<<< before updating\n[model]\n=======\n>>>>>>> after updating\n")),
     Case("rewards-project-missing", "'{tmp}/nowhere' does not exist", code=2,
          args=("rewards", "--project", "{tmp}/nowhere")),
     Case("metrics-no-file", "has no metrics.jsonl", args=("metrics", "{project}")),

@@ -257,6 +257,20 @@ def test_check_finds_the_projects_own_rewards(cli, project):
     assert "rewards no_repetition:1" in cli("check", str(project)).stdout
 
 
+def test_check_names_the_rewards_py_rewards_whose_params_it_did_not_check(cli, project, english):
+    # rewards.py registers no_repetition, but config.toml does not use it: nothing went unchecked, nothing to say
+    quiet = cli("check", str(project))
+    assert "OK" in quiet.stdout and quiet.stderr == ""
+    edit(project, "[grpo]", '[[rewards]]\nname = "no_repetition"\nweight = 0.5\nparams = { ngrm = 4 }\n\n[grpo]')
+    unrun = cli("check", str(project))  # a typo that only running rewards.py finds: said which reward it is in
+    assert unrun.stderr.splitlines() == [
+        "reward 'no_repetition' is from rewards.py, which was not run, so its params were not checked; "
+        "`grpo-skill check --rewards` checks them"]
+    refused = cli("check", str(project), "--rewards", check=False)
+    assert refused.returncode == 1 and "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?" in \
+        refused.stderr
+
+
 def test_a_dataset_of_ones_own_is_copied_in_and_enables_the_accuracy_reward(cli, tmp_path):
     data = tmp_path / "math.jsonl"
     data.write_text('{"question": "What is 2 + 3?", "answer": "5"}\n{"question": "What is 4 + 4?", "answer": "8"}\n')

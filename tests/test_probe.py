@@ -73,3 +73,24 @@ def test_a_folder_without_a_project_is_a_one_line_error(cli, tmp_path):
     result = cli("probe", str(tmp_path), check=False)
     assert result.returncode != 0
     assert "no such config file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_uncached_model_offline_is_one_line_that_probe_model_can_follow(cli, project, tmp_path, english):
+    # as train.py: checked before any model loads, so no minute of hub retries and no traceback
+    result = cli("probe", str(project), "--model", "nobody/not-cached-model", check=False,
+                 env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "Error: model.name (given on the command line): model 'nobody/not-cached-model' is not in "
+        "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH, or download it "
+        "where there is a network"]
+
+
+def test_probe_model_probes_that_model_instead_of_model_name(cli, project, tiny_model):
+    set_grpo(project / "config.toml", "max_completion_length", 16)
+    result = probe(cli, project, "--json", "--model", str(tiny_model))
+    probed = json.loads(result.stdout)
+    assert probed["model"] == str(tiny_model) and probed["completions"] == 2 * 8
+    # a local folder, not the preset's own built model: no "random weights" note
+    assert "random_weights" not in [finding["code"] for finding in probed["findings"]]
+    assert "was not run" not in result.stderr  # probe builds and runs the rewards itself

@@ -130,7 +130,14 @@ def test_params_and_presets_change_how_a_reward_is_built():
     (["length", "-c", "x", "--param", "length.bogus=1"], "reward 'length' has no parameter 'bogus'"),
     (["length", "-c", "x", "--column", "answer"], "write KEY=VALUE"),
     (["length", "-c", "x", "--tokenizer", "/no/such/folder"], "no such folder"),
-    (["accuracy", "-c", "</think>42"], "the dataset has no 'answer' column"),
+    # no dataset here: the missing column is one --column away (the reward's own message speaks of a dataset)
+    (["accuracy", "-c", "</think>42"], "reward 'accuracy' reads the 'answer' column, which these samples lack "
+                                       "(they have: none); give it with --column answer=VALUE"),
+    (["accuracy", "-c", "</think>42", "--column", "solution=42"], "(they have: solution); give it with --column "
+                                                                  "answer=VALUE"),
+    (["llm_judge", "-c", "</think>42", "--param", "llm_judge.reference_column=ref"],
+     "reward 'llm_judge' reads the 'ref' column, which these samples lack (they have: none); give it with "
+     "--column ref=VALUE"),
     (["length", "length:2", "-c", "x"], "a reward is named twice"),
     (["length", "-c", "x", "--file", "samples.jsonl"], "give the completions one way, not both"),
     (["length", "-c", "x", "--param", "length.too_short=abc"], "too_short = 'abc' must be a whole number"),
@@ -139,6 +146,20 @@ def test_bad_input_gets_one_line(args, message):
     code, output = invoke(*args)
     assert code != 0 and message in output and "Traceback" not in output
     assert len(output.strip().splitlines()) == 1, output
+
+
+def test_a_reward_of_the_rewards_py_here_says_to_add_project(cli, tmp_path):
+    cli("new", "proj", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "proj"  # its rewards.py registers no_repetition
+    for command in (["try", "no_repetition", "-c", "a b c", "-c", "a a a"], ["show", "no_repetition"]):
+        refused = cli("rewards", *command, cwd=project, check=False)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        first, hint = refused.stderr.splitlines()  # the registry's own line, then how to load rewards.py
+        assert first.startswith("Error: unknown reward 'no_repetition'; did you mean 'repetition'?")
+        assert hint == "the rewards.py here is not loaded: if it registers 'no_repetition', add --project ."
+        assert "no_repetition" in cli("rewards", *command, "--project", ".", cwd=project).stdout
+    elsewhere = cli("rewards", "show", "no_repetition", cwd=tmp_path, check=False)  # no rewards.py there
+    assert elsewhere.returncode == 1 and "--project" not in elsewhere.stderr
 
 
 def test_a_folder_without_a_tokenizer_is_one_line(tmp_path):

@@ -204,9 +204,21 @@ def test_what_cannot_be_merged_is_marked_inline(project, monkeypatch, versions):
     install_version(monkeypatch, versions["B"])
     code, output = grpo_skill("update", str(project))
     assert code == 1
-    assert "! train.py" in output and "1 file(s) with conflicts" in output
     text = train.read_text(encoding="utf-8")
     assert "<<<<<<< before updating" in text and "# my own last line" in text and B_LINE in text
+    line = text.splitlines().index("<<<<<<< before updating") + 1
+    assert "! train.py" in output and f"1 file(s) with conflicts (marked '!'), the first at train.py:{line}" in output
+
+    # left as it is, and even committed so: check and a second update name the marker instead of saying OK
+    # (train.py would then die in a SyntaxError) or merging over it
+    refusal = f"{project / 'train.py'}:{line}: a conflict that `grpo-skill update` left unmerged; resolve the conflicts"
+    code, output = grpo_skill("check", str(project))
+    assert code == 1 and refusal in output and len(output.strip().splitlines()) == 1
+    git("commit", "-qam", "the update, its conflict unresolved", cwd=project)
+    before = snapshot(project)
+    code, output = grpo_skill("update", str(project))
+    assert code == 1 and refusal in output and len(output.strip().splitlines()) == 1
+    assert snapshot(project) == before
 
 
 def made_by_another_grpo_skill(project: Path) -> None:

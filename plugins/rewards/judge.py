@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grpo_skill import Judge, JudgeRequest, Reward, completion_text, hookimpl, prompt_text
-from grpo_skill.errors import UserError, one_line
+from grpo_skill.errors import MissingColumn, UserError, one_line
 from grpo_skill.i18n import N_, _
 
 from .verifiable import final_answer, opens_think
@@ -270,8 +270,8 @@ def llm_judge_factory(context):
 
     def llm_judge(completions, prompts=None, **kwargs):
         if reference_column and reference_column not in kwargs:
-            raise UserError(_("the dataset has no {column!r} column for params.reference_column").format(
-                column=reference_column))
+            raise MissingColumn(_("the dataset has no {column!r} column for params.reference_column").format(
+                column=reference_column), reference_column)
         references = kwargs[reference_column] if reference_column else [None] * len(completions)
         prompts = prompts if prompts is not None else [""] * len(completions)
         scores: list[float | None] = [0.0] * len(completions)  # unfinished thinking: no answer to judge

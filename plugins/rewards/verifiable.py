@@ -15,7 +15,7 @@ import math
 import warnings
 
 from grpo_skill import Reward, completion_text, hookimpl
-from grpo_skill.errors import UserError
+from grpo_skill.errors import MissingColumn, UserError
 from grpo_skill.i18n import N_, _
 
 from . import answers
@@ -58,8 +58,9 @@ class Checker:
         if self.column not in kwargs:
             columns = sorted(key for key in kwargs if key not in ("prompts", "completions", "completion_ids",
                                                                  "trainer_state", "log_extra", "log_metric"))
-            raise UserError(_("the dataset has no {column!r} column (it has: {columns}); set params.answer_column "
-                              "or add the column").format(column=self.column, columns=", ".join(columns) or _("none")))
+            raise MissingColumn(_("the dataset has no {column!r} column (it has: {columns}); set params.answer_column "
+                                  "or add the column").format(column=self.column, columns=", ".join(columns) or _("none")),
+                                self.column)
         return kwargs[self.column]
 
     def gold(self, value) -> answers.Gold | None:
