@@ -358,7 +358,7 @@ def test_metrics_cli_skips_a_cut_off_last_line_with_a_warning(cli, tmp_path):
     result = cli("metrics", str(tmp_path), "--json")
     summary = json.loads(result.stdout)
     assert {key: summary[key] for key in ("steps", "first_mean_reward", "last_mean_reward", "gain")} == {
-        "steps": 2, "first_mean_reward": 0.0, "last_mean_reward": 0.0, "gain": 0.0}
+        "steps": 2, "first_mean_reward": -1.0, "last_mean_reward": 1.0, "gain": 2.0}  # two steps: step 1 vs step 2
     assert result.stderr.strip().splitlines() == [
         f"warning: {tmp_path / metrics.METRICS_FILE} line 3 is cut off (the run was killed while writing it); skipped"]
 
