@@ -74,6 +74,19 @@ def _raw_table(config, section: str) -> dict:
     return tomllib.loads(config.path.read_text(encoding="utf-8")).get(section, {})
 
 
+def examples_file(config) -> Path | None:
+    """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
+    hub dataset id."""
+    from .project import LOCAL_DATA_SUFFIXES
+
+    path = config.project_dir / sft_settings(config)["path"]
+    if path.suffix not in LOCAL_DATA_SUFFIXES:
+        return None
+    if not path.is_file():
+        raise ExamplesError(_("sft.path: {path} does not exist; point it at your worked examples").format(path=path))
+    return path
+
+
 def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
@@ -82,10 +95,8 @@ def load_examples(config, tokenizer):
     from .runtime.data import chat_prompt
 
     settings = sft_settings(config)
-    path = config.project_dir / settings["path"]
-    if path.suffix in LOCAL_DATA_SUFFIXES:
-        if not path.is_file():
-            raise ExamplesError(_("sft.path: {path} does not exist; point it at your worked examples").format(path=path))
+    path = examples_file(config)
+    if path is not None:
         loaded = datasets.load_dataset(LOCAL_DATA_SUFFIXES[path.suffix], data_files=str(path))
     else:
         loaded = datasets.load_dataset(settings["path"])

@@ -114,6 +114,20 @@ def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
     assert not (project / "no-adapter").exists()
 
 
+def test_a_missing_examples_file_stops_sft_py_in_one_line_before_the_model_loads(warmed):
+    project, _, _, _ = warmed
+    config = project / "config.toml"
+    original = config.read_text()
+    try:
+        config.write_text(original.replace('path = "data/sft.jsonl"', 'path = "data/none.jsonl"'))
+        result = run([sys.executable, "sft.py", "--max-steps", "1"], cwd=project, check=False, env=ONE_THREAD)
+    finally:
+        config.write_text(original)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your worked examples"]
+
+
 def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_tokenizer):
     from grpo_skill import project as projects
 
