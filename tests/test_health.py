@@ -126,3 +126,21 @@ def test_a_healthy_run_is_not_stopped(watch, tmp_path):
 def test_the_end_of_training_summary_is_ignored(watch):
     rows, _ = watch([{"train_runtime": 1.0, "train_loss": math.nan}])
     assert HEALTH_KEY not in rows[0]
+
+
+def test_a_warning_is_read_back_in_the_readers_language(watch):
+    from grpo_skill import i18n
+
+    i18n.set_language("zh-CN")
+    try:
+        rows, _ = watch(rising(3) + [{**HEALTHY, "reward": 0.1 * i, "frac_reward_zero_std": 0.95} for i in range(6)])
+    finally:
+        i18n.set_language(None)
+    recorded = next(record for row in rows for record in row.get(HEALTH_KEY) or ())
+    assert "已连续" in recorded["message"]  # written in the language the run had
+    i18n.set_language("en")
+    try:
+        (warning,) = warnings_in(rows)  # `grpo-skill --lang en metrics` on that run
+    finally:
+        i18n.set_language(None)
+    assert warning["message"].startswith("frac_reward_zero_std has stayed above 0.9 for 5 steps")

@@ -103,7 +103,8 @@ class TrainingHealth(TrainerCallback):
         for check, values in found:
             self.warned.add(check)
             message, advice = (_(text).format(**values) for text in CHECKS[check])
-            records.append({"check": check, "message": message, "advice": advice})
+            # values too: `grpo-skill metrics` says it again in the reader's language
+            records.append({"check": check, "message": message, "advice": advice, "values": values})
             if state.is_world_process_zero:
                 self.console.print(Text.assemble(
                     (_("warning"), "bold yellow"),
@@ -155,5 +156,16 @@ def raise_if_diverged(trainer) -> None:
 
 
 def warnings_in(rows: list[dict]) -> list[dict]:
-    """The health warnings recorded in metrics.jsonl rows, with their step."""
-    return [{"step": row.get("step"), **record} for row in rows for record in row.get(HEALTH_KEY) or ()]
+    """The health warnings recorded in metrics.jsonl rows, with their step, in the current language."""
+    found = []
+    for row in rows:
+        for record in row.get(HEALTH_KEY) or ():
+            record = dict(record)
+            texts, values = CHECKS.get(record.get("check")), record.get("values")
+            if texts and isinstance(values, dict):  # else (an older run): the text as it was recorded
+                try:
+                    record["message"], record["advice"] = (_(text).format(**values) for text in texts)
+                except (KeyError, ValueError):
+                    pass
+            found.append({"step": row.get("step"), **record})
+    return found
