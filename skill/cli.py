@@ -637,12 +637,14 @@ def build_model(shape, chat, out):
 
 @main.command(help=N_(
     "Check that this environment can train: Python, torch, CUDA and GPUs, the versions grpo-skill is tested "
-    "with and known-bad combinations, the model cache, disk space, plugins, git. Exits 1 on a blocker."))
+    "with and known-bad combinations, the model cache, disk space, plugins, git. Exits 1 on a blocker. With "
+    "PROJECT, the disk check is for that project's model: what downloading it takes, nothing when it is cached."))
+@click.argument("project", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def doctor(as_json):
+def doctor(project, as_json):
     from . import doctor as checks
 
-    facts = checks.collect()
+    facts = checks.collect(project)
     problems = checks.diagnose(facts)
     blockers = sum(problem["level"] == checks.BLOCKER for problem in problems)
 
@@ -669,6 +671,12 @@ def doctor(as_json):
         click.echo(_("plugins: {list}").format(list=", ".join(p["name"] + (" (!)" if p["error"] else "")
                                                              for p in facts["plugins"])))
         click.echo(_("git: {version}").format(version=facts["git"] or _("not installed")))
+        model = facts.get("model")
+        if model:
+            where = (_("local") if model["local"] else _("in the cache") if model["cached"] else
+                     _("to download, ~{gib} GiB").format(gib=model["download_gib"]) if model["download_gib"] else
+                     _("to download, size unknown"))
+            click.echo(_("project model: {name} ({where})").format(name=model["name"], where=where))
         for problem in data["problems"]:
             mark = "✗" if problem["level"] == checks.BLOCKER else "!"
             click.echo(f"{mark} {problem['what']}")

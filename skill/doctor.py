@@ -26,6 +26,7 @@ GIB = 1024 ** 3
 # Below this much free disk beside the hub cache a 4B model (3-8 GB) and its checkpoints may not fit.
 DISK_WARNING_GIB = 20
 DISK_BLOCKER_GIB = 1
+DISK_RUN_GIB = 1  # a project's checkpoints and outputs: LoRA adapters and optimizer state, well under this
 # The standard/thinking presets' 4B model peaked at 3.9-5.7 GiB with Unsloth 4-bit and 9.1 GiB with plain TRL
 # (measured on an H200); below this much free GPU memory they may not start.
 GPU_WARNING_GIB = 6
@@ -114,7 +115,28 @@ def _git() -> str | None:
     return result.stdout.strip().removeprefix("git version ") or None
 
 
-def collect() -> dict:
+def project_model(path: str | Path) -> dict:
+    """A project's model as the disk check sees it: where it comes from, and what downloading it takes (a hub id
+    that is not cached, of a known shape: its weights at 4 or 16 bits). Raises ConfigError for a broken project."""
+    from . import plan, project
+
+    config = project.load(path, rewards=False)
+    name = config.model["name"]
+    local = config.builds_its_model() or config.local_model_dir() is not None
+    cached = not local and project.hub_cached(name, "model")
+    download = None
+    known = None if local or cached else plan.known_shape(name)
+    if known is not None:
+        shape = known[1]
+        # 4-bit: half a byte per linear weight, and room for the layers that dynamic 4-bit checkpoints (Unsloth's)
+        # keep at 16 bits: Qwen3-4B's bnb-4bit repo is ~3.5 GB
+        weight_bytes = (shape.linear_params * 0.75 + shape.embedding_params * 2 if config.model["load_in_4bit"]
+                        else shape.params * 2)
+        download = round(weight_bytes / GIB, 1)
+    return {"name": name, "local": local, "cached": cached, "download_gib": download}
+
+
+def collect(project_dir: str | Path | None = None) -> dict:
     """Everything diagnose() looks at. Imports torch (and so may take seconds)."""
     tested = tested_set()
     names = sorted(set(tested) | set(ALSO_SHOWN))
@@ -137,6 +159,7 @@ def collect() -> dict:
         "disk": {"hub_cache_free_gib": _free_gib(hub["cache"]), "cwd_free_gib": _free_gib(Path.cwd())},
         "plugins": _plugins(),
         "git": _git(),
+        "model": project_model(project_dir) if project_dir is not None else None,
     }
 
 
@@ -240,8 +263,17 @@ def diagnose(facts: dict) -> list[dict]:
                 _("free the GPU (other processes, a Jupyter kernel), or lower num_generations and "
                   "max_completion_length")))
 
-    free = facts["disk"].get("hub_cache_free_gib")
-    if free is not None and free < DISK_WARNING_GIB:
+    free, model = facts["disk"].get("hub_cache_free_gib"), facts.get("model")
+    if free is not None and model and model.get("download_gib"):
+        # the project's own model: its download, and room for checkpoints and the run (LoRA: small)
+        if free < model["download_gib"] + DISK_RUN_GIB:
+            problems.append(_problem(BLOCKER, _("{free} GiB free beside the model cache ({cache}): {model} needs about "
+                                                "{need} GiB to download, and a run {run} more").format(
+                free=free, cache=facts["hub"]["cache"], model=model["name"], need=model["download_gib"],
+                run=DISK_RUN_GIB), _("free space, or point HF_HUB_CACHE (models) and --output-dir elsewhere")))
+    elif free is not None and model and (model.get("local") or model.get("cached")):
+        pass  # nothing to download
+    elif free is not None and free < DISK_WARNING_GIB:
         level = BLOCKER if free < DISK_BLOCKER_GIB else WARNING
         problems.append(_problem(level, _("{free} GiB free beside the model cache ({cache}): a 4B model takes 3-8 "
                                           "GB, and checkpoints more").format(free=free, cache=facts["hub"]["cache"]),

@@ -117,11 +117,42 @@ def test_a_small_gpu_without_bf16_a_full_disk_a_broken_plugin_and_no_git(facts):
     assert list(found.values())[0] == doctor.BLOCKER  # blockers come first
 
 
+def disk_problems(facts):
+    return [p for p in doctor.diagnose(facts) if "beside the model cache" in p["what"]]
+
+
+def test_with_a_project_the_disk_check_is_for_its_model(facts):
+    roomy = copy.deepcopy(facts)
+    roomy["disk"]["hub_cache_free_gib"] = 10.0
+    assert [p["level"] for p in disk_problems(roomy)] == [doctor.WARNING]  # no project: a 4B model may not fit
+    roomy["model"] = {"name": "unsloth/Qwen3-4B-unsloth-bnb-4bit", "local": False, "cached": False,
+                      "download_gib": 3.3}
+    assert disk_problems(roomy) == []  # 3.3 GiB and a run fit in 10
+    tight = copy.deepcopy(roomy)
+    tight["disk"]["hub_cache_free_gib"] = 3.0
+    (problem,) = disk_problems(tight)
+    assert problem["level"] == doctor.BLOCKER
+    assert "unsloth/Qwen3-4B-unsloth-bnb-4bit needs about 3.3 GiB to download, and a run 1 more" in problem["what"]
+    cached = copy.deepcopy(tight)
+    cached["model"].update(cached=True, download_gib=None)
+    assert disk_problems(cached) == []  # nothing to download
+
+
+def test_a_projects_model_is_local_cached_or_a_download_of_its_known_size(cli, tmp_path):
+    cli("new", "tiny", "--preset", "tiny", "-o", str(tmp_path))
+    assert doctor.project_model(tmp_path / "tiny") == {"name": "grpo-skill/tiny-qwen3", "local": True,
+                                                       "cached": False, "download_gib": None}
+    cli("new", "thinking", "--preset", "thinking", "-o", str(tmp_path))
+    model = doctor.project_model(tmp_path / "thinking")
+    assert model["local"] is False and model["cached"] is False  # no hub here: never downloaded
+    assert 3.0 < model["download_gib"] < 4.0  # Qwen3-4B at 4 bits; its bnb-4bit repo is ~3.5 GB
+
+
 def test_the_command_exits_1_on_a_blocker_and_shows_the_fix(facts, monkeypatch):
     broken = copy.deepcopy(facts)
     broken["packages"]["trl"] = "1.15.0"
     broken["torch"]["cuda"] = False
-    monkeypatch.setattr(doctor, "collect", lambda: broken)
+    monkeypatch.setattr(doctor, "collect", lambda project=None: broken)
     result = CliRunner().invoke(cli.main, ["doctor"])
     assert result.exit_code == 1
     assert "✗ trl 1.15.0 without a CUDA GPU" in result.output
@@ -135,7 +166,7 @@ def test_the_command_exits_1_on_a_blocker_and_shows_the_fix(facts, monkeypatch):
 
 
 def test_the_command_on_this_machine(facts, monkeypatch):
-    monkeypatch.setattr(doctor, "collect", lambda: facts)
+    monkeypatch.setattr(doctor, "collect", lambda project=None: facts)
     result = CliRunner().invoke(cli.main, ["doctor"])
     assert result.exit_code == 0, result.output
     assert f"Python {facts['python']['version']}" in result.output and "Ready to train" in result.output
