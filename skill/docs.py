@@ -85,10 +85,6 @@ def _builtin(found: dict) -> list:
     return [(name, reg.item) for name, reg in sorted(found.items()) if reg.plugin.startswith(BUILTIN_PREFIX)]
 
 
-def _grpo_summary(grpo) -> str:
-    return grpo_summary(grpo, quote=lambda text: f"`{text}`")
-
-
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
@@ -106,7 +102,7 @@ def render_presets(lang: str = "en") -> str:
             f"`{preset.model_id}`",
             str(preset.max_seq_length),
             yes if preset.load_in_4bit else no,
-            _grpo_summary(preset.grpo),
+            grpo_summary(preset.grpo, quote=lambda text: f"`{text}`"),
             ", ".join(f"`{reward}` {_number(weight)}" for reward, weight in preset.rewards),
             _prose(translate(preset.description)),
         ))

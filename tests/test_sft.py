@@ -98,16 +98,22 @@ def test_train_continues_from_the_sft_adapter(warmed):
     assert relative_change(lora_a) < 0.5
 
 
-def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
-    project, _, _, _ = warmed
+def run_with_config_edit(project, old, new, *script):
+    """Run a project script with one edit to config.toml, then put the file back."""
     config = project / "config.toml"
     original = config.read_text()
+    assert old in original
     try:
-        config.write_text(original.replace('adapter = "outputs/sft/adapter"', 'adapter = "outputs/none"'))
-        result = run([sys.executable, "train.py", "--max-steps", "1", "--output-dir", "no-adapter"], cwd=project,
-                     check=False, env=ONE_THREAD)
+        config.write_text(original.replace(old, new))
+        return run([sys.executable, *script], cwd=project, check=False, env=ONE_THREAD)
     finally:
         config.write_text(original)
+
+
+def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
+    project, _, _, _ = warmed
+    result = run_with_config_edit(project, 'adapter = "outputs/sft/adapter"', 'adapter = "outputs/none"',
+                                  "train.py", "--max-steps", "1", "--output-dir", "no-adapter")
     assert result.returncode != 0
     assert "model.adapter" in result.stderr and "adapter_config.json" in result.stderr
     assert "Traceback" not in result.stderr
@@ -116,13 +122,8 @@ def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
 
 def test_a_missing_examples_file_stops_sft_py_in_one_line_before_the_model_loads(warmed):
     project, _, _, _ = warmed
-    config = project / "config.toml"
-    original = config.read_text()
-    try:
-        config.write_text(original.replace('path = "data/sft.jsonl"', 'path = "data/none.jsonl"'))
-        result = run([sys.executable, "sft.py", "--max-steps", "1"], cwd=project, check=False, env=ONE_THREAD)
-    finally:
-        config.write_text(original)
+    result = run_with_config_edit(project, 'path = "data/sft.jsonl"', 'path = "data/none.jsonl"',
+                                  "sft.py", "--max-steps", "1")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"error: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your worked examples"]
