@@ -156,18 +156,39 @@ def worked_thinking(a: int, b: int, depth: int) -> str:
     return steps if depth == 2 else steps + f" Is that right? {s} - {b} = {a}, so yes."
 
 
-def arithmetic_examples(rows: list[dict], seed: int = 0) -> list[dict]:
+def rechecks(a: int, b: int, count: int, rng: random.Random) -> str:
+    """``count`` more checks of a + b, in varied words (about 25-40 tokens each for the small model): a thinking
+    model that keeps checking an answer it already has."""
+    s, ones = a + b, a % 10 + b % 10
+    forms = (
+        f"Check again: {s} - {a} = {b}, so yes.",
+        f"Let me recount the ones: {a % 10} + {b % 10} = {ones}.",
+        f"Once more: {a} + {b}. Tens and ones give {s}.",
+        f"Hmm, is {s} right? {s} - {b} = {a}. Yes.",
+        f"Another way: {a} + {b // 10 * 10} = {a + b // 10 * 10}, then + {b % 10} = {s}.",
+        f"Wait, {b} + {a} is the same sum: {s}.",
+    )
+    return " ".join(rng.choice(forms) for _ in range(count))
+
+
+def arithmetic_examples(rows: list[dict], seed: int = 0, recheck_mean: float = 0.0, recheck_max: int = 0) -> list[dict]:
     """Worked examples (prompt, thinking, response, answer) for arithmetic rows (prompt, answer): each with a
-    random thinking depth and answer style."""
+    random thinking depth and answer style. With ``recheck_mean`` > 0 the checked thinking goes on with a random
+    number of further checks (exponential with that mean, at most ``recheck_max``): thinking of tens to hundreds
+    of tokens, a few past a completion budget, like a thinking model that overthinks easy questions."""
     from .arithmetic import pair_of
 
     rng = random.Random(seed)
     examples = []
     for row in rows:
         a, b = pair_of(row)
+        thinking = worked_thinking(a, b, rng.randrange(4))
+        if recheck_mean > 0:
+            count = min(int(rng.expovariate(1 / recheck_mean)), recheck_max)
+            thinking = worked_thinking(a, b, 3) + (" " + rechecks(a, b, count, rng) if count else "")
         examples.append({
             "prompt": row["prompt"],
-            "thinking": worked_thinking(a, b, rng.randrange(4)),
+            "thinking": thinking,
             "response": rng.choice(RESPONSES).format(a=a, b=b, s=a + b),
             "answer": row["answer"],
         })
@@ -213,11 +234,14 @@ def warm_start(examples: str | Path, out: str | Path, *, opens_think: bool = Tru
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": row["prompt"]}], tokenize=False,
                                                add_generation_prompt=True, **kwargs)
         rendered.append({"prompt": prompt, "completion": completion_for(prompt, row["thinking"], row["response"])})
+    # every example whole: long thinking must not be cut (its end, </think> and the answer, is what is learned)
+    longest = max(len(tokenizer(row["prompt"] + row["completion"], add_special_tokens=False).input_ids)
+                  for row in rendered) + 1
     args = SFTConfig(
         output_dir=str(out.with_name(out.name + ".trainer")), max_steps=steps, per_device_train_batch_size=batch_size,
         learning_rate=lr, lr_scheduler_type="linear", warmup_steps=max(1, steps // 20), weight_decay=0.0,
         logging_steps=max(1, steps // 10), save_strategy="no", report_to=[], seed=seed, bf16=False, fp16=False,
-        max_length=512, disable_tqdm=True, dataloader_num_workers=0,
+        max_length=longest, disable_tqdm=True, dataloader_num_workers=0,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rendered), processing_class=tokenizer)
     trainer.remove_callback(PrinterCallback)  # stdout is for the result; the loss goes to stderr below
@@ -252,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("--data", required=True, type=Path, help="a jsonl of arithmetic rows (prompt, answer)")
     make.add_argument("--out", required=True, type=Path)
     make.add_argument("--seed", type=int, default=0)
+    make.add_argument("--recheck-mean", type=float, default=0.0,
+                      help="thinking goes on with this many further checks on average (exponential): long thinking")
+    make.add_argument("--recheck-max", type=int, default=30, help="at most this many further checks")
     train = verbs.add_parser("train", help="build a small Qwen3 and fine-tune all its weights on worked examples")
     train.add_argument("--examples", required=True, type=Path)
     train.add_argument("--out", required=True, type=Path)
@@ -268,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "examples":
         from .arithmetic import read_jsonl, write_jsonl
 
-        rows = arithmetic_examples(read_jsonl(args.data), seed=args.seed)
+        rows = arithmetic_examples(read_jsonl(args.data), seed=args.seed, recheck_mean=args.recheck_mean,
+                                   recheck_max=args.recheck_max)
         result = {"examples": str(write_jsonl(rows, args.out)), "count": len(rows)}
     else:
         print(f"warm start: {args.examples} -> {args.out}", file=sys.stderr)
