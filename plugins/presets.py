@@ -33,14 +33,15 @@ def build_tiny_model() -> str:
 # - standard: Qwen3-4B is a hybrid model that thinks unless told not to; its answers are scored by length and
 #   format, so its prompts are rendered with thinking off. 128 tokens cut most of its chat answers before
 #   their end, where every truncated answer scores the same (no final '.'): 512, and room for the prompt.
-STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512}
+# Speed (docs/benchmarks.md, one H200, Qwen3-4B's shape): generation dominates a step, and sampling the completions
+# of several optimizer steps in one batch costs little more than sampling one step's. steps_per_generation counts
+# micro-batches, so it is a multiple of gradient_accumulation_steps (4 here).
+STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "steps_per_generation": 8 * 4}
 # - thinking: Qwen3-4B-Thinking-2507 always thinks first, for hundreds to thousands of tokens (its card
 #   recommends 32,768 output tokens); at 128 almost no completion reaches </think> and every one scores -1.
 #   2048 lets most answers to everyday questions close their thinking; 512 more for the prompt.
-THINKING_GRPO = {**SEED_GRPO, "max_completion_length": 2048}
-# Not (yet) in the presets: steps_per_generation = 8 x gradient_accumulation_steps measured 4.17 -> 2.58 s/step
-# (docs/benchmarks.md), but in the GPU recipe test the TRL backend's standard run then hit a NaN gradient at
-# step 41 (8 optimizer steps per generation, lr 5e-4 on a small model); SKILL.md offers it as a lever.
+#   4 optimizer steps per generation, not 8: its completions are 4x longer, and so is their KV cache.
+THINKING_GRPO = {**SEED_GRPO, "max_completion_length": 2048, "steps_per_generation": 4 * 4}
 
 
 @hookimpl
