@@ -58,6 +58,14 @@ def short_name(nodeid: str) -> str:
 def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytest_status: int | None,
                  expected: list[str] = ()) -> dict:
     tests = [json.loads(path.read_text()) for path in sorted(results_dir.glob("*.json"))]
+    return report_of(env, tests, wall_seconds, pytest_status, expected)
+
+
+RECIPE_ID = re.compile(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^-\]]+)(?:-(?P<rate>[^\]]+))?\]$")
+
+
+def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_status: int | None,
+              expected: list[str] = ()) -> dict:
     seen = {test["test"] for test in tests}
     tests += [{"test": nodeid, "outcome": "not run", "seconds": 0, "numbers": {},
                "error": "no result: the suite stopped (budget or crash) before this test ended"}
@@ -78,9 +86,11 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
     for test in tests:
         if "arithmetic" in test["test"]:
             learning["arithmetic"] = {"outcome": test["outcome"], **test["numbers"]}
-        match = re.search(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^\]]+)\]$", test["test"])
+        match = RECIPE_ID.search(test["test"])
         if match and "recipe_learns" in test["test"]:
-            learning["recipes"].setdefault(match["preset"], {})[match["backend"]] = {
+            # a run at the presets' own learning rate is its own row
+            label = match["backend"] + (", presets' lr" if match["rate"] == "presets" else "")
+            learning["recipes"].setdefault(match["preset"], {})[label] = {
                 "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
         match = re.search(r"continues_from_the_sft_adapter\[(?P<backend>[^\]]+)\]$", test["test"])
         if match:
@@ -91,6 +101,19 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
         counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
     return {"environment": env, "suite_wall_seconds": wall_seconds, "pytest_exit_status": pytest_status,
             "counts": counts, "grid": grid, "learning": learning, "tests": tests}
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s tests in place of the old results of the same test functions; the environment, wall
+    time and exit status are the new run's, the old run's notes are kept."""
+    def function(test: dict) -> str:
+        return test["test"].split("[")[0]
+
+    rerun = {function(test) for test in new["tests"]}
+    tests = [test for test in old["tests"] if function(test) not in rerun] + new["tests"]
+    merged = report_of(new["environment"], tests, new.get("suite_wall_seconds"), new.get("pytest_exit_status"))
+    merged["notes"] = old.get("notes", []) + new.get("notes", [])
+    return merged
 
 
 def markdown(report: dict) -> str:
@@ -152,7 +175,8 @@ def markdown(report: dict) -> str:
                   "A small Qwen3 built on the machine, warm-started on worked additions to act like the preset's model "
                   "(thinking: its template opens `<think>`, it thinks for a varying length, closes and answers; "
                   "standard: a hybrid chat model, run with thinking off), then the generated project with the preset's "
-                  "own recipe, scaled down in steps and, with the model, in learning rate (see `recipe`). Measured by "
+                  "own recipe, scaled down in steps and, with the model, in learning rate and the thinking budget (see "
+                  "`recipe`; one standard run keeps the presets' learning rate). Measured by "
                   "`grpo-skill probe` on held-out problems before GRPO and after it (adapter on); accuracy is measured "
                   "beside the recipe's rewards at weight 0. Cells read before -> after.", "",
                   "| preset | backend | result | held-out reward | accuracy | clipped | closed `</think>` | zero-spread "
@@ -173,8 +197,8 @@ def markdown(report: dict) -> str:
                     f"{row.get('grpo_last10_reward', '')} | {row.get('train_seconds', '')} |")
         lines.append("")
         for preset in sorted(recipes):
-            recipe = next((row["recipe"] for row in recipes[preset].values() if row.get("recipe")), None)
-            lines.append(f"- {preset} recipe as run: `{recipe}`")
+            for recipe in dict.fromkeys(row["recipe"] for row in recipes[preset].values() if row.get("recipe")):
+                lines.append(f"- {preset} recipe as run: `{recipe}`")
         settings = next((row.get("settings") for rows in recipes.values() for row in rows.values()
                          if row.get("settings")), None)
         lines.append(f"- stand-in settings: `{settings}`")
@@ -232,6 +256,11 @@ def main(argv=None) -> int:
     rep.add_argument("--pytest-status", type=int)
     rep.add_argument("--expected", type=Path, help="the test ids collected (pytest --collect-only -q)")
     rep.add_argument("--out", type=Path, required=True, help="PREFIX: writes PREFIX.json and PREFIX.md")
+    mer = verbs.add_parser("merge", help="a report with another run's tests in it: a test function the new run "
+                            "ran replaces all of that function's old results")
+    mer.add_argument("old", type=Path)
+    mer.add_argument("new", type=Path)
+    mer.add_argument("--out", type=Path, required=True, help="PREFIX: writes PREFIX.json and PREFIX.md")
     ren = verbs.add_parser("render")
     ren.add_argument("json", type=Path)
     ren.add_argument("--device-seconds", type=float)
@@ -247,6 +276,9 @@ def main(argv=None) -> int:
         if args.expected and args.expected.is_file():
             expected = [line.strip() for line in args.expected.read_text().splitlines() if "::" in line]
         report = build_report(env, args.results, args.wall_seconds, args.pytest_status, expected)
+        out = args.out
+    elif args.verb == "merge":
+        report = merge(json.loads(args.old.read_text()), json.loads(args.new.read_text()))
         out = args.out
     else:
         report = json.loads(args.json.read_text())
