@@ -42,8 +42,6 @@ DRY_GRPO = {"num_generations": 4, "per_device_train_batch_size": 4, "optim": "ad
 # GRPOConfig keys that change speed (and memory) but not what one optimizer step learns from: a preset's values
 # for these are its "speed settings". The equal-settings rows remove them.
 SPEED_KEYS = ("steps_per_generation", "generation_batch_size", "cache_implementation", "use_liger_kernel")
-# Used for the "+ speed" rows while a preset sets none of SPEED_KEYS: the best measured so far (design.md §8).
-PROPOSED_SPEED = {"standard": {"steps_per_generation": 8}, "thinking": {"steps_per_generation": 4}}
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class Contender:
     tells: str  # what its row answers
     grpo: dict = field(default_factory=dict)  # GRPOConfig changes on top of the case's
     model: dict = field(default_factory=dict)  # e.g. {"load_in_4bit": False}
-    preset_speed: bool = False  # add the case preset's speed settings (or PROPOSED_SPEED)
+    preset_speed: bool = False  # add the case preset's speed settings
     env: dict = field(default_factory=dict)  # extra environment for its process
     ablate: tuple[str, ...] = ()  # benchmarks/harness.py ablations
     tty: bool = False  # run it with a pseudo-terminal as stdout/stderr, as a user's terminal

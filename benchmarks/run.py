@@ -76,13 +76,21 @@ def edit_toml(path: Path, section: str, values: dict, remove: tuple[str, ...] = 
     path.write_text("\n".join(lines[:start + 1] + body + lines[end:]) + "\n", encoding="utf-8")
 
 
-def preset_speed(preset_name: str, case: str) -> tuple[dict, str]:
-    """The preset's speed settings (catalog.SPEED_KEYS in its GRPOConfig), or the proposed ones while it has none."""
+def preset_speed(preset_name: str, grpo: dict) -> dict:
+    """The preset's speed settings (catalog.SPEED_KEYS in its GRPOConfig), for a case whose GRPOConfig is ``grpo``.
+
+    steps_per_generation counts micro-batches: the preset's (a multiple of its gradient_accumulation_steps) is kept
+    as optimizer steps per generation, which is what the case's own gradient_accumulation_steps then multiplies.
+    """
     from grpo_skill import plugins
 
-    grpo = plugins.get_preset(preset_name).grpo
-    own = {key: grpo[key] for key in catalog.SPEED_KEYS if key in grpo}
-    return (own, f"preset {preset_name}") if own else (dict(catalog.PROPOSED_SPEED[case]), "proposed")
+    own = plugins.get_preset(preset_name).grpo
+    speed = {key: own[key] for key in catalog.SPEED_KEYS if key in own}
+    if "steps_per_generation" in speed:
+        per_optimizer_step = own.get("gradient_accumulation_steps", 1)
+        speed["steps_per_generation"] = (speed["steps_per_generation"] // per_optimizer_step
+                                         * grpo["gradient_accumulation_steps"])
+    return speed
 
 
 def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
@@ -91,8 +99,8 @@ def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
             "max_completion_length": case["max_completion_length"]}
     speed_source = None
     if contender.preset_speed:
-        speed, speed_source = preset_speed(case["preset"], contender.case)
-        grpo.update(speed)
+        grpo.update(preset_speed(case["preset"], grpo))
+        speed_source = f"preset {case['preset']}"
     grpo.update(contender.grpo)
     if dry_run and grpo.get("steps_per_generation", 1) > 2:
         grpo["steps_per_generation"] = 2  # the plumbing, not the numbers: keep the CPU run short
