@@ -29,7 +29,7 @@ model = FastLanguageModel.get_peft_model(
     lora_alpha=lora["alpha"],
     lora_dropout=lora["dropout"],
     use_gradient_checkpointing=lora["gradient_checkpointing"],
-    random_state=3407,
+    random_state=settings["grpo"].get("seed", 3407),
 )
 
 dataset = load_dataset("json", data_files=settings["prompts"], split="train")
