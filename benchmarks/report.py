@@ -153,14 +153,15 @@ def write(report: dict, prefix: Path) -> None:
 
 
 def merge(report: dict, other: dict) -> dict:
-    """``report`` with ``other``'s rows added; each row keeps the date of the run that measured it."""
+    """``report`` with ``other``'s rows added; each row keeps the date of the run that measured it (a row already
+    merged once keeps its own)."""
     runs = report.setdefault("runs", [{key: report.get(key) for key in ("date", "suites", "wall_s", "budget_s")}])
     runs.append({key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")})
     for row in report["rows"]:
         row.setdefault("run_date", report.get("date"))
     keys = {(row["case"], row["name"]) for row in other["rows"]}
     report["rows"] = [row for row in report["rows"] if (row["case"], row["name"]) not in keys]
-    report["rows"] += [{**row, "run_date": other.get("date")} for row in other["rows"]]
+    report["rows"] += [{**row, "run_date": row.get("run_date") or other.get("date")} for row in other["rows"]]
     report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "
                                                  f"{', '.join(other.get('suites', []))}) merged in"]
     return report

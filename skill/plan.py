@@ -28,7 +28,7 @@ GIB = 2**30
 # Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark, one H200,
 # 2026-12-01). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
 CALIBRATION: dict[str, float] = {
-    "fixed_gib": 0.307,  # CUDA workspaces, buffers, the allocator's rounding
+    "fixed_gib": 0.338,  # CUDA workspaces, buffers, the allocator's rounding
     "activation_factor": 1.3,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
     "logit_bytes_unsloth": 0.6,  # per completion token x vocabulary entry in a training micro-batch
     "logit_bytes_trl": 6.01,
@@ -38,17 +38,17 @@ CALIBRATION: dict[str, float] = {
     "kv_factor": 1.21,
     "reserved_ratio_unsloth": 1.09,  # reserved / allocated at the peak
     "reserved_ratio_trl": 1.15,
-    "decode_base_s_unsloth": 0.00744,  # one decoding step for the whole generation batch: base + per sequence
+    "decode_base_s_unsloth": 0.00676,  # one decoding step for the whole generation batch: base + per sequence
     "decode_per_sequence_s_unsloth": 0.00077,
     "decode_base_s_trl": 0.0477,
-    "decode_per_sequence_s_trl": 2.07e-05,
-    "train_flops_per_s_unsloth": 1.09e14,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 7.35e14,
+    "decode_per_sequence_s_trl": 7.68e-05,
+    "train_flops_per_s_unsloth": 9.91e13,  # effective, gradient checkpointing and 4-bit dequantization included
+    "train_flops_per_s_trl": 8.89e14,
     # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
     "decode_base_s_trl_4bit": 0.09,
-    "decode_per_sequence_s_trl_4bit": 5.58e-05,
+    "decode_per_sequence_s_trl_4bit": 0.000104,
     "train_flops_per_s_trl_4bit": 1.5e14,
-    "step_overhead_s": 0.121,
+    "step_overhead_s": 0.025,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
     "ddp_step_overhead_s": 0.1,
