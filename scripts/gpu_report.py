@@ -103,14 +103,16 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
             "counts": counts, "grid": grid, "learning": learning, "tests": tests}
 
 
-def merge(old: dict, new: dict) -> dict:
-    """``old`` with ``new``'s tests in place of the old results of the same test functions; the environment, wall
-    time and exit status are the new run's, the old run's notes are kept."""
-    def function(test: dict) -> str:
-        return test["test"].split("[")[0]
-
-    rerun = {function(test) for test in new["tests"]}
-    tests = [test for test in old["tests"] if function(test) not in rerun] + new["tests"]
+def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
+    """``old`` with ``new``'s results in place of the same tests' (a test ``new`` did not get to, "not run", keeps
+    its old result); with ``expected`` (the tests there are now), results of tests that no longer exist are
+    dropped. The environment, wall time and exit status are the new run's; both runs' notes are kept."""
+    ran = {test["test"]: test for test in new["tests"] if test["outcome"] != "not run"}
+    tests = [ran.pop(test["test"], test) for test in old["tests"]]
+    tests += list(ran.values()) + [test for test in new["tests"] if test["outcome"] == "not run"
+                                    and test["test"] not in {kept["test"] for kept in tests}]
+    if expected is not None:
+        tests = [test for test in tests if test["test"] in expected]
     merged = report_of(new["environment"], tests, new.get("suite_wall_seconds"), new.get("pytest_exit_status"))
     merged["notes"] = old.get("notes", []) + new.get("notes", [])
     return merged
@@ -256,10 +258,11 @@ def main(argv=None) -> int:
     rep.add_argument("--pytest-status", type=int)
     rep.add_argument("--expected", type=Path, help="the test ids collected (pytest --collect-only -q)")
     rep.add_argument("--out", type=Path, required=True, help="PREFIX: writes PREFIX.json and PREFIX.md")
-    mer = verbs.add_parser("merge", help="a report with another run's tests in it: a test function the new run "
-                            "ran replaces all of that function's old results")
+    mer = verbs.add_parser("merge", help="a report with another run's results in place of the same tests' old ones")
     mer.add_argument("old", type=Path)
     mer.add_argument("new", type=Path)
+    mer.add_argument("--expected", type=Path, help="the test ids there are now (pytest --collect-only -q): results "
+                     "of other tests are dropped")
     mer.add_argument("--out", type=Path, required=True, help="PREFIX: writes PREFIX.json and PREFIX.md")
     ren = verbs.add_parser("render")
     ren.add_argument("json", type=Path)
@@ -278,7 +281,10 @@ def main(argv=None) -> int:
         report = build_report(env, args.results, args.wall_seconds, args.pytest_status, expected)
         out = args.out
     elif args.verb == "merge":
-        report = merge(json.loads(args.old.read_text()), json.loads(args.new.read_text()))
+        expected = None
+        if args.expected:
+            expected = [line.strip() for line in args.expected.read_text().splitlines() if "::" in line]
+        report = merge(json.loads(args.old.read_text()), json.loads(args.new.read_text()), expected)
         out = args.out
     else:
         report = json.loads(args.json.read_text())

@@ -173,6 +173,9 @@ def test_completions_per_second_on_two_gpus_against_one(weights, tmp_path, comma
     set_toml(config_path, "grpo", "max_completion_length", str(BIG_COMPLETION))
     set_toml(config_path, "model", "load_in_4bit", "true" if weights == "4bit" else "false")
     grpo = tomllib.loads(config_path.read_text())["grpo"]
+    # one generation per optimizer step (not the preset's several): every step does the same work, so step times
+    # compare across 1 and 2 GPUs
+    set_toml(config_path, "grpo", "steps_per_generation", str(grpo["gradient_accumulation_steps"]))
     per_device = grpo["per_device_train_batch_size"] * grpo["gradient_accumulation_steps"]
     rates = {}
     for processes in (1, 2):
