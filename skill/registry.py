@@ -121,6 +121,9 @@ def grpo_summary(grpo: Mapping[str, Any], quote=str) -> str:
          if "per_device_train_batch_size" in grpo else None),
         f"{grpo['max_steps']} steps" if "max_steps" in grpo else None,
         quote(grpo["optim"]) if "optim" in grpo else None,
+        # steps_per_generation counts micro-batches; said as optimizer steps per generation
+        (f"1 generation per {grpo['steps_per_generation'] // grpo.get('gradient_accumulation_steps', 1)} steps"
+         if grpo.get("steps_per_generation", 0) > grpo.get("gradient_accumulation_steps", 1) else None),
     ]
     return ", ".join(part for part in parts if part)
 
