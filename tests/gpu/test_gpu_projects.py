@@ -84,9 +84,12 @@ def test_generated_project_trains_on_gpu(preset_name, backend, tmp_path, command
     assert summary["backend"] == backend
     assert summary["model"] == model
 
-    # 3. metrics.jsonl: one row per step, each with every configured reward.
-    rows = [row for row in metrics.read_metrics(project / "outputs") if "reward" in row]
-    assert [row["step"] for row in rows] == list(range(1, steps + 1))
+    # 3. metrics.jsonl: one row per step; the steps that generated (the first, then one per generation with the
+    # presets' steps_per_generation: TRL logs rewards there) have every configured reward.
+    logged = metrics.read_metrics(project / "outputs")
+    assert [row["step"] for row in logged if "loss" in row] == list(range(1, steps + 1))
+    rows = [row for row in logged if "reward" in row]
+    assert rows and rows[0]["step"] == 1
     for row in rows:
         for reward in config["rewards"]:
             assert f"rewards/{reward['name']}/mean" in row, (reward["name"], sorted(row))
