@@ -66,6 +66,35 @@ def test_the_gpu_report_is_generated_from_its_json():
         "docs/gpu-report.md differs from its JSON: python scripts/gpu_report.py render docs/gpu-report.json"
 
 
+def test_a_partial_gpu_run_merges_into_the_report():
+    def result(test, outcome="passed", **numbers):
+        return {"test": test, "outcome": outcome, "seconds": 1.0, "numbers": numbers, "error": ""}
+
+    recipe = "tests/gpu/test_gpu_recipes.py::test_preset_recipe_learns_on_a_model_like_its_target"
+    old = gpu_report.report_of({"gpu": "old"}, [
+        result("tests/gpu/test_gpu_arithmetic.py::test_grpo_raises_held_out_arithmetic_accuracy"),
+        result(f"{recipe}[standard-trl]", heldout_reward_before=0.1),  # renamed since: dropped
+        result(f"{recipe}[thinking-trl-scaled]", heldout_reward_before=0.2),
+    ], 10.0, 0)
+    new = gpu_report.report_of({"gpu": "new"}, [
+        result(f"{recipe}[thinking-trl-scaled]", heldout_reward_before=0.3),
+        result(f"{recipe}[standard-trl-presets]", outcome="not run"),
+    ], 20.0, 0)
+    expected = ["tests/gpu/test_gpu_arithmetic.py::test_grpo_raises_held_out_arithmetic_accuracy",
+                f"{recipe}[thinking-trl-scaled]", f"{recipe}[standard-trl-presets]"]
+
+    merged = gpu_report.merge(old, new, expected)
+
+    assert [(test["test"].split("::")[-1], test["outcome"]) for test in merged["tests"]] == [
+        ("test_grpo_raises_held_out_arithmetic_accuracy", "passed"),
+        ("test_preset_recipe_learns_on_a_model_like_its_target[thinking-trl-scaled]", "passed"),
+        ("test_preset_recipe_learns_on_a_model_like_its_target[standard-trl-presets]", "not run")]
+    assert merged["learning"]["recipes"]["thinking"]["trl"]["heldout_reward_before"] == 0.3
+    assert "standard" in merged["learning"]["recipes"]  # the not-run presets' lr row shows as such
+    assert merged["learning"]["recipes"]["standard"]["trl, presets' lr"]["outcome"] == "not run"
+    assert merged["environment"] == {"gpu": "new"}
+
+
 def test_the_benchmark_page_is_generated_from_its_json():
     json_file, md_file = REPO / "docs" / "benchmarks.json", REPO / "docs" / "benchmarks.md"
     assert json_file.is_file() == md_file.is_file(), "commit docs/benchmarks.json and .md together"

@@ -50,6 +50,19 @@ def test_arithmetic_examples_vary_the_thinking_and_the_answer_style():
     assert len({e["response"].replace(e["answer"], "") for e in examples}) >= 5
 
 
+def test_rechecks_make_thinking_of_widely_varying_length_that_still_closes_on_the_answer():
+    from grpo_skill import arithmetic
+
+    rows = arithmetic.problems(400, seed=3)
+    short = warmstart.arithmetic_examples(rows, seed=3)
+    long = warmstart.arithmetic_examples(rows, seed=3, recheck_mean=8, recheck_max=30)
+    lengths = sorted(len(e["thinking"]) for e in long)
+    assert lengths[len(lengths) // 2] > 2 * max(len(e["thinking"]) for e in short)  # most think longer than any
+    assert lengths[-1] > 4 * lengths[len(lengths) // 2] > 4 * lengths[0]  # and the length varies widely
+    for example, row in zip(long, rows):
+        assert example["thinking"].startswith("First the tens") and str(row["answer"]) in example["response"]
+
+
 @pytest.fixture(scope="module")
 def warmed(tmp_path_factory, tiny_model):
     """A tiny project, sft.py for a few steps, then train.py continuing from its adapter."""
