@@ -247,6 +247,11 @@ def table(report: dict) -> str:
     return "\n".join(rows)
 
 
+def read_expected(path: Path) -> list[str]:
+    """Test ids from ``pytest --collect-only -q`` output."""
+    return [line.strip() for line in path.read_text().splitlines() if "::" in line]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -275,15 +280,11 @@ def main(argv=None) -> int:
         return 0
     if args.verb == "report":
         env = json.loads(args.env.read_text()) if args.env.is_file() else environment()
-        expected = []
-        if args.expected and args.expected.is_file():
-            expected = [line.strip() for line in args.expected.read_text().splitlines() if "::" in line]
+        expected = read_expected(args.expected) if args.expected and args.expected.is_file() else []
         report = build_report(env, args.results, args.wall_seconds, args.pytest_status, expected)
         out = args.out
     elif args.verb == "merge":
-        expected = None
-        if args.expected:
-            expected = [line.strip() for line in args.expected.read_text().splitlines() if "::" in line]
+        expected = read_expected(args.expected) if args.expected else None
         report = merge(json.loads(args.old.read_text()), json.loads(args.new.read_text()), expected)
         out = args.out
     else:
