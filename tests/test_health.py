@@ -86,6 +86,35 @@ def test_kl_and_grad_norm_blow_ups(watch):
     assert output.count("warning") == 2
 
 
+def generating_every(every, count, **on_generation):
+    """Logs as TRL writes them with steps_per_generation = every x gradient_accumulation_steps: rewards only on
+    the steps that generate (1, 1 + every, ...), loss, kl and grad_norm on every step."""
+    training = {key: HEALTHY[key] for key in ("loss", "grad_norm", "kl")}
+    return [{**HEALTHY, **on_generation} if step % every == 0 else dict(training) for step in range(count)]
+
+
+def test_with_several_steps_per_generation_reward_signs_count_generations_and_say_the_steps(watch):
+    rows, output = watch(generating_every(4, 24, frac_reward_zero_std=0.95))
+    warnings = warnings_in(rows)
+    # generations at steps 1, 5, 9, 13, 17: the fifth in a row, spanning 17 steps
+    assert [(w["step"], w["check"]) for w in warnings] == [(17, "zero_std")]
+    assert "for 17 steps" in warnings[0]["message"] and "(step 17)" in output
+
+
+def test_a_non_finite_gradient_on_a_step_that_did_not_generate_stops_the_run_there(watch, tmp_path):
+    logs = generating_every(4, 8)
+    logs[5] = {**logs[5], "grad_norm": math.nan}  # step 6: no reward in its row
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[])
+    callback = TrainingHealth(console=Console(file=io.StringIO()))
+    state, control = TrainerState(), TrainerControl()
+    for step, row in enumerate(logs, start=1):
+        state.global_step = step
+        callback.on_log(args, state, control, logs=dict(row))
+        if control.should_training_stop:
+            break
+    assert callback.diverged[:2] == (6, "grad_norm")
+
+
 def test_a_non_finite_grad_norm_warns_at_once(watch):
     rows, _ = watch([{**HEALTHY, "grad_norm": math.nan}])
     assert [w["check"] for w in warnings_in(rows)] == ["grad_norm"]

@@ -33,10 +33,12 @@ class TrainingDiverged(UserError):
 class Limits:
     """When a sign counts as trouble."""
 
-    steps: int = 5  # a sign must hold for this many logged steps in a row (one noisy step is not a trend)
+    # The reward signs are logged on the steps that generate (each step, or one in steps_per_generation /
+    # gradient_accumulation_steps): they count generations; a warning says how many optimizer steps they span.
+    steps: int = 5  # a sign must hold for this many logged generations in a row (one noisy one is not a trend)
     zero_std: float = 0.9  # frac_reward_zero_std above this: nearly every group scores all its completions alike
     clipped: float = 0.5  # completions/clipped_ratio above this: most completions hit max_completion_length
-    flat_steps: int = 10  # the reward has not moved at all for this many logged steps
+    flat_steps: int = 10  # the reward has not moved at all for this many logged generations
     flat_range: float = 1e-3
     kl: float = 1.0  # kl above this: the policy is far from the reference model
     grad_factor: float = 10.0  # grad_norm above this many times its median so far (or not finite)
@@ -81,12 +83,15 @@ class TrainingHealth(TrainerCallback):
         self.console = console or Console(stderr=True)
         self.warned: set[str] = set()
         self.streaks = {"zero_std": 0, "clipped": 0}
-        self.rewards: list[float] = []
+        self.streak_starts: dict[str, int] = {}  # the step each current streak began at
+        self.rewards: list[tuple[int, float]] = []  # (step, reward) of each generation
         self.grad_norms: list[float] = []
         self.diverged: tuple[int, str, float] | None = None  # (step, metric, value) when a NaN/inf stopped the run
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "reward" not in logs:  # only training steps (not the summary at the end)
+        # only training steps (not the summary at the end); with steps_per_generation, the steps that do not
+        # generate log loss, kl and grad_norm without rewards
+        if not logs or ("loss" not in logs and "reward" not in logs):
             return
         broken = next(((key, logs[key]) for key in ("grad_norm", "loss")
                        if isinstance(logs.get(key), float) and not math.isfinite(logs[key])), None)
@@ -96,7 +101,8 @@ class TrainingHealth(TrainerCallback):
             self.diverged = (state.global_step, *broken)
             control.should_training_stop = True
             control.should_save = False
-        found = [(check, values) for check, values in self.check(logs) if check not in self.warned]
+        found = [(check, values) for check, values in self.check(logs, state.global_step)
+                 if check not in self.warned]
         if not found:
             return
         records = []
@@ -112,20 +118,24 @@ class TrainingHealth(TrainerCallback):
                         step=state.global_step, message=message, advice=advice)))
         logs[HEALTH_KEY] = records  # JsonlMetrics, next in line, writes it into this step's row
 
-    def check(self, logs: dict) -> list[tuple[str, dict]]:
+    def check(self, logs: dict, step: int) -> list[tuple[str, dict]]:
         """Every check that fires on this step's metrics (whether or not it was already said)."""
         limits, fired = self.limits, []
-        for check, key, limit in (("zero_std", "frac_reward_zero_std", limits.zero_std),
-                                  ("clipped", "completions/clipped_ratio", limits.clipped)):
-            value = logs.get(key)
-            self.streaks[check] = self.streaks[check] + 1 if value is not None and value > limit else 0
-            if self.streaks[check] >= limits.steps:
-                fired.append((check, {"limit": limit, "steps": limits.steps}))
+        if "reward" in logs:  # a step that generated
+            for check, key, limit in (("zero_std", "frac_reward_zero_std", limits.zero_std),
+                                      ("clipped", "completions/clipped_ratio", limits.clipped)):
+                value = logs.get(key)
+                self.streaks[check] = self.streaks[check] + 1 if value is not None and value > limit else 0
+                if self.streaks[check] == 1:
+                    self.streak_starts[check] = step
+                if self.streaks[check] >= limits.steps:
+                    fired.append((check, {"limit": limit, "steps": step - self.streak_starts[check] + 1}))
 
-        self.rewards.append(logs["reward"])
-        recent = self.rewards[-limits.flat_steps:]
-        if len(recent) == limits.flat_steps and max(recent) - min(recent) <= limits.flat_range:
-            fired.append(("flat_reward", {"steps": limits.flat_steps, "value": recent[-1]}))
+            self.rewards.append((step, logs["reward"]))
+            recent = self.rewards[-limits.flat_steps:]
+            values = [reward for _, reward in recent]
+            if len(recent) == limits.flat_steps and max(values) - min(values) <= limits.flat_range:
+                fired.append(("flat_reward", {"steps": step - recent[0][0] + 1, "value": values[-1]}))
 
         kl = logs.get("kl")
         if kl is not None and (not math.isfinite(kl) or kl > limits.kl):

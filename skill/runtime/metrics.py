@@ -92,8 +92,9 @@ def rewind(path: str | Path, step: int, on_warning=warn) -> int:
 
 
 def reward_trend(rows: list[dict], window: int = 10) -> dict:
-    """Mean reward of the first and last ``window`` logged training steps; a run of fewer than 2 x ``window``
-    steps compares its halves (overlapping windows would hide what a short run did)."""
+    """Mean reward of the first and last ``window`` logged rewards (one per step, or one per generation with
+    steps_per_generation); a run with fewer than 2 x ``window`` compares its halves (overlapping windows would hide
+    what a short run did). ``steps``: how many rewards were logged."""
     rewards = [row["reward"] for row in rows if "reward" in row]
     if not rewards:
         return {"steps": 0}
