@@ -47,6 +47,12 @@ def versus(row: dict, ref: dict | None) -> str:
     return f"{(ratio - 1) * 100:+.1f}%" if 0.5 <= ratio <= 2 else f"{ratio:.2f}x"
 
 
+def timed_steps(row: dict) -> list[float]:
+    """The seconds of each timed step (the warm-up steps left out)."""
+    step_s, warmup = row.get("step_s") or [], row.get("warmup_steps") or 0
+    return step_s[warmup:warmup + (row.get("measured_steps") or 0)]
+
+
 def number(value, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
@@ -116,13 +122,16 @@ def markdown(report: dict) -> str:
                 f"{number(row.get('peak_reserved_gib'))} | "
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
                 + f" | {speed_settings(row)} |")
-    lines += ["", "## What each row tells", "", "| case | contender | tells | wall s | steps (warm-up + timed) | "
-              "first step s | prompt tokens | sequences per generation | expandable segments | exit status | run |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "## What each row tells", "", "Each timed step's seconds show how noisy a row's mean is (with "
+              "several steps per generation, the step that generates is the slow one).", "",
+              "| case | contender | tells | wall s | steps (warm-up + timed) | first step s | timed steps s | "
+              "prompt tokens | sequences per generation | expandable segments | exit status | run |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         lines.append(f"| {row['case']} | {row['name']} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
-                     f"{number((row.get('step_s') or [None])[0], 1)} | {row.get('prompt_tokens_per_sequence', '')} | "
+                     f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "
+                     f"{row.get('prompt_tokens_per_sequence', '')} | "
                      f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
                      f"{row.get('exit_status', '')} | {row.get('run_date', '')} |")
     failures = [row for row in rows if row.get("error")]
