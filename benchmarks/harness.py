@@ -103,6 +103,8 @@ class Bench:
         self.stack: list[str] = []
         self.step_ends: list[float] = []  # perf_counter at each optimizer step's end
         self.window = None  # (start time, tokens and sequences at the start)
+        self.step_phases: list[dict] = []  # each timed step's phases (seconds), to see where one slow step went
+        self.phases_so_far: dict = {}
         self.tokens = {"completion": 0, "prompt": 0, "sequences": 0, "generations": 0, "prompt_width": 0}
         self.done = False
         self.cuda = False
@@ -228,6 +230,10 @@ class Bench:
                                                     self.torch.cuda.max_memory_reserved())
                 self.torch.cuda.reset_peak_memory_stats()
             self.window = dict(self.tokens)
+        elif step > self.warmup and self.window is not None:
+            self.step_phases.append({name: round(total - self.phases_so_far.get(name, 0.0), 4)
+                                     for name, total in self.phases.items()})
+            self.phases_so_far = dict(self.phases)
         if self.progress:
             write_json(self.progress, self.report(partial=True))
         if step >= self.warmup + self.measure:
@@ -287,6 +293,7 @@ class Bench:
             "sequences_per_generation": round(tokens["sequences"] / tokens["generations"], 1)
             if tokens["generations"] else None,
             "phases_s_per_step": phases,
+            "phases_s_by_step": self.step_phases,
             "phase_calls": dict(self.calls),
         })
         out.update(self.memory())

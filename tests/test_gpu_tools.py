@@ -150,6 +150,8 @@ def test_a_dry_run_times_the_generated_project(tmp_path, tiny_model):
     assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
     assert 0 < row["completion_tokens_per_step"] <= 4 * 12  # G=4 completions of at most 12 tokens
     assert row["phases_s_per_step"]["generation"] > 0 and row["phases_s_per_step"]["backward"] > 0
+    [step] = row["phases_s_by_step"]  # each timed step's own phases, summing to the row's
+    assert step["backward"] == pytest.approx(row["phases_s_per_step"]["backward"], abs=1e-3)
     assert (out / "benchmarks.md").read_text() == bench_report.markdown(report)
 
 
