@@ -81,12 +81,14 @@ def register_presets(register):
         load_in_4bit=False,
         # A smoke test: with the thinking reward alone it learns to emit </think> early, then pads to the
         # 32-token cap (clipped ratio -> 1.0). With a length penalty beside it (soft_overlong) it stops early,
-        # but writes a run of </think> tokens. Held constant at 5e-3: at 1e-2 two of six runs learned, then collapsed to never closing the
-        # thinking (every reward -1, so no gradient to recover).
+        # but writes a run of </think> tokens. Held constant at 5e-3: at 1e-2 two of six runs learned, then
+        # collapsed to never closing the thinking (every reward -1, so no advantage to recover with). A small KL term
+        # pulls such a run back towards its start: on 2 CPU cores, beta 0 left 2 of 65 runs under a 0.5 gain (one
+        # fell to -0.9), beta 0.04 none of 40 (median gain 0.91 against 0.83).
         grpo={
             "learning_rate": 5e-3,
             "lr_scheduler_type": "constant",
-            "beta": 0.0,
+            "beta": 0.04,
             "num_generations": 8,
             "max_completion_length": 32,
             "per_device_train_batch_size": 8,

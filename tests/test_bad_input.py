@@ -165,7 +165,7 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("lr-nan", "learning_rate = 0.005", "learning_rate = nan", "grpo.learning_rate = nan: must be a finite number"),
     ("lr-inf", "learning_rate = 0.005", "learning_rate = inf", "grpo.learning_rate = inf: must be a finite number"),
     ("lr-quoted", "learning_rate = 0.005", 'learning_rate = "1e-5"', "must be a number (no quotes)"),
-    ("beta-negative", "beta = 0.0", "beta = -0.1", "grpo.beta = -0.1: must be at least 0"),
+    ("beta-negative", "beta = 0.04", "beta = -0.1", "grpo.beta = -0.1: must be at least 0"),
     ("temperature-zero", "seed = 42", "seed = 42\ntemperature = 0.0", "grpo.temperature = 0.0: must be greater than 0"),
     ("generations-one", "num_generations = 8", "num_generations = 1", "grpo.num_generations = 1: must be at least 2"),
     ("batch-not-divisible", "per_device_train_batch_size = 8", "per_device_train_batch_size = 6",

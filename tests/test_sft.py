@@ -72,9 +72,9 @@ def warmed(tmp_path_factory, tiny_model):
     sft = run([sys.executable, "sft.py", "--max-steps", "4"], cwd=project, env=ONE_THREAD)
     config = project / "config.toml"
     text = config.read_text()
-    assert '# adapter = "outputs/sft/adapter"' in text and "beta = 0.0" in text
+    assert '# adapter = "outputs/sft/adapter"' in text and "beta = 0.04" in text
     text = text.replace('# adapter = "outputs/sft/adapter"', 'adapter = "outputs/sft/adapter"')
-    config.write_text(text.replace("beta = 0.0", "beta = 0.1"))  # as the 4B presets: a reference to stay near
+    config.write_text(text.replace("beta = 0.04", "beta = 0.1"))  # as the 4B presets: a reference to stay near
     trained = run([sys.executable, "train.py", "--max-steps", "2"], cwd=project, env=ONE_THREAD)
     return project, json.loads(sft.stdout), sft, trained
 
