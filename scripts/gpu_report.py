@@ -109,8 +109,9 @@ def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
     dropped. The environment, wall time and exit status are the new run's; both runs' notes are kept."""
     ran = {test["test"]: test for test in new["tests"] if test["outcome"] != "not run"}
     tests = [ran.pop(test["test"], test) for test in old["tests"]]
-    tests += list(ran.values()) + [test for test in new["tests"] if test["outcome"] == "not run"
-                                    and test["test"] not in {kept["test"] for kept in tests}]
+    known = {test["test"] for test in tests}
+    tests += list(ran.values()) + [test for test in new["tests"]
+                                    if test["outcome"] == "not run" and test["test"] not in known]
     if expected is not None:
         tests = [test for test in tests if test["test"] in expected]
     merged = report_of(new["environment"], tests, new.get("suite_wall_seconds"), new.get("pytest_exit_status"))
