@@ -88,12 +88,12 @@ DEFAULT = [
               fixed_s=110),  # the first Unsloth process also compiles (~50 s) and imports with nothing to overlap
     _unsloth("generated unsloth", "thinking", "equal settings, long completions: the generated project's overhead "
              "(the goal: within 3%)", warmup_cycles=2, measure_cycles=3, guess_s_per_step=THINK, fixed_s=60),
-    # 6 timed steps: at 3, one slow step (4.75 s among 4.2-4.3) moved the standard comparison by 4 points
+    # 8 timed steps: at 3, one slow step (4.75 s among 4.2-4.3) moved the standard comparison by 4 points
     Contender("hand-written unsloth", "standard", "hand-written unsloth", "unsloth",
-              "the reference: a user's own Unsloth GRPO loop at the same settings", measure_cycles=6,
+              "the reference: a user's own Unsloth GRPO loop at the same settings", measure_cycles=8,
               guess_s_per_step=STD, fixed_s=50),
     _unsloth("generated unsloth", "standard", "the generated project at equal settings: its overhead over the "
-             "hand-written loop (the goal: within 3%)", measure_cycles=6, guess_s_per_step=STD),
+             "hand-written loop (the goal: within 3%)", measure_cycles=8, guess_s_per_step=STD),
     _unsloth("generated unsloth + speed", "standard", "the generated project with the standard preset's speed "
              "settings: ahead of the hand-written loop by how much", preset_speed=True, warmup_cycles=1,
              measure_cycles=1, guess_s_per_step=2.4, fixed_s=55),
@@ -108,6 +108,9 @@ DEFAULT = [
               fixed_s=30),
     Contender("generated trl", "standard", "generated", "trl", "the generated project's TRL backend (4-bit "
               "bitsandbytes + peft)", warmup_cycles=1, measure_cycles=2, guess_s_per_step=25, fixed_s=30),
+    Contender("generated trl + speed", "standard", "generated", "trl", "the TRL backend at the standard preset's "
+              "speed settings: what a user without Unsloth gets", preset_speed=True, warmup_cycles=1,
+              measure_cycles=1, guess_s_per_step=3.5, fixed_s=30),
 ]
 
 # Suspects for the generated project's overhead: each changes one thing against "generated unsloth".
