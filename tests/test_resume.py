@@ -333,6 +333,40 @@ def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tm
     assert logged_steps(tmp_path) == [1, 2, 3, 4]
 
 
+def checkpoint_with_adapter(output_dir, **adapter_config):
+    checkpoint = output_dir / "checkpoint-2"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    (checkpoint / resume.ADAPTER_CONFIG).write_text(json.dumps({"r": 16, **adapter_config}))
+    return checkpoint
+
+
+QWEN3_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+TINY_LORA = {"r": 16, "target_modules": [*QWEN3_LINEAR, "lm_head"], "source": "[lora]"}
+
+
+def test_an_unsloth_checkpoint_that_trains_lm_head_whole_resumes(tmp_path):
+    # Unsloth saves a LoRA on lm_head as a whole trained matrix: modules_to_save, not target_modules
+    checkpoint_with_adapter(tmp_path, target_modules=QWEN3_LINEAR, modules_to_save=["lm_head"])
+    started = resume.prepare(tmp_path, resume=True, max_steps=4, lora=TINY_LORA)
+    assert started.checkpoint.step == 2
+
+
+@pytest.mark.parametrize("saved", [
+    {"target_modules": QWEN3_LINEAR},  # lm_head not trained at all
+    {"target_modules": ["q_proj", "v_proj"], "modules_to_save": ["lm_head"]},
+    {"target_modules": [*QWEN3_LINEAR, "lm_head", "embed_tokens"]},
+], ids=["without-lm-head", "fewer-layers", "more-layers"])
+def test_a_checkpoint_with_other_target_modules_is_refused_and_left_alone(tmp_path, saved):
+    checkpoint = checkpoint_with_adapter(tmp_path, **saved)
+    before = tree_digest(tmp_path)
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path, resume=True, max_steps=4, lora=TINY_LORA)
+    assert str(refused.value).startswith(
+        f"{checkpoint} was trained with LoRA target_modules {sorted(saved['target_modules'])} (now ")
+    assert tree_digest(tmp_path) == before
+
+
 def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(tmp_path):
     path = tmp_path / metrics.METRICS_FILE
     rows = [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2}, {"step": 2, "train_runtime": 3.0},

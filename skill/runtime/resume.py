@@ -132,6 +132,14 @@ def lora_shape(config) -> dict:
     return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]"}
 
 
+def _same_targets(saved: dict, wanted: set[str]) -> bool:
+    """Whether a saved adapter trains the modules asked for. Unsloth trains some of them whole rather than through
+    LoRA (lm_head, embed_tokens) and lists those under modules_to_save, not target_modules."""
+    lora_targets = set(saved["target_modules"])
+    whole = set(saved.get("modules_to_save") or ())
+    return lora_targets <= wanted <= lora_targets | whole
+
+
 def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
     """Refuse, before the model loads, a checkpoint whose adapter has another rank or other target modules: its
     weights cannot load into this run's adapter."""
@@ -143,7 +151,7 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
     if isinstance(saved.get("r"), int) and isinstance(shape["r"], int) and saved["r"] != shape["r"]:
         differences.append(f"r {saved['r']} (now {shape['r']})")
     targets, wanted = saved.get("target_modules"), shape["target_modules"]
-    if isinstance(targets, list) and isinstance(wanted, list) and set(targets) != set(wanted):
+    if isinstance(targets, list) and isinstance(wanted, list) and not _same_targets(saved, set(wanted)):
         differences.append("target_modules {saved} (now {now})".format(
             saved=sorted(targets), now=sorted(wanted)))
     if differences:
