@@ -35,6 +35,36 @@ def phase_split(row: dict) -> dict:
     }
 
 
+def contenders(rows: list[dict]) -> list[dict]:
+    """One line per contender, in the order first run: one run several times (``run.py --rounds``) reads as the mean
+    of its rounds, its peak memory as the highest, and keeps each round's s/step in ``rounds_s_per_step``."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["case"], row["name"]), []).append(row)
+    return [group[0] if len(group) == 1 else combined(group) for group in groups.values()]
+
+
+def mean(values) -> float | None:
+    values = [value for value in values if value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def combined(group: list[dict]) -> dict:
+    measured = [row for row in group if row.get("s_per_step")]
+    statuses = sorted({row["status"] for row in group})
+    line = {**group[0], "status": ", ".join(statuses), "rounds_s_per_step": [row.get("s_per_step") for row in group]}
+    if not measured:
+        return line
+    line["s_per_step"] = mean(row["s_per_step"] for row in measured)
+    line["tokens_per_s"] = mean(row.get("tokens_per_s") for row in measured)
+    for key in ("peak_allocated_gib", "peak_reserved_gib"):
+        line[key] = max((row[key] for row in measured if row.get(key) is not None), default=None)
+    phase_names = {name for row in measured for name in row.get("phases_s_per_step") or {}}
+    line["phases_s_per_step"] = {name: mean((row.get("phases_s_per_step") or {}).get(name) for row in measured)
+                                 for name in phase_names}
+    return line
+
+
 def reference(rows: list[dict], case: str) -> dict | None:
     return next((row for row in rows if row["case"] == case and row["name"] == "hand-written unsloth"
                  and row.get("s_per_step")), None)
@@ -55,6 +85,12 @@ def timed_steps(row: dict) -> list[float]:
 
 def number(value, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
+
+
+def seconds_per_step(line: dict) -> str:
+    rounds = line.get("rounds_s_per_step")
+    each = f" ({', '.join(number(value) or '-' for value in rounds)})" if rounds else ""
+    return number(line.get("s_per_step")) + each
 
 
 def speed_settings(row: dict) -> str:
@@ -101,13 +137,17 @@ def markdown(report: dict) -> str:
     for note in report.get("notes", []):
         lines.append(f"- {note}")
     rows = report.get("rows", [])
+    lines_by_contender = contenders(rows)
+    if any(line.get("rounds_s_per_step") for line in lines_by_contender):
+        lines.append("- a contender run in several rounds (`--rounds`, every other round in reverse order) shows "
+                     "the mean of its rounds' s/step, each round's in brackets, and its highest peak memory")
     for case in CASE_TITLES:
-        case_rows = [row for row in rows if row["case"] == case]
+        case_rows = [row for row in lines_by_contender if row["case"] == case]
         if not case_rows:
             continue
         settings = case_rows[0].get("settings", {})
         grpo = settings.get("grpo", {})
-        ref = reference(rows, case)
+        ref = reference(case_rows, case)
         lines += ["", f"## {CASE_TITLES[case]}: {grpo.get('max_completion_length')} completion tokens, "
                       f"G={grpo.get('num_generations')}, {grpo.get('per_device_train_batch_size')} completions per "
                       f"step, max_seq_length {settings.get('model', {}).get('max_seq_length')}", "",
@@ -117,7 +157,7 @@ def markdown(report: dict) -> str:
         for row in case_rows:
             split = phase_split(row)
             lines.append(
-                f"| {row['name']} | {row['status']} | {number(row.get('s_per_step'))} | {versus(row, ref)} | "
+                f"| {row['name']} | {row['status']} | {seconds_per_step(row)} | {versus(row, ref)} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
@@ -128,7 +168,8 @@ def markdown(report: dict) -> str:
               "prompt tokens | sequences per generation | expandable segments | exit status | run |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
-        lines.append(f"| {row['case']} | {row['name']} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
+        name = row["name"] + (f" (round {row['round']})" if row.get("round") else "")
+        lines.append(f"| {row['case']} | {name} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "
                      f"{row.get('prompt_tokens_per_sequence', '')} | "
@@ -146,8 +187,9 @@ def markdown(report: dict) -> str:
 def table(report: dict) -> str:
     rows = [f"{'case':9} {'contender':42} {'status':10} {'s/step':>7} {'vs hw':>7} {'tok/s':>7} {'alloc':>6} "
             f"{'resv':>6}"]
-    for row in report.get("rows", []):
-        ref = reference(report["rows"], row["case"])
+    lines = contenders(report.get("rows", []))
+    for row in lines:
+        ref = reference(lines, row["case"])
         rows.append(f"{row['case']:9} {row['name'][:42]:42} {row['status'][:10]:10} "
                     f"{number(row.get('s_per_step')):>7} {versus(row, ref):>7} {number(row.get('tokens_per_s'), 0):>7} "
                     f"{number(row.get('peak_allocated_gib')):>6} {number(row.get('peak_reserved_gib')):>6}")

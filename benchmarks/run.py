@@ -2,6 +2,8 @@
 random-weight Qwen3-4B-shape model, in one GPU session.
 
     python benchmarks/run.py --out DIR [--suite default|overhead|levers|all ...] [--only NAME ...] [--budget S]
+    python benchmarks/run.py --out DIR --rounds 2 --only 'standard/hand-written unsloth' 'standard/generated unsloth'
+        # each contender twice, in the order A B B A: a drift of the machine weighs on both alike
     python benchmarks/run.py --out DIR --dry-run     # a CPU: tiny model, TRL contenders only; checks the plumbing
     python benchmarks/run.py --list [--suite ...]     # the contenders, what each tells, the time each is planned
 
@@ -121,6 +123,13 @@ def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
     }
 
 
+def schedule(contenders: list, rounds: int) -> list[tuple]:
+    """(contender, round) in running order: every other round backwards (A B, B A, A B ...), so that a machine that
+    speeds up or slows down during the run favours no contender."""
+    return [(contender, number) for number in range(1, rounds + 1)
+            for contender in (contenders if number % 2 else contenders[::-1])]
+
+
 def planned_seconds(contender: catalog.Contender, settings: dict) -> float:
     steps = settings["warmup_steps"] + settings["measure_steps"]
     return contender.fixed_s + steps * contender.guess_s_per_step
@@ -131,6 +140,7 @@ class Job:
     index: int
     contender: catalog.Contender
     settings: dict
+    round: int = 1
     command: list[str] = field(default_factory=list)
     cwd: Path | None = None
     workdir: Path | None = None
@@ -164,7 +174,8 @@ class Benchmark:
         self.started = time.time()
         self.deadline = self.started + args.budget
         self.report = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                       "suites": args.suite, "budget_s": args.budget, "dry_run": args.dry_run, "rows": [],
+                       "suites": args.suite, "budget_s": args.budget, "dry_run": args.dry_run,
+                       "rounds": getattr(args, "rounds", 1), "rows": [],
                        "command": " ".join(sys.argv)}
         self.finishing: list[Job] = []
         self.lock = threading.Lock()
@@ -291,6 +302,8 @@ class Benchmark:
         row = {"name": contender.name, "case": contender.case, "program": contender.program,
                "backend": contender.backend, "status": status, "tells": contender.tells,
                "settings": job.settings, "planned_s": round(job.planned_s)}
+        if getattr(self.args, "rounds", 1) > 1:
+            row["round"] = job.round
         for source in ("result.json", "progress.json"):
             path = job.path(source) if job.workdir else None
             if path and path.is_file():
@@ -426,6 +439,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", default=[], metavar="CASE/NAME",
                         help="only these contenders; shell-style patterns: 'thinking/*', '*/generated unsloth*'")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the whole run (default 540)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run each contender this many times, every other round in reverse order (default 1)")
     parser.add_argument("--model", help="a model folder already built (skips building one)")
     parser.add_argument("--work", default="/tmp/grpo-skill-bench",
                         help="scratch folder: the model, the generated projects, their outputs (default: %(default)s)")
@@ -438,12 +453,16 @@ def main(argv=None) -> int:
     contenders = catalog.DRY if args.dry_run else catalog.suite(args.suite)
     if args.only:
         contenders = [c for c in contenders if any(fnmatch.fnmatchcase(c.key, pattern) for pattern in args.only)]
-    jobs = [Job(index, contender, settings_for(contender, args.dry_run)) for index, contender in enumerate(contenders)]
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
+    jobs = [Job(index, contender, settings_for(contender, args.dry_run), number)
+            for index, (contender, number) in enumerate(schedule(contenders, args.rounds))]
     for job in jobs:
         job.planned_s = planned_seconds(job.contender, job.settings)
     if args.list:
         for job in jobs:
-            print(f"{job.contender.key:50} {job.planned_s:5.0f} s  {job.contender.tells}")
+            key = job.contender.key + (f" (round {job.round})" if args.rounds > 1 else "")
+            print(f"{key:50} {job.planned_s:5.0f} s  {job.contender.tells}")
         print(f"{'total':50} {sum(job.planned_s for job in jobs):5.0f} s (imports overlap; model build ~35 s more)")
         return 0
     if not args.out:
