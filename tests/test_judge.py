@@ -23,6 +23,7 @@ class JudgeServer:
     /words     a reply with no number in it
     /shapeless a JSON body without "choices"
     /refuse    HTTP 401
+    /reply     replies `reply`, whatever the answer
     """
 
     def __init__(self):
@@ -30,6 +31,7 @@ class JudgeServer:
         self.lock = threading.Lock()
         self.slow_seconds = 1.0
         self.delay = 0.0
+        self.reply = ""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,7 +63,7 @@ class JudgeServer:
                 if mode == "shapeless":
                     return self.send(200, {"id": "x"})
                 question = body["messages"][-1]["content"]
-                grade = "I like it" if mode == "words" else "9" if "Answer to grade:\n42" in question else "2"
+                grade = server.reply if mode == "reply" else "I like it" if mode == "words" else "9" if "Answer to grade:\n42" in question else "2"
                 self.send(200, {"choices": [{"message": {"role": "assistant", "content": grade}}]})
 
             def send(self, status, payload):
@@ -166,6 +168,14 @@ def test_malformed_answers_leave_the_completion_out_with_one_warning(server):
             warnings.simplefilter("always")
             assert reward(prompts=PROMPTS, completions=COMPLETIONS) == [None, None, None]
         assert len(caught) == 1 and expected in str(caught[0].message)
+
+
+@pytest.mark.parametrize("reply, grade", [("8", 0.8), ("8/10", 0.8), ("7.5", 0.75), ("Grade: 1", 0.1),
+                                          ("0.8", 0.8), ("1.0", 1.0)])
+def test_a_judge_reply_reads_as_a_grade_from_0_to_1(server, reply, grade):
+    # whole numbers are on the asked 0-10 scale; "0.8" is a judge that graded from 0 to 1, never 0.08
+    server.reply = reply
+    assert http_judge(server.url("reply"))(prompts=PROMPTS[:1], completions=COMPLETIONS[:1]) == [grade]
 
 
 def test_a_refused_request_is_not_retried(server):

@@ -3,7 +3,8 @@
 Two backends are built in:
 
 - ``http``: any OpenAI-compatible chat-completions server (vLLM, an inference API). It asks for a 0-10 grade
-  and divides by 10. The URL and model come from the config, the key only from an environment variable; each
+  and divides by 10 ("8", "8/10"); a judge that grades from 0 to 1 anyway ("0.8", "1.0") is read as that
+  fraction, not as 0.08. The URL and model come from the config, the key only from an environment variable; each
   request has a timeout and is retried with exponential backoff (connection errors, timeouts, 429, 5xx), at most
   ``concurrency`` at a time. A reply without a usable grade gives ``None``; when no request of a batch gets
   through, the reward fails with one line saying where it could not reach.
@@ -45,7 +46,19 @@ GRADE_PROMPT = (
 YES_NO_PROMPT = (
     "Question:\n{question}\n\n{reference}Answer:\n{answer}\n\nIs the answer {criteria}? Reply Yes or No."
 )
-GRADE = re.compile(r"-?\d+(?:\.\d+)?")
+# "8", "7.5", "8/10", or a fraction of 1 such as "0.8" (a judge that ignored the 0-10 scale)
+GRADE = re.compile(r"(-?\d+(?:\.(\d+))?)(\s*/\s*10(?!\d))?")
+
+
+def _grade(reply: str) -> float | None:
+    """The reply's grade from 0 to 1, or None when it holds none in range."""
+    found = GRADE.search(reply)
+    if not found:
+        return None
+    value = float(found.group(1))
+    fraction = found.group(2) is not None and not found.group(3) and 0 <= value <= 1
+    grade = value if fraction else value / 10
+    return grade if 0 <= grade <= 1 else None
 
 
 def _reference(request: JudgeRequest) -> str:
@@ -143,13 +156,11 @@ class HttpJudge:
                                   "completions are left out (None)").format(url=self.endpoint))
             return None
         content = content.rsplit("</think>", 1)[-1]  # a thinking judge: the grade follows its thinking
-        found = GRADE.search(content)
-        grade = float(found.group()) if found else None
-        if grade is None or not 0 <= grade <= 10:
+        grade = _grade(content)
+        if grade is None:
             self._warn("grade", _("the judge replied {reply!r}, not a grade from 0 to 10; such completions are "
                                   "left out (None)").format(reply=content[:80]))
-            return None
-        return grade / 10
+        return grade
 
     def __call__(self, requests):
         outcomes: list = []
