@@ -87,6 +87,11 @@ def number(value, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
+def labelled(name: str, round_number: int | None) -> str:
+    """A contender's name with its round, when it ran in several (``run.py --rounds``)."""
+    return f"{name} (round {round_number})" if round_number else name
+
+
 def seconds_per_step(line: dict) -> str:
     rounds = line.get("rounds_s_per_step")
     each = f" ({', '.join(number(value) or '-' for value in rounds)})" if rounds else ""
@@ -168,8 +173,8 @@ def markdown(report: dict) -> str:
               "prompt tokens | sequences per generation | expandable segments | exit status | run |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
-        name = row["name"] + (f" (round {row['round']})" if row.get("round") else "")
-        lines.append(f"| {row['case']} | {name} | {row.get('tells', '')} | {number(row.get('wall_s'), 0)} | "
+        lines.append(f"| {row['case']} | {labelled(row['name'], row.get('round'))} | {row.get('tells', '')} | "
+                     f"{number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "
                      f"{row.get('prompt_tokens_per_sequence', '')} | "

@@ -171,11 +171,12 @@ class Benchmark:
         self.out = args.out.resolve()
         self.work = Path(args.work).resolve()  # never under --out: it holds an 8 GB model and the adapters
         self.logs = self.out / "logs"
+        self.rounds = getattr(args, "rounds", 1)  # a row names its round only when there are several
         self.started = time.time()
         self.deadline = self.started + args.budget
         self.report = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                        "suites": args.suite, "budget_s": args.budget, "dry_run": args.dry_run,
-                       "rounds": getattr(args, "rounds", 1), "rows": [],
+                       "rounds": self.rounds, "rows": [],
                        "command": " ".join(sys.argv)}
         self.finishing: list[Job] = []
         self.lock = threading.Lock()
@@ -302,7 +303,7 @@ class Benchmark:
         row = {"name": contender.name, "case": contender.case, "program": contender.program,
                "backend": contender.backend, "status": status, "tells": contender.tells,
                "settings": job.settings, "planned_s": round(job.planned_s)}
-        if getattr(self.args, "rounds", 1) > 1:
+        if self.rounds > 1:
             row["round"] = job.round
         for source in ("result.json", "progress.json"):
             path = job.path(source) if job.workdir else None
@@ -461,7 +462,7 @@ def main(argv=None) -> int:
         job.planned_s = planned_seconds(job.contender, job.settings)
     if args.list:
         for job in jobs:
-            key = job.contender.key + (f" (round {job.round})" if args.rounds > 1 else "")
+            key = reporting.labelled(job.contender.key, job.round if args.rounds > 1 else None)
             print(f"{key:50} {job.planned_s:5.0f} s  {job.contender.tells}")
         print(f"{'total':50} {sum(job.planned_s for job in jobs):5.0f} s (imports overlap; model build ~35 s more)")
         return 0
