@@ -8,8 +8,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import sys
 import sysconfig
+import time
 import traceback
 from pathlib import Path
 
@@ -20,6 +22,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
 # its own.
 _training = {"started": False}
+# How long the other processes wait for the first one to report a mistake they share (it loads nothing first).
+MAIN_PROCESS_REPORT_WAIT_S = 60.0
 
 
 class UserError(Exception):
@@ -137,14 +141,26 @@ def install() -> None:
         if message is None:
             previous(kind, error, trace)
             return
-        if not reported_by_the_main_process(error):
-            print(_error_line(message), file=sys.stderr)
         code = exit_code(error)
+        if reported_by_the_main_process(error):
+            _wait_for_the_main_process_to_report()
+        print(_error_line(message), file=sys.stderr)
         if code not in (1, 130):  # Python exits 1 (130 for Ctrl-C) after an uncaught exception
             sys.stderr.flush()
             os._exit(code)
 
     sys.excepthook = report
+
+
+def _wait_for_the_main_process_to_report() -> None:
+    """Stay alive until the launcher ends this process. Exiting first would make the launcher stop the main process
+    (SIGTERM) before it has printed the line that says what is wrong. If the main process did not hit the same
+    mistake, nobody else reports it: after a while this process does, and returns."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the launcher's stop ends this process quietly
+    try:
+        time.sleep(MAIN_PROCESS_REPORT_WAIT_S)
+    except KeyboardInterrupt:
+        os._exit(130)
 
 
 def run_main(main, *args, **kwargs):

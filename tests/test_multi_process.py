@@ -123,6 +123,40 @@ def test_unsloth_is_refused_before_anything_loads(project):
     assert "Loading weights" not in result.stderr and not (project / "unsloth").exists()
 
 
+# A mistake every process finds before training: the machine's first process reports it. The others must not exit
+# first: the launcher stops the remaining processes when one exits, and would stop the first one before it prints.
+MISTAKE = """
+import sys
+from grpo_skill import errors
+errors.MAIN_PROCESS_REPORT_WAIT_S = float(sys.argv[1])
+errors.install()
+print("raising", flush=True)
+raise errors.UserError("data/train.jsonl: no such file")
+"""
+
+
+def second_process(wait_s):
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}
+    return subprocess.Popen([sys.executable, "-c", MISTAKE, str(wait_s)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_another_process_stays_silent_until_the_launcher_stops_it():
+    process = second_process(wait_s=120)
+    assert process.stdout.readline() == "raising\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.wait(timeout=3)  # still there: it did not leave the launcher a reason to stop the first process
+    process.terminate()  # what the launcher does once the first process has reported and exited
+    out, err = process.communicate(timeout=30)
+    assert (process.returncode, err) == (-signal.SIGTERM, "")
+
+
+def test_another_process_reports_a_mistake_the_first_one_did_not_hit():
+    process = second_process(wait_s=1)
+    out, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (1, "error: data/train.jsonl: no such file\n")
+
+
 # Ctrl-C: the terminal sends SIGINT to the launcher and to every process; the launcher passes it on once more ------
 
 @pytest.fixture(scope="module")
