@@ -171,7 +171,8 @@ def test_malformed_answers_leave_the_completion_out_with_one_warning(server):
 
 
 @pytest.mark.parametrize("reply, grade", [("8", 0.8), ("8/10", 0.8), ("7.5", 0.75), ("Grade: 1", 0.1),
-                                          ("0.8", 0.8), ("1.0", 1.0)])
+                                          ("0.8", 0.8), ("1.0", 1.0), ("8/100", 0.08), ("4 out of 5", 0.8),
+                                          ("Score: 80%", 0.8), ("10 / 10", 1.0)])
 def test_a_judge_reply_reads_as_a_grade_from_0_to_1(server, reply, grade):
     # whole numbers are on the asked 0-10 scale; "0.8" is a judge that graded from 0 to 1, never 0.08
     server.reply = reply

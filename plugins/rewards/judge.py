@@ -4,7 +4,7 @@ Two backends are built in:
 
 - ``http``: any OpenAI-compatible chat-completions server (vLLM, an inference API). It asks for a 0-10 grade
   and divides by 10 ("8", "8/10"); a judge that grades from 0 to 1 anyway ("0.8", "1.0") is read as that
-  fraction, not as 0.08. The URL and model come from the config, the key only from an environment variable; each
+  fraction, not as 0.08; one on a scale of its own ("8/100", "4 out of 5", "80%") on that scale. The URL and model come from the config, the key only from an environment variable; each
   request has a timeout and is retried with exponential backoff (connection errors, timeouts, 429, 5xx), at most
   ``concurrency`` at a time. A reply without a usable grade gives ``None``; when no request of a batch gets
   through, the reward fails with one line saying where it could not reach.
@@ -46,8 +46,9 @@ GRADE_PROMPT = (
 YES_NO_PROMPT = (
     "Question:\n{question}\n\n{reference}Answer:\n{answer}\n\nIs the answer {criteria}? Reply Yes or No."
 )
-# "8", "7.5", "8/10", or a fraction of 1 such as "0.8" (a judge that ignored the 0-10 scale)
-GRADE = re.compile(r"(-?\d+(?:\.(\d+))?)(\s*/\s*10(?!\d))?")
+# "8", "7.5", "8/10", "8 out of 10", "80%", or a fraction of 1 such as "0.8" (a judge that ignored the 0-10 scale);
+# a grade on a scale of its own ("8/100", "4 out of 5") is read on that scale
+GRADE = re.compile(r"(-?\d+(?:\.(\d+))?)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?)|\s*(%))?", re.IGNORECASE)
 
 
 def _grade(reply: str) -> float | None:
@@ -55,10 +56,16 @@ def _grade(reply: str) -> float | None:
     found = GRADE.search(reply)
     if not found:
         return None
-    value = float(found.group(1))
-    fraction = found.group(2) is not None and not found.group(3) and 0 <= value <= 1
-    grade = value if fraction else value / 10
-    return grade if 0 <= grade <= 1 else None
+    value, decimals, scale, percent = found.groups()
+    value = float(value)
+    if scale is not None:
+        grade = value / float(scale) if float(scale) > 0 else None
+    elif percent:
+        grade = value / 100
+    else:
+        fraction = decimals is not None and 0 <= value <= 1
+        grade = value if fraction else value / 10
+    return grade if grade is not None and 0 <= grade <= 1 else None
 
 
 def _reference(request: JudgeRequest) -> str:
