@@ -162,6 +162,26 @@ def test_another_process_reports_a_mistake_the_first_one_did_not_hit():
     assert (process.returncode, err) == (1, "error: data/train.jsonl: no such file\n")
 
 
+FINISH = """
+import atexit, sys
+from grpo_skill.runtime import distributed
+atexit.register(lambda: print("interpreter teardown"))
+print("training done")
+distributed.finish(int(sys.argv[1]))
+print("the main process goes on")
+"""
+
+
+@pytest.mark.parametrize("rank,code,expected", [
+    ("1", 0, "training done\n"), ("1", 130, "training done\n"),
+    ("0", 0, "training done\nthe main process goes on\ninterpreter teardown\n")])
+def test_at_the_end_the_other_processes_leave_without_interpreter_teardown(rank, code, expected):
+    # a worker's interpreter teardown aborted now and then under gloo, and the launcher then killed the main process
+    result = run([sys.executable, "-c", FINISH, str(code)], env={"WORLD_SIZE": "2", "RANK": rank, "LOCAL_RANK": rank},
+                 check=False)
+    assert (result.returncode, result.stdout) == (code if rank == "1" else 0, expected)
+
+
 # Ctrl-C: the terminal sends SIGINT to the launcher and to every process; the launcher passes it on once more ------
 
 @pytest.fixture(scope="module")

