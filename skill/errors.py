@@ -22,7 +22,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
 # its own.
 _training = {"started": False}
-# How long the other processes wait for the first one to report a mistake they share (it loads nothing first).
+# How long the other processes wait for the first one to report a mistake they share: it does so before loading
+# anything, within seconds.
 MAIN_PROCESS_REPORT_WAIT_S = 60.0
 
 

@@ -4,10 +4,11 @@ Two backends are built in:
 
 - ``http``: any OpenAI-compatible chat-completions server (vLLM, an inference API). It asks for a 0-10 grade
   and divides by 10 ("8", "8/10"); a judge that grades from 0 to 1 anyway ("0.8", "1.0") is read as that
-  fraction, not as 0.08; one on a scale of its own ("8/100", "4 out of 5", "80%") on that scale. The URL and model come from the config, the key only from an environment variable; each
-  request has a timeout and is retried with exponential backoff (connection errors, timeouts, 429, 5xx), at most
-  ``concurrency`` at a time. A reply without a usable grade gives ``None``; when no request of a batch gets
-  through, the reward fails with one line saying where it could not reach.
+  fraction, not as 0.08; one on a scale of its own ("8/100", "4 out of 5", "80%") on that scale. The URL and
+  model come from the config, the key only from an environment variable; each request has a timeout and is
+  retried with exponential backoff (connection errors, timeouts, 429, 5xx), at most ``concurrency`` at a time.
+  A reply without a usable grade gives ``None``; when no request of a batch gets through, the reward fails with
+  one line saying where it could not reach.
 - ``local``: a transformers causal LM on this machine (``tiny`` works offline), graded from its own token
   probabilities: P("Yes") / (P("Yes") + P("No")) for "Is the answer <criteria>?". No sampling, no parsing.
 """
@@ -59,13 +60,15 @@ def _grade(reply: str) -> float | None:
     value, decimals, scale, percent = found.groups()
     value = float(value)
     if scale is not None:
-        grade = value / float(scale) if float(scale) > 0 else None
+        if float(scale) == 0:
+            return None
+        grade = value / float(scale)
     elif percent:
         grade = value / 100
     else:
         fraction = decimals is not None and 0 <= value <= 1
         grade = value if fraction else value / 10
-    return grade if grade is not None and 0 <= grade <= 1 else None
+    return grade if 0 <= grade <= 1 else None
 
 
 def _reference(request: JudgeRequest) -> str:
