@@ -71,10 +71,13 @@ def reference(rows: list[dict], case: str) -> dict | None:
 
 
 def versus(row: dict, ref: dict | None) -> str:
+    """The row's s/step against the hand-written loop's; marked when the two were not measured in the same run
+    (merged reports), since the same contender moves by several percent from one machine to the next."""
     if not ref or not row.get("s_per_step") or row is ref:
         return ""
     ratio = row["s_per_step"] / ref["s_per_step"]
-    return f"{(ratio - 1) * 100:+.1f}%" if 0.5 <= ratio <= 2 else f"{ratio:.2f}x"
+    text = f"{(ratio - 1) * 100:+.1f}%" if 0.5 <= ratio <= 2 else f"{ratio:.2f}x"
+    return text if row.get("run_date") == ref.get("run_date") else f"{text} (other run)"
 
 
 def timed_steps(row: dict) -> list[float]:
@@ -115,6 +118,15 @@ def speed_settings(row: dict) -> str:
     return ", ".join(parts)
 
 
+def run_line(report: dict) -> str:
+    if len(report.get("runs") or []) > 1:  # a merged report: every run whose rows it holds
+        return "- runs: " + "; ".join(f"{run.get('date')} (suites {', '.join(run.get('suites') or [])}, wall "
+                                      f"{run.get('wall_s')} s of {run.get('budget_s')})" for run in report["runs"])
+    return (f"- run: suites {', '.join(report.get('suites', []))}; wall {report.get('wall_s')} s of a "
+            f"{report.get('budget_s')} s budget" + ("; DRY RUN (tiny model on a CPU: plumbing only)"
+                                                   if report.get("dry_run") else ""))
+
+
 def markdown(report: dict) -> str:
     env = report.get("environment", {})
     model = report.get("model", {})
@@ -136,9 +148,7 @@ def markdown(report: dict) -> str:
               "- versions: " + ", ".join(f"{name} {version}" for name, version in env.get("versions", {}).items()
                                          if version),
               f"- model: {model.get('description')}",
-              f"- run: suites {', '.join(report.get('suites', []))}; wall {report.get('wall_s')} s of a "
-              f"{report.get('budget_s')} s budget" + ("; DRY RUN (tiny model on a CPU: plumbing only)"
-                                                      if report.get("dry_run") else "")]
+              run_line(report)]
     for note in report.get("notes", []):
         lines.append(f"- {note}")
     rows = report.get("rows", [])
@@ -215,9 +225,20 @@ def merge(report: dict, other: dict) -> dict:
     runs.append({key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")})
     for row in report["rows"]:
         row.setdefault("run_date", report.get("date"))
-    keys = {(row["case"], row["name"]) for row in other["rows"]}
-    report["rows"] = [row for row in report["rows"] if (row["case"], row["name"]) not in keys]
-    report["rows"] += [{**row, "run_date": row.get("run_date") or other.get("date")} for row in other["rows"]]
+    incoming: dict[tuple, list[dict]] = {}
+    for row in other["rows"]:
+        incoming.setdefault((row["case"], row["name"]), []).append(
+            {**row, "run_date": row.get("run_date") or other.get("date")})
+    # A contender measured again takes its old place on the page; a new one goes last.
+    rows = []
+    for row in report["rows"]:
+        key = (row["case"], row["name"])
+        if key not in incoming:
+            rows.append(row)
+        elif not any((new["case"], new["name"]) == key for new in rows):
+            rows += incoming[key]
+    placed = {(row["case"], row["name"]) for row in rows}
+    report["rows"] = rows + [row for key, group in incoming.items() if key not in placed for row in group]
     report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "
                                                  f"{', '.join(other.get('suites', []))}) merged in"]
     return report

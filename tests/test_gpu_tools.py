@@ -193,3 +193,24 @@ def test_a_contender_run_in_rounds_reads_as_the_mean_of_its_rounds():
     assert generated.startswith("| generated unsloth | ok | 5.10 (5.10, 5.10) | +2.0% |") and "| 4.60 |" in generated
     assert "| standard | hand-written unsloth (round 2) |" in page
     assert "+2.0%" in bench_report.table(report)
+
+
+def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cross_runs():
+    def row(name, seconds):
+        return {"case": "standard", "name": name, "status": "ok", "s_per_step": seconds}
+
+    report = {"date": "day 1", "rows": [row("hand-written unsloth", 5.0), row("generated unsloth", 5.5),
+                                        row("generated unsloth + speed", 2.5)]}
+    again = {"date": "day 2", "rows": [{**row("hand-written unsloth", 4.0), "round": 1},
+                                       {**row("generated unsloth", 4.1), "round": 1},
+                                       {**row("generated unsloth", 4.1), "round": 2},
+                                       {**row("hand-written unsloth", 4.0), "round": 2}, row("new lever", 3.0)]}
+    merged = bench_report.merge(report, again)
+    assert [(r["name"], r.get("round"), r["run_date"]) for r in merged["rows"]] == [
+        ("hand-written unsloth", 1, "day 2"), ("hand-written unsloth", 2, "day 2"),
+        ("generated unsloth", 1, "day 2"), ("generated unsloth", 2, "day 2"),
+        ("generated unsloth + speed", None, "day 1"), ("new lever", None, "day 2")]
+    lines = {line.split(" | ")[0]: line for line in bench_report.markdown(merged).splitlines() if "| ok |" in line}
+    assert "| +2.5% |" in lines["| generated unsloth"]
+    assert "| -37.5% (other run) |" in lines["| generated unsloth + speed"]
+    assert "| -25.0% |" in lines["| new lever"]
