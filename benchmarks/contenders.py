@@ -157,9 +157,14 @@ LEVERS = [
     Contender("generated trl, liger", "standard", "generated", "trl", "the TRL backend with use_liger_kernel",
               grpo={"use_liger_kernel": True}, warmup_cycles=1, measure_cycles=2, guess_s_per_step=22, fixed_s=30),
     Contender("generated trl, spg 8, static compiled", "standard", "generated", "trl", "the TRL backend (4-bit) with "
-              "a compiled static-cache decode step: what train.py would give with generation_config.disable_compile "
-              "= False", grpo={"steps_per_generation": 8, **STATIC_COMPILED}, compile_decode=True,
+              "a compiled static-cache decode step, turned on by the harness (train.py refuses compile_decoding with "
+              "4-bit weights)", grpo={"steps_per_generation": 8, **STATIC_COMPILED}, compile_decode=True,
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=3.0, fixed_s=90),
+    Contender("generated trl bf16, spg 8, compile_decoding", "standard", "generated", "trl", "the TRL backend with "
+              "[model] compile_decoding = true and bf16 weights: the project's own switch (compare 'plain trl, spg "
+              "8, static compiled')", model={"load_in_4bit": False}, grpo={"steps_per_generation": 8,
+                                                                           **STATIC_COMPILED},
+              compile_decode=True, warmup_cycles=1, measure_cycles=1, guess_s_per_step=2.0, fixed_s=90),
     _unsloth("generated unsloth, spg 8", "thinking", "long completions, 64 sequences at once: the memory it takes",
              grpo={"steps_per_generation": 8}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=7.5),
     Contender("plain trl, liger", "thinking", "plain trl", "trl", "long completions: the logits' memory without and "

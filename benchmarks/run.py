@@ -219,7 +219,10 @@ class Benchmark:
                        "--model", str(model), "-o", str(job.workdir))
             project = job.workdir / "project"
             config = project / "config.toml"
-            edit_toml(config, "model", {key: settings["model"][key] for key in ("max_seq_length", "load_in_4bit")})
+            model_keys = {key: settings["model"][key] for key in ("max_seq_length", "load_in_4bit")}
+            if settings["compile_decode"] and not settings["model"]["load_in_4bit"]:
+                model_keys["compile_decoding"] = True  # the project's own switch (refused with 4-bit weights)
+            edit_toml(config, "model", model_keys)
             edit_toml(config, "lora", settings["lora"])
             grpo = settings["grpo"]
             edit_toml(config, "grpo", grpo, remove=tuple(key for key in catalog.SPEED_KEYS if key not in grpo))
@@ -250,8 +253,8 @@ class Benchmark:
                # one compile cache for every Unsloth contender: only the first pays Unsloth's compilation
                "UNSLOTH_COMPILE_LOCATION": str(self.work / "unsloth_compiled_cache"),
                **settings["env"]}
-        if settings["compile_decode"] and job.contender.program == "generated":
-            env["BENCH_COMPILE_DECODE"] = "1"  # what train.py would do with the change described in docs
+        if settings["compile_decode"] and job.contender.program == "generated" and settings["model"]["load_in_4bit"]:
+            env["BENCH_COMPILE_DECODE"] = "1"  # 4-bit: train.py refuses compile_decoding, so the harness turns it on
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         if self.args.dry_run:

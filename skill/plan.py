@@ -22,38 +22,43 @@ from pathlib import Path
 
 from .errors import UserError
 from .i18n import N_, _
+from .runtime import decoding
 
 GIB = 2**30
 
-# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark, one H200,
-# 2026-12-01). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
+# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark: H200s,
+# 2026-12-01 and 02). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
 CALIBRATION: dict[str, float] = {
-    "fixed_gib": 0.338,  # CUDA workspaces, buffers, the allocator's rounding
-    "activation_factor": 1.3,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
+    "fixed_gib": 0.279,  # CUDA workspaces, buffers, the allocator's rounding
+    "activation_factor": 1.15,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
     "logit_bytes_unsloth": 0.6,  # per completion token x vocabulary entry in a training micro-batch
     "logit_bytes_trl": 6.01,
     "logit_bytes_liger": 0.1,
     "generation_logit_bytes_unsloth": 0.334,  # per generated token x vocabulary entry, held for the whole generation batch
     "generation_logit_bytes_trl": 0,
-    "kv_factor": 1.21,
-    "reserved_ratio_unsloth": 1.09,  # reserved / allocated at the peak
+    "kv_factor": 1.1,
+    "reserved_ratio_unsloth": 1.2,  # reserved / allocated at the peak
     "reserved_ratio_trl": 1.15,
     "decode_base_s_unsloth": 0.00676,  # one decoding step for the whole generation batch: base + per sequence
-    "decode_per_sequence_s_unsloth": 0.00077,
-    "decode_base_s_trl": 0.0477,
-    "decode_per_sequence_s_trl": 7.68e-05,
-    "train_flops_per_s_unsloth": 9.91e13,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 8.89e14,
+    "decode_per_sequence_s_unsloth": 0.0007,
+    "decode_base_s_trl": 0.107,
+    "decode_per_sequence_s_trl": 6.29e-06,
+    "train_flops_per_s_unsloth": 7.27e+13,  # effective, gradient checkpointing and 4-bit dequantization included
+    "train_flops_per_s_trl": 1.24e+15,
     # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
     "decode_base_s_trl_4bit": 0.09,
-    "decode_per_sequence_s_trl_4bit": 0.000104,
-    "train_flops_per_s_trl_4bit": 1.5e14,
-    "step_overhead_s": 0.025,
+    "decode_per_sequence_s_trl_4bit": 2.49e-05,
+    "train_flops_per_s_trl_4bit": 2.2e+14,
+    # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
+    # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
+    "decode_base_s_trl_compiled": 0.0446,
+    "decode_per_sequence_s_trl_compiled": 9.43e-06,
+    "step_overhead_s": 0.328,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
     "ddp_step_overhead_s": 0.1,
     # ...and the all-reduce of the LoRA gradients (bytes per second through NVLink, ring all-reduce).
-    "allreduce_bytes_per_s": 50000000000.0,
+    "allreduce_bytes_per_s": 5e+10,
 }
 # Unsloth sizes its decode buffers in multiples of this many tokens when it replays CUDA graphs (unsloth 2026.10).
 UNSLOTH_KV_BUCKET = 256
@@ -157,6 +162,7 @@ class Settings:
     optim: str = "adamw_8bit"
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
+    compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
     @property
@@ -208,7 +214,9 @@ def _backend(settings: Settings) -> str:
 
 def _time_backend(settings: Settings) -> str:
     backend = _backend(settings)
-    return "trl_4bit" if backend == "trl" and settings.load_in_4bit else backend
+    if backend == "trl" and settings.load_in_4bit:
+        return "trl_4bit"
+    return "trl_compiled" if backend == "trl" and settings.compiled_decoding else backend
 
 
 def estimate(settings: Settings, calibration: dict[str, float] | None = None) -> Estimate:
@@ -255,7 +263,8 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     step_tokens = tokens * settings.gradient_accumulation_steps
     passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
                                                 else 0)  # forward + backward (2) + reference + old log-probs
-    train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{timing}"] + k["step_overhead_s"]
+    training = "trl" if timing == "trl_compiled" else timing  # compiling changes decoding only
+    train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
     # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
@@ -340,8 +349,12 @@ def processes_from_accelerate_config(path: str | Path) -> int:
 def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
                    processes: int = 1) -> Settings:
     gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
+    backend = backend_for(backend, processes)
+    compiled = bool(model.get("compile_decoding")) and backend == "trl"
+    if compiled:  # what train.py sets for it
+        grpo = decoding.with_static_cache(grpo, model)
     return Settings(
-        shape=shape, backend=backend_for(backend, processes), processes=processes,
+        shape=shape, backend=backend, processes=processes, compiled_decoding=compiled,
         load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
         lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
@@ -393,7 +406,8 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
 def from_benchmark_row(row: dict, shape: ModelShape) -> Settings:
     settings = row["settings"]
     prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
-    return _grpo_settings(settings["grpo"], settings["lora"], settings["model"], settings["backend"], shape,
+    model = {**settings["model"], "compile_decoding": bool(settings.get("compile_decode"))}
+    return _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
                           int(round(prompt)), int(settings.get("processes", 1)))
 
 
@@ -580,6 +594,7 @@ MEMORY_CONSTANTS = ("fixed_gib", "activation_factor", "logit_bytes_unsloth", "lo
                     "generation_logit_bytes_unsloth", "kv_factor", "reserved_ratio_unsloth", "reserved_ratio_trl")
 TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "decode_base_s_trl",
                   "decode_per_sequence_s_trl", "decode_base_s_trl_4bit", "decode_per_sequence_s_trl_4bit",
+                  "decode_base_s_trl_compiled", "decode_per_sequence_s_trl_compiled",
                   "train_flops_per_s_unsloth", "train_flops_per_s_trl", "train_flops_per_s_trl_4bit",
                   "step_overhead_s")
 
@@ -599,7 +614,8 @@ def errors(rows, calibration: dict) -> list[float]:
         out.append(math.log(result.peak_allocated_gib / row["peak_allocated_gib"]))
         if row.get("peak_reserved_gib"):
             out.append(math.log(result.peak_reserved_gib / row["peak_reserved_gib"]))
-        if row.get("s_per_step"):
+        # 4-bit with compiled decoding: measured (slower), but refused in a project, so not a time to fit
+        if row.get("s_per_step") and not (settings.compiled_decoding and settings.load_in_4bit):
             out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
     return out
 

@@ -72,6 +72,8 @@ class ModelTable(Table):
     backend: Literal["auto", "unsloth", "trl"] = "auto"
     max_seq_length: Annotated[int, Field(ge=16)]
     load_in_4bit: bool = False
+    # TRL backend: a static KV cache and a compiled decode step (runtime/decoding.py)
+    compile_decoding: bool = False
     # a LoRA adapter folder to continue from (e.g. what sft.py saved); checked for existence by project.py
     adapter: NonEmptyStr | None = None
 
@@ -669,6 +671,8 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", key), _(
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
+    if model["compile_decoding"]:
+        _check_compile_decoding(model, grpo, source)
     completion, max_seq = grpo["max_completion_length"], model["max_seq_length"]
     if completion >= max_seq:
         raise source.error(("grpo", "max_completion_length"), _(
@@ -696,6 +700,24 @@ def _check_together(data: dict, source: Source) -> None:
         raise source.error(("grpo", "num_generations"), _(
             "{names} = {batch} is not divisible by num_generations = {generations}; make the batch a multiple of "
             "{generations}").format(names=names, batch=batch, generations=generations))
+
+
+def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
+    where = ("model", "compile_decoding")
+    if model["backend"] == "unsloth":
+        raise source.error(where, _("Unsloth decodes with its own CUDA graphs; compile_decoding is for backend = "
+                                    "'trl': remove it, or set backend = 'trl'"))
+    if model["load_in_4bit"]:
+        raise source.error(where, _("with 4-bit weights a compiled decode step was measured slower, not faster "
+                                    "(docs/benchmarks.md); set load_in_4bit = false (bf16 weights) or remove "
+                                    "compile_decoding"))
+    if grpo.get("use_vllm"):
+        raise source.error(where, _("vLLM generates the completions, so there is no transformers decode step to "
+                                    "compile; remove compile_decoding or use_vllm"))
+    if grpo.get("cache_implementation") not in (None, "static"):
+        raise source.error(("grpo", "cache_implementation"), _(
+            "compile_decoding decodes with a static KV cache; remove cache_implementation (or set it to "
+            "'static')"))
 
 
 # ---- python -m grpo_skill.schema --------------------------------------------------------------------------

@@ -210,6 +210,10 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("auto-batch", "seed = 42", "seed = 42\nauto_find_batch_size = true", "grpo.auto_find_batch_size: GRPO needs whole groups"),
     ("generation-batch-and-steps", "seed = 42", "seed = 42\ngeneration_batch_size = 16\nsteps_per_generation = 2",
      "set generation_batch_size or steps_per_generation, not both"),
+    ("compile-4bit", "load_in_4bit = false", "load_in_4bit = true\ncompile_decoding = true",
+     "model.compile_decoding: with 4-bit weights a compiled decode step was measured slower, not faster"),
+    ("compile-unsloth", 'backend = "auto"', 'backend = "unsloth"\ncompile_decoding = true',
+     "model.compile_decoding: Unsloth decodes with its own CUDA graphs; compile_decoding is for backend = 'trl'"),
     ("backend-choice", 'backend = "auto"', 'backend = "jax"', 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
     ("preset-typo", 'preset = "tiny"', 'preset = "tinny"', "unknown preset 'tinny'; did you mean 'tiny'?"),
     ("preset-unknown", 'preset = "tiny"', 'preset = "enormous"', "unknown preset 'enormous'; choose one of: standard,"),
@@ -234,6 +238,9 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
          edits=edit("report_to = []", 'report_to = "tensorboard"'), missing=("tensorboard", "tensorboardX")),
     Case("config-use-vllm-not-installed", "grpo.use_vllm: vllm is not installed; pip install vllm",
          edits=edit("seed = 42", "seed = 42\nuse_vllm = true"), missing=("vllm",)),
+    Case("config-compile-decoding-dynamic-cache", "grpo.cache_implementation: compile_decoding decodes with a static "
+         "KV cache", edits=(("load_in_4bit = false", "load_in_4bit = false\ncompile_decoding = true"),
+                            ("seed = 42", 'seed = 42\ncache_implementation = "dynamic"'))),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]

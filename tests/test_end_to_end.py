@@ -181,3 +181,24 @@ def test_completion_traces_are_written_every_step_and_shown_by_metrics(trained, 
         [row["completion"] for row in traces if row["step"] == 60][:2]
     text = cli("metrics", str(project / "outputs")).stdout
     assert "latest completions (step 60" in text
+
+
+def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transformers_compile(trained, monkeypatch,
+                                                                                              capsys):
+    project, _, _ = trained
+    config = project / "config.toml"
+    original = config.read_text()
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)
+    try:
+        config.write_text(original.replace("# compile_decoding = true", "compile_decoding = true"))  # as a user would
+        monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled"])
+        run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        config.write_text(original)
+        signal.signal(signal.SIGINT, ctrl_c_handler)
+    generation = run_globals["trainer"].generation_config
+    # one cache size for every generation (max_seq_length), so that a GPU compiles the decode step once
+    assert (generation.cache_implementation, generation.max_cache_len, generation.disable_compile) == ("static", 256,
+                                                                                                       False)
+    assert "compiles the decode step on a GPU only" in capsys.readouterr().err  # this CPU decodes uncompiled
+    assert [row["step"] for row in metrics.read_metrics(project / "compiled") if "reward" in row] == [1, 2]

@@ -172,3 +172,18 @@ def test_plan_gpus_mistakes_are_one_line(cli, tmp_path, args, message):
     done = cli("plan", ".", *args, cwd=project, check=False)
     assert done.returncode != 0 and message in done.stderr.splitlines()[0]
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2  # click adds "Try -h"
+
+
+def test_plan_counts_the_static_cache_and_the_faster_decoding_of_compile_decoding(cli, tmp_path):
+    project = new_project(cli, tmp_path)
+    config = project / "config.toml"
+    eager_text = config.read_text().replace("load_in_4bit = true", "load_in_4bit = false").replace(
+        'backend = "auto"', 'backend = "trl"')
+    config.write_text(eager_text)
+    eager = json.loads(cli("plan", str(project), "--json").stdout)
+    config.write_text(eager_text.replace("# compile_decoding = true", "compile_decoding = true"))
+    compiled = json.loads(cli("plan", str(project), "--json").stdout)
+    # train.py's static cache: max_seq_length (1024) tokens for every sequence, longer than prompt + completion
+    assert compiled["settings"]["static_cache_tokens"] == 1024 and compiled["settings"]["compiled_decoding"]
+    assert compiled["parts_gib"]["generation_kv_cache"] > eager["parts_gib"]["generation_kv_cache"]
+    assert compiled["s_per_step"] < eager["s_per_step"]
