@@ -214,3 +214,15 @@ def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cros
     assert "| +2.5% |" in lines["| generated unsloth"]
     assert "| -37.5% (other run) |" in lines["| generated unsloth + speed"]
     assert "| -25.0% |" in lines["| new lever"]
+
+
+def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, tiny_model):
+    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=60,
+                                                             suite=["levers"], dry_run=False))
+    prompts = REPO / "templates" / "project" / "data" / "prompts.jsonl"
+    chosen = next(c for c in bench_run.catalog.suite(["levers"]) if c.name.endswith("compile_decoding"))
+    job = bench_run.Job(0, chosen, bench_run.settings_for(chosen, False))
+    bench.prepare(job, tiny_model, prompts)
+    config = project.load(job.cwd)  # the config check accepts it: bf16 weights, the TRL backend
+    assert config.model["compile_decoding"] and not config.model["load_in_4bit"]
+    assert config.grpo["cache_implementation"] == "static" and config.grpo["steps_per_generation"] == 8
