@@ -520,7 +520,7 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          mode="script", args=("train.py", "--max-steps", "0")),
     Case("script-train-max-steps-text", "argument --max-steps: invalid int value: 'sixty'", code=2, mode="script",
          args=("train.py", "--max-steps", "sixty")),
-    Case("script-train-config-typo", "error: config.toml:37: grpo.learnin_rate = 0.005: unknown key", mode="script",
+    Case("script-train-config-typo", "error: config.toml:38: grpo.learnin_rate = 0.005: unknown key", mode="script",
          args=("train.py",), edits=edit("learning_rate", "learnin_rate")),
     Case("script-train-hub-offline", "error: model.name (given on the command line): model 'Qwen/Qwen3-4B' is not in "
          "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH", mode="script",
