@@ -202,3 +202,15 @@ def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transf
                                                                                                        False)
     assert "compiles the decode step on a GPU only" in capsys.readouterr().err  # this CPU decodes uncompiled
     assert [row["step"] for row in metrics.read_metrics(project / "compiled") if "reward" in row] == [1, 2]
+
+
+def test_a_run_repeats_step_for_step_with_the_same_seed(trained):
+    """TRL adds the LoRA adapter before it seeds; train.py seeds first, so its random starting weights repeat."""
+    project, _, _ = trained
+    run([sys.executable, "train.py", "--max-steps", "3", "--output-dir", "again"], cwd=project)
+
+    def trajectory(folder):
+        return [(row["step"], row["reward"], row["loss"], row["grad_norm"])
+                for row in metrics.read_metrics(project / folder) if "reward" in row]
+
+    assert trajectory("again") == trajectory("outputs")[:3]
