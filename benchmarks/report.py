@@ -230,14 +230,14 @@ def merge(report: dict, other: dict) -> dict:
         incoming.setdefault((row["case"], row["name"]), []).append(
             {**row, "run_date": row.get("run_date") or other.get("date")})
     # A contender measured again takes its old place on the page; a new one goes last.
-    rows = []
+    rows, placed = [], set()
     for row in report["rows"]:
         key = (row["case"], row["name"])
         if key not in incoming:
             rows.append(row)
-        elif not any((new["case"], new["name"]) == key for new in rows):
+        elif key not in placed:
             rows += incoming[key]
-    placed = {(row["case"], row["name"]) for row in rows}
+            placed.add(key)
     report["rows"] = rows + [row for key, group in incoming.items() if key not in placed for row in group]
     report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "
                                                  f"{', '.join(other.get('suites', []))}) merged in"]
