@@ -113,6 +113,24 @@ DEFAULT = [
               measure_cycles=1, guess_s_per_step=3.5, fixed_s=30),
 ]
 
+# The generated project as a user gets it: backend and generation path left to "auto" (on a GPU with room for it,
+# the fast path: a merged bf16 copy of the policy, compiled decoding), the preset's speed settings.
+DEFAULT += [
+    Contender("generated default", "standard", "generated", "auto", "the standard preset as `new` makes it: "
+              "whatever path auto takes on this machine", preset_speed=True, warmup_cycles=1, measure_cycles=2,
+              guess_s_per_step=1.5, fixed_s=100),
+    Contender("generated default", "thinking", "generated", "auto", "the thinking preset as `new` makes it",
+              preset_speed=True, warmup_cycles=1, measure_cycles=1, guess_s_per_step=5.0, fixed_s=100),
+]
+
+
+def preset_defaults(contender: Contender) -> bool:
+    """Whether a row is the generated project exactly as `new` makes it (besides the case's equal work)."""
+    return (contender.program == "generated" and contender.backend == "auto" and contender.preset_speed
+            and not contender.model and not contender.grpo and not contender.ablate and not contender.compile_decode
+            and not contender.env)
+
+
 # Suspects for the generated project's overhead: each changes one thing against "generated unsloth".
 OVERHEAD = [
     Contender("hand-written unsloth", "standard", "hand-written unsloth", "unsloth", "the reference",

@@ -305,7 +305,9 @@ class Benchmark:
         contender = job.contender
         row = {"name": contender.name, "case": contender.case, "program": contender.program,
                "backend": contender.backend, "status": status, "tells": contender.tells,
-               "settings": job.settings, "planned_s": round(job.planned_s)}
+               "settings": job.settings, "planned_s": round(job.planned_s),
+               # the project as `new` makes it: backend and generation left to "auto", the preset's speed settings
+               "preset_defaults": catalog.preset_defaults(contender)}
         if self.rounds > 1:
             row["round"] = job.round
         for source in ("result.json", "progress.json"):

@@ -53,6 +53,10 @@ CALIBRATION: dict[str, float] = {
     # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
     "decode_base_s_trl_compiled": 0.0446,
     "decode_per_sequence_s_trl_compiled": 9.43e-06,
+    # The fast generation path (a merged bf16 copy, compiled static-cache decoding): from the decode-step table in
+    # docs/benchmarks.md (2026-12-02: 6.6 ms at 8 sequences, 13.4 at 64), until a full-run row re-fits it
+    "decode_base_s_copy": 0.00563,
+    "decode_per_sequence_s_copy": 0.000121,
     "step_overhead_s": 0.328,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
@@ -163,6 +167,8 @@ class Settings:
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
     compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
+    generation: str = "plain"  # [model] generation: "fast" (a merged bf16 copy), "plain", or "auto" (not resolved)
+    max_seq_length: int = 512  # the fast path's static cache holds this many tokens per sequence
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
     @property
@@ -214,6 +220,8 @@ def _backend(settings: Settings) -> str:
 
 def _time_backend(settings: Settings) -> str:
     backend = _backend(settings)
+    if settings.generation == "fast":
+        return "copy"
     if backend == "trl" and settings.load_in_4bit:
         return "trl_4bit"
     return "trl_compiled" if backend == "trl" and settings.compiled_decoding else backend
@@ -250,11 +258,15 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     generation_logits = (settings.generation_batch * settings.max_completion_length * shape.vocab_size
                          * k[f"generation_logit_bytes_{backend}"])
 
+    copy = 0.0
+    if settings.generation == "fast":  # every weight again in bf16, and a static cache of max_seq_length tokens
+        copy = shape.params * 2
+        kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
     fixed = k["fixed_gib"] * GIB
-    peak = fixed + weights + lora + max(activations + logits, kv + generation_logits)
-    parts = {"weights": weights, "lora_and_optimizer": lora, "training_activations": activations,
-             "training_logits": logits, "generation_kv_cache": kv, "generation_scoring": generation_logits,
-             "other": fixed}
+    peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
+    parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
+             "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
+             "generation_scoring": generation_logits, "other": fixed}
 
     # Time: decoding steps for the generation batch, amortized over the steps it serves, plus training FLOPs.
     timing = _time_backend(settings)
@@ -263,7 +275,8 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     step_tokens = tokens * settings.gradient_accumulation_steps
     passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
                                                 else 0)  # forward + backward (2) + reference + old log-probs
-    training = "trl" if timing == "trl_compiled" else timing  # compiling changes decoding only
+    training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
+        "trl_4bit" if settings.load_in_4bit else "trl")
     train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
@@ -349,12 +362,16 @@ def processes_from_accelerate_config(path: str | Path) -> int:
 def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
                    processes: int = 1) -> Settings:
     gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
-    backend = backend_for(backend, processes)
+    generation = model.get("generation", "auto")
+    if backend == "unsloth" or grpo.get("use_vllm") or model.get("compile_decoding"):
+        generation = "plain"
+    backend = "trl" if generation == "fast" else backend_for(backend, processes)
     compiled = bool(model.get("compile_decoding")) and backend == "trl"
     if compiled:  # what train.py sets for it
         grpo = decoding.with_static_cache(grpo, model)
     return Settings(
-        shape=shape, backend=backend, processes=processes, compiled_decoding=compiled,
+        shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
+        max_seq_length=int(model.get("max_seq_length", 512)),
         load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
         lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
@@ -374,8 +391,14 @@ def from_project(path: str | Path, backend: str | None = None, prompt_tokens: in
                  processes: int = 1) -> tuple[Settings, dict]:
     from . import project
 
-    config = project.load(path)
-    shape, source = shape_for(config.model["name"])
+    return from_config(project.load(path), backend, prompt_tokens, processes)
+
+
+def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,
+                processes: int = 1) -> tuple[Settings, dict]:
+    """Settings of a loaded project (``project.ProjectConfig``)."""
+    local = config.local_model_dir()
+    shape, source = shape_for(str(local) if local is not None else config.model["name"])
     data_file = config.dataset_file()
     tokens = prompt_tokens or prompt_tokens_of(data_file, config.dataset["prompt_column"])
     settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
@@ -396,7 +419,7 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
     shape, source = shape_for(preset.model_id)
     sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
     tokens = prompt_tokens or prompt_tokens_of(sample)
-    model = {"load_in_4bit": preset.load_in_4bit}
+    model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
     settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
                               processes)
     return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
@@ -444,6 +467,8 @@ def changes_to_fit(settings: Settings, budget_gib: float) -> list[dict]:
         if valid_generation_steps(settings, spg):
             candidates.append(({"steps_per_generation": spg}, dict(steps_per_generation=spg,
                                                                    generation_batch_size=None)))
+    if settings.generation == "fast":
+        candidates.append(({"model.generation": "plain"}, dict(generation="plain")))
     if not settings.load_in_4bit:
         candidates.append(({"model.load_in_4bit": True}, dict(load_in_4bit=True)))
     if not settings.gradient_checkpointing:
@@ -481,7 +506,38 @@ def faster_that_fits(settings: Settings, budget_gib: float) -> dict | None:
     return best
 
 
+FAST_GENERATION_MARGIN = 0.9  # the fast path is chosen when its estimate leaves a tenth of the GPU's memory free
+
+
+def generation_path(settings: Settings) -> str:
+    """How completions are sampled: "fast" (a merged bf16 copy), "unsloth", "trl" or "trl compiled"."""
+    if settings.generation == "fast":
+        return "fast"
+    if settings.backend == "unsloth":
+        return "unsloth"
+    return "trl compiled" if settings.compiled_decoding else "trl"
+
+
+def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
+    """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits,
+    otherwise the backend's own generation. Without a known GPU size, the fast path, with what it needs said."""
+    if settings.generation != "auto":
+        return settings, _("set in config.toml")
+    plain = replace(settings, generation="plain")
+    if not cuda:
+        return plain, _("no CUDA GPU: the fast path compiles on a GPU only")
+    fast = replace(settings, generation="fast", backend="trl", compiled_decoding=False)
+    need = needed_gib(estimate(fast))
+    if gpu_gib is None:
+        return fast, _("needs about {need:.1f} GiB of GPU memory").format(need=need)
+    if need <= gpu_gib * FAST_GENERATION_MARGIN:
+        return fast, _("plan: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
+    return plain, _("the fast path needs about {need:.1f} GiB, more than 90% of this GPU's {gpu:.0f} GiB").format(
+        need=need, gpu=gpu_gib)
+
+
 def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
+    settings, generation_why = resolve_generation(settings, gpu_gib)
     result = estimate(settings)
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape),
                                   "generation_steps": settings.generation_steps,
@@ -493,6 +549,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
            "s_per_step": round(result.s_per_step, 2),
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
+           "generation_path": generation_path(settings), "generation_why": generation_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:
         out["data_parallel"] = data_parallel(settings, result)
@@ -523,7 +580,7 @@ def data_parallel(settings: Settings, result: Estimate) -> dict:
     return out
 
 
-PART_NAMES = {"weights": N_("weights"), "lora_and_optimizer": N_("LoRA + optimizer"),
+PART_NAMES = {"weights": N_("weights"), "generation_copy": N_("generation copy"), "lora_and_optimizer": N_("LoRA + optimizer"),
               "training_activations": N_("training activations"), "training_logits": N_("logits"),
               "generation_kv_cache": N_("generation KV cache"), "generation_scoring": N_("generation scoring"),
               "other": N_("other")}
@@ -540,6 +597,7 @@ def render_text(result: dict) -> str:
     lines = [_("{what}: {model} ({source}), backend {backend}, {weights}").format(
         what=what, model=result["model"], source=result["shape_source"], backend=settings["backend"],
         weights=_("4-bit") if settings["load_in_4bit"] else _("16-bit weights"))]
+    lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
                    "{every} micro-step(s)").format(

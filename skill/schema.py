@@ -74,6 +74,9 @@ class ModelTable(Table):
     load_in_4bit: bool = False
     # TRL backend: a static KV cache and a compiled decode step (runtime/decoding.py)
     compile_decoding: bool = False
+    # how completions are sampled: "fast" from a merged bf16 copy of the policy (runtime/generation_copy.py),
+    # "plain" by the backend itself, "auto" fast on a CUDA GPU where `plan` says the copy fits
+    generation: Literal["auto", "fast", "plain"] = "auto"
     # a LoRA adapter folder to continue from (e.g. what sft.py saved); checked for existence by project.py
     adapter: NonEmptyStr | None = None
 
@@ -673,6 +676,8 @@ def _check_together(data: dict, source: Source) -> None:
                 "[grpo] (evaluate.py scores the trained adapter)"))
     if model["compile_decoding"]:
         _check_compile_decoding(model, grpo, source)
+    if model["generation"] == "fast":
+        _check_fast_generation(model, grpo, source)
     completion, max_seq = grpo["max_completion_length"], model["max_seq_length"]
     if completion >= max_seq:
         raise source.error(("grpo", "max_completion_length"), _(
@@ -718,6 +723,18 @@ def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
         raise source.error(("grpo", "cache_implementation"), _(
             "compile_decoding decodes with a static KV cache; remove cache_implementation (or set it to "
             "'static')"))
+
+
+def _check_fast_generation(model: dict, grpo: dict, source: Source) -> None:
+    where = ("model", "generation")
+    if model["backend"] == "unsloth":
+        raise source.error(where, _("'fast' samples from a merged copy with the TRL backend; Unsloth generates "
+                                    "with its own: set backend = 'auto' or 'trl', or generation = 'plain'"))
+    if grpo.get("use_vllm"):
+        raise source.error(where, _("vLLM generates the completions; remove use_vllm or set generation = 'plain'"))
+    if model["compile_decoding"]:
+        raise source.error(("model", "compile_decoding"), _(
+            "the fast generation path compiles its own decode step; remove compile_decoding"))
 
 
 # ---- python -m grpo_skill.schema --------------------------------------------------------------------------

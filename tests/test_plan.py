@@ -78,6 +78,8 @@ def set_grpo(project, **values):
 def test_plan_a_project_that_does_not_fit_names_changes_that_do(cli, tmp_path):
     project = new_project(cli, tmp_path)
     set_grpo(project, steps_per_generation=16, max_completion_length=256)
+    config = project / "config.toml"  # the backend's own generation: "auto" would change path to fit instead
+    config.write_text(config.read_text().replace('generation = "auto"', 'generation = "plain"'))
     roomy = json.loads(cli("plan", str(project), "--gpu-memory", "200", "--json").stdout)
     assert roomy["fits"] is True
     assert roomy["settings"]["generation_steps"] == 16 and roomy["settings"]["max_completion_length"] == 256
@@ -178,7 +180,7 @@ def test_plan_counts_the_static_cache_and_the_faster_decoding_of_compile_decodin
     project = new_project(cli, tmp_path)
     config = project / "config.toml"
     eager_text = config.read_text().replace("load_in_4bit = true", "load_in_4bit = false").replace(
-        'backend = "auto"', 'backend = "trl"')
+        'backend = "auto"', 'backend = "trl"').replace('generation = "auto"', 'generation = "plain"')
     config.write_text(eager_text)
     eager = json.loads(cli("plan", str(project), "--json").stdout)
     config.write_text(eager_text.replace("# compile_decoding = true", "compile_decoding = true"))
@@ -187,3 +189,15 @@ def test_plan_counts_the_static_cache_and_the_faster_decoding_of_compile_decodin
     assert compiled["settings"]["static_cache_tokens"] == 1024 and compiled["settings"]["compiled_decoding"]
     assert compiled["parts_gib"]["generation_kv_cache"] > eager["parts_gib"]["generation_kv_cache"]
     assert compiled["s_per_step"] < eager["s_per_step"]
+
+
+def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp_path):
+    project = new_project(cli, tmp_path)
+    roomy = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--json").stdout)
+    assert roomy["generation_path"] == "fast" and roomy["settings"]["backend"] == "trl"
+    assert roomy["parts_gib"]["generation_copy"] > 7  # Qwen3-4B again in bf16
+    small = json.loads(cli("plan", str(project), "--gpu-memory", str(roomy["needed_gib"] * 0.8), "--json").stdout)
+    assert small["generation_path"] == "unsloth" and small["parts_gib"]["generation_copy"] == 0
+    assert "more than 90%" in small["generation_why"]
+    text = cli("plan", str(project), "--gpu-memory", "141").stdout
+    assert "generation: fast (plan: " in text

@@ -1,4 +1,5 @@
-"""``[model] compile_decoding``: the TRL backend decodes with a static KV cache and a compiled decode step.
+"""How a run samples its completions: ``[model] generation`` (the fast path or the backend's own) and
+``[model] compile_decoding`` (the TRL backend decodes with a static KV cache and a compiled decode step).
 
 TRL builds its GenerationConfig with ``disable_compile=True``, so ``cache_implementation = "static"`` alone still
 decodes step by step in eager mode. Measured with plain TRL on an H200, Qwen3-4B's shape in bf16, generation batched
@@ -10,9 +11,50 @@ Imports nothing heavy: the trainer is passed in.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 from ..i18n import _
 from . import distributed
+
+
+@dataclass(frozen=True)
+class Generation:
+    backend: str  # "unsloth" or "trl": what trains
+    fast: bool  # sample from a merged bf16 copy of the policy (runtime/generation_copy.py)
+    why: str
+
+    def describe(self) -> str:
+        path = _("fast (a merged bf16 copy of the policy, compiled decoding)") if self.fast else _(
+            "the {backend} backend's own").format(backend=self.backend)
+        return _("generation: {path}: {why}").format(path=path, why=self.why)
+
+
+def choose(config, backend: str, cuda: bool) -> Generation:
+    """``[model] generation`` made concrete for this machine. ``backend`` is what ``machine.choose_backend`` took;
+    "auto" takes the fast path (training with TRL) on a CUDA GPU where `grpo-skill plan` says it fits."""
+    from .. import plan
+
+    requested = config.model.get("generation", "auto")
+    if requested == "plain":
+        return Generation(backend, False, _("[model] generation = 'plain'"))
+    if requested == "fast":
+        if not cuda:
+            return Generation("trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled"))
+        return Generation("trl", True, _("[model] generation = 'fast'"))
+    if not cuda:
+        return Generation(backend, False, _("no CUDA GPU"))
+    if config.model.get("backend") == "unsloth" or config.grpo.get("use_vllm") or config.model.get(
+            "compile_decoding") or distributed.is_launched():
+        return Generation(backend, False, _("the config asks for another path"))
+    try:
+        settings, _about = plan.from_config(config, backend="trl")
+    except plan.PlanError:
+        return Generation(backend, False, _("no model shape known to plan its memory; set generation = 'fast' to "
+                                            "take it anyway"))
+    settings, why = plan.resolve_generation(settings, plan.gpu_memory_gib(), cuda=True)
+    if settings.generation == "fast":
+        return Generation("trl", True, why)
+    return Generation(backend, False, why)
 
 
 def with_static_cache(grpo: dict, model: dict) -> dict:

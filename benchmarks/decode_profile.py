@@ -1,0 +1,262 @@
+"""Where a decode step goes: the generation paths a GRPO run can sample with, on Qwen3-4B's shape, against the floor.
+
+    python benchmarks/decode_profile.py --out /tmp/decode        # on a CUDA GPU; writes decode.json and decode.md
+
+Each path samples ``--new-tokens`` tokens for a batch of left-padded prompts, as GRPOTrainer's generation does. A
+decode step's time is taken from two generations of different lengths (their difference over the extra tokens), so
+the prefill and the set-up are left out. The floor is the bytes one decode step must read (every weight once, and
+the KV cache at the generation's mean length) over the copy bandwidth measured in the same run. A profile of the
+fast path (``torch.profiler``) splits the step into kernel time by kind and time the GPU sits idle (launches,
+Python, host syncs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+PROMPT_TOKENS = 96
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def measure_bandwidth(torch) -> float:
+    """Device copy bandwidth in bytes/s (read + write), the best of a few 2 GiB copies."""
+    source = torch.empty(2**30, dtype=torch.bfloat16, device="cuda")
+    target = torch.empty_like(source)
+    best = float("inf")
+    for _ in range(5):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        target.copy_(source)
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - started)
+    del source, target
+    return 2 * 2**31 / best
+
+
+def floor_ms(config, batch: int, new_tokens: int, bandwidth: float, weight_bytes: int) -> float:
+    kv_per_token = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 2
+    mean_context = PROMPT_TOKENS + new_tokens / 2
+    return 1000 * (weight_bytes + kv_per_token * mean_context * batch) / bandwidth
+
+
+def prompts(torch, batch: int, vocab: int):
+    """Left-padded prompts of 64..96 tokens, as a GRPO generation batch has."""
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1000, vocab - 1000, (batch, PROMPT_TOKENS), generator=generator)
+    mask = torch.ones_like(ids)
+    for row in range(batch):
+        pad = int(torch.randint(0, 32, (1,), generator=generator))
+        mask[row, :pad] = 0
+        ids[row, :pad] = 0
+    return {"input_ids": ids.cuda(), "attention_mask": mask.cuda()}
+
+
+def timed_generate(torch, generate, inputs, config, tokens: int) -> float:
+    config.max_new_tokens = config.min_new_tokens = tokens
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    generate(**inputs, generation_config=config)
+    torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
+def decode_step_ms(torch, generate, inputs, config, new_tokens: int) -> float:
+    short = max(8, new_tokens // 8)
+    timed_generate(torch, generate, inputs, config, new_tokens)  # warm-up: compiles, sizes the cache
+    long_s = min(timed_generate(torch, generate, inputs, config, new_tokens) for _ in range(2))
+    short_s = min(timed_generate(torch, generate, inputs, config, short) for _ in range(2))
+    return 1000 * (long_s - short_s) / (new_tokens - short)
+
+
+def profile_step(torch, generate, inputs, config, tokens: int) -> dict:
+    """Kernel time per decode step by kind, and the GPU's idle share, over one generation of ``tokens``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    config.max_new_tokens = config.min_new_tokens = tokens
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        started = time.perf_counter()
+        generate(**inputs, generation_config=config)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - started
+    kinds: dict[str, float] = {}
+    top: dict[str, float] = {}
+    for event in prof.key_averages():
+        device_us = getattr(event, "self_device_time_total", 0) or getattr(event, "self_cuda_time_total", 0)
+        if device_us <= 0 or event.key.startswith(("ProfilerStep", "aten::", "cuda")):
+            continue
+        kinds[_kind(event.key)] = kinds.get(_kind(event.key), 0.0) + device_us
+        top[event.key[:90]] = top.get(event.key[:90], 0.0) + device_us
+    kernel_ms = sum(kinds.values()) / 1000 / tokens
+    return {
+        "wall_ms_per_token": 1000 * wall / tokens,
+        "kernel_ms_per_token": kernel_ms,
+        "kinds_ms_per_token": {k: round(v / 1000 / tokens, 3) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+        "top_kernels_ms_per_token": {k: round(v / 1000 / tokens, 3)
+                                     for k, v in sorted(top.items(), key=lambda kv: -kv[1])[:12]},
+    }
+
+
+def _kind(name: str) -> str:
+    lowered = name.lower()
+    if any(word in lowered for word in ("flash", "fmha", "attention", "sdpa", "flex", "cudnn")):
+        return "attention"
+    if any(word in lowered for word in ("gemm", "gemv", "matmul", "cutlass", "sm90_xmma", "nvjet", "splitk")):
+        return "matmul"
+    if any(word in lowered for word in ("softmax", "topk", "sort", "multinomial", "exponential", "argmax")):
+        return "sampling"
+    if any(word in lowered for word in ("copy", "cat", "index", "scatter", "memcpy", "memset")):
+        return "copies and cache updates"
+    if "triton" in lowered:
+        return "fused elementwise (triton)"
+    return "other"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/grpo-skill-bench"))
+    parser.add_argument("--batches", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--paths", nargs="+", default=list(PATHS))
+    args = parser.parse_args(argv)
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig, GenerationConfig
+
+    from grpo_skill import modelbuild
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    model_dir = modelbuild.build("qwen3-4b", opens_think=False, dest=args.work / "model-qwen3-4b")
+    bandwidth = measure_bandwidth(torch)
+
+    def policy(four_bit: bool):
+        quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                          bnb_4bit_compute_dtype=torch.bfloat16) if four_bit else None
+        base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16, device_map="cuda",
+                                                    quantization_config=quantization)
+        model = get_peft_model(base, LoraConfig(r=16, lora_alpha=16, target_modules=LORA_TARGETS))
+        for name, param in model.named_parameters():  # a trained adapter: B away from its zero start
+            if "lora_B" in name:
+                param.data.normal_(0, 1e-3)
+        return model.eval()
+
+    rows, profiles = [], {}
+    results_path = args.out / "decode.json"
+    bf16_policy = policy(four_bit=False)
+    config_model = bf16_policy.get_base_model().config
+    weight_bytes = sum(p.numel() * 2 for n, p in bf16_policy.get_base_model().named_parameters() if "lora" not in n)
+    weight_bytes -= config_model.vocab_size * config_model.hidden_size * 2  # tied: the embedding rows read are few
+    copies, sources = {}, {False: bf16_policy}
+    for path in args.paths:
+        spec = PATHS[path]
+        four_bit = bool(spec.get("four_bit"))
+        if four_bit not in sources:
+            sources[four_bit] = policy(four_bit=True)
+        source = sources[four_bit]
+        for batch in args.batches:
+            inputs = prompts(torch, batch, config_model.vocab_size)
+            config = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=0,
+                                      eos_token_id=None)
+            if spec["kind"] == "copy":
+                key = path
+                if key not in copies:
+                    started = time.perf_counter()
+                    copies[key] = GenerationCopy(source, max_cache_len=PROMPT_TOKENS + args.new_tokens,
+                                                 compile_decode=True, attn_implementation=spec.get("attn", "sdpa"))
+                    torch.cuda.synchronize()
+                    build_s = time.perf_counter() - started
+                copy = copies[key]
+                refresh_ms = _refresh_ms(torch, copy)
+                generate = copy.generate
+            else:
+                build_s, refresh_ms = None, None
+                config.cache_implementation = spec.get("cache")
+                config.disable_compile = not spec.get("compile", False)
+                if spec.get("cache") == "static":
+                    config.max_cache_len = PROMPT_TOKENS + args.new_tokens
+                generate = source.generate
+            try:
+                step = decode_step_ms(torch, generate, inputs, config, args.new_tokens) if spec.get(
+                    "decode", True) else None
+                error = None
+            except Exception as exc:  # a path that fails here is a row that says why
+                step, error = None, f"{type(exc).__name__}: {str(exc)[:300]}"
+            floor = floor_ms(config_model, batch, args.new_tokens, bandwidth, weight_bytes)
+            row = {"path": path, "batch": batch, "decode_ms": step, "floor_ms": floor,
+                   "x_floor": step / floor if step else None, "refresh_ms": refresh_ms,
+                   "copy_build_s": build_s, "error": error, "tells": spec["tells"]}
+            if spec.get("profile") and step:
+                profiles[f"{path} @ {batch}"] = profile_step(torch, generate, inputs, config, 64)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            results = {"bandwidth_GBps": bandwidth / 1e9, "weight_bytes": weight_bytes, "new_tokens": args.new_tokens,
+                       "prompt_tokens": PROMPT_TOKENS, "device": torch.cuda.get_device_name(),
+                       "torch": torch.__version__, "rows": rows, "profiles": profiles}
+            results_path.write_text(json.dumps(results, indent=2))
+    (args.out / "decode.md").write_text(render(json.loads(results_path.read_text())))
+    print(render(json.loads(results_path.read_text())))
+    return 0
+
+
+def _refresh_ms(torch, copy) -> float:
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    copy.refresh()
+    torch.cuda.synchronize()
+    return 1000 * (time.perf_counter() - started)
+
+
+PATHS = {
+    "policy, dynamic cache": {"kind": "policy", "cache": None, "tells": "TRL's default generation: the policy with "
+                              "its LoRA unmerged, step by step in eager mode"},
+    "policy, static compiled": {"kind": "policy", "cache": "static", "compile": True, "tells": "[model] "
+                                "compile_decoding: the policy, unmerged LoRA, a compiled static-cache step"},
+    "merged copy, sdpa": {"kind": "copy", "attn": "sdpa", "profile": True, "tells": "the generation copy: LoRA "
+                          "merged into bf16 weights, static cache, compiled, SDPA attention"},
+    "merged copy, flex": {"kind": "copy", "attn": "flex_attention", "profile": True, "tells": "the same with "
+                          "flex_attention (grouped KV heads read as they are)"},
+    "4-bit policy, dynamic cache": {"kind": "policy", "cache": None, "four_bit": True, "tells": "TRL backend with a "
+                                    "4-bit base: dequantizes every weight on every token"},
+    "merged copy of a 4-bit policy": {"kind": "copy", "attn": "sdpa", "four_bit": True, "decode": False,
+                                      "tells": "a 4-bit base's bf16 merged copy: decodes as the bf16 copy does; "
+                                      "its refresh dequantizes and merges every linear layer"},
+}
+
+
+def render(results: dict) -> str:
+    lines = [
+        f"Decode step on {results['device']} (torch {results['torch']}), Qwen3-4B shape, "
+        f"{results['prompt_tokens']}-token prompts, {results['new_tokens']} sampled tokens; floor = "
+        f"{results['weight_bytes'] / 1e9:.2f} GB of weights + the KV cache at the mean length, read at the measured "
+        f"{results['bandwidth_GBps']:.0f} GB/s.",
+        "",
+        "| path | batch | decode step, ms | floor, ms | × floor | copy refresh, ms | what it is |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in results["rows"]:
+        step = f"{row['decode_ms']:.2f}" if row["decode_ms"] else (f"failed: {row['error']}" if row["error"]
+                                                                    else "as the bf16 copy")
+        ratio = f"{row['x_floor']:.1f}" if row["x_floor"] else "–"
+        refresh = f"{row['refresh_ms']:.0f}" if row["refresh_ms"] is not None else "–"
+        lines.append(f"| {row['path']} | {row['batch']} | {step} | {row['floor_ms']:.2f} | {ratio} | {refresh} | "
+                     f"{row['tells']} |")
+    for name, prof in results["profiles"].items():
+        idle = prof["wall_ms_per_token"] - prof["kernel_ms_per_token"]
+        lines += ["", f"Profile, {name}: {prof['wall_ms_per_token']:.2f} ms per token of wall time, "
+                  f"{prof['kernel_ms_per_token']:.2f} in kernels, {idle:.2f} with the GPU idle (launches, Python, "
+                  "host syncs; prefill included).", "", "| kernel kind | ms per token |", "|---|---|"]
+        lines += [f"| {kind} | {ms} |" for kind, ms in prof["kinds_ms_per_token"].items()]
+        lines += ["", "| top kernels | ms per token |", "|---|---|"]
+        lines += [f"| `{kernel}` | {ms} |" for kernel, ms in prof["top_kernels_ms_per_token"].items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The fast generation path: sampling from a bf16 copy of the policy with its LoRA merged in.
+
+A policy decodes every token through its base weights *and* its LoRA adapters (two extra small matmuls per linear
+layer, +60% per decode step on Qwen3-4B's shape, docs/benchmarks.md), and with a 4-bit base it also dequantizes every
+weight on every token. The copy holds each linear layer as one bf16 matrix, ``W + scale * B @ A``, computed in fp32
+from the policy before each generation and never written back: the policy's own weights stay exactly as trained.
+That is what vLLM's colocate mode does with its own copy, without vLLM. The copy decodes with a static KV cache of
+one size, so transformers compiles the decode step once (on a GPU).
+
+What changes against sampling from the policy itself: the merged matrix is rounded to bf16 once, where the policy
+rounds the base and the adapter's outputs separately; the samples differ by that rounding, as vLLM's do.
+"""
+
+from __future__ import annotations
+
+import copy as copying
+import sys
+import time
+
+from ..i18n import _
+from . import distributed
+
+
+def torch_no_grad(function):
+    """``torch.no_grad`` as a decorator without importing torch when this module loads."""
+
+    def wrapped(*args, **kwargs):
+        import torch
+
+        with torch.no_grad():
+            return function(*args, **kwargs)
+
+    wrapped.__doc__ = function.__doc__
+    return wrapped
+
+
+class GenerationCopy:
+    """A bf16 model of the policy's architecture whose weights follow the policy's merged weights."""
+
+    def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = "sdpa"):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        base = policy.get_base_model()
+        self.policy = policy
+        self.max_cache_len = max_cache_len
+        self.compile_decode = compile_decode
+        config = copying.deepcopy(base.config)
+        for attribute in ("quantization_config", "_pre_quantization_dtype"):
+            if hasattr(config, attribute):
+                delattr(config, attribute)
+        untie = _output_layer_diverges(base)
+        if untie:  # an adapter on lm_head (the tiny preset) moves it away from the input embeddings
+            config.tie_word_embeddings = False
+        device = next(p.device for p in base.parameters() if p.device.type != "meta")
+        with torch.device(device):
+            self.model = AutoModelForCausalLM.from_config(
+                config, dtype=torch.bfloat16 if device.type == "cuda" else torch.float32,
+                attn_implementation=attn_implementation,
+            )
+        self.model.eval().requires_grad_(False)
+        self.model.generation_config = copying.deepcopy(base.generation_config)
+        self._sources = [(param, base.get_submodule(module_name), leaf)
+                         for module_name, leaf, param in _parameters(self.model)]
+        self.refresh(everything=True)
+        self.refresh_seconds = 0.0
+
+    @torch_no_grad
+    def refresh(self, everything: bool = False) -> None:
+        """Copy the policy's current weights in: every linear layer with its adapters merged; the rest (embeddings,
+        norms) only where they train, or on the first call."""
+        for param, source, leaf in self._sources:
+            if _has_adapter(source):
+                param.copy_(_merged_weight(source, leaf))
+            else:
+                tensor = getattr(_active_module(source), leaf)
+                if everything or tensor.requires_grad:
+                    param.copy_(_plain(tensor))
+
+    def generate(self, *args, generation_config=None, **kwargs):
+        """What ``policy.generate`` is asked for, answered by the copy: refreshed first, static cache, compiled."""
+        import torch
+
+        started = time.perf_counter()
+        self.refresh()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self.refresh_seconds += time.perf_counter() - started
+        config = copying.deepcopy(generation_config or self.model.generation_config)
+        config.cache_implementation = "static"
+        config.disable_compile = not self.compile_decode
+        config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
+        with torch.no_grad():
+            return self.model.generate(*args, generation_config=config, **kwargs)
+
+
+def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = "sdpa") -> GenerationCopy:
+    """Make the trainer sample from a merged copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
+    ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
+    from peft import PeftModel
+
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    if not isinstance(policy, PeftModel):
+        raise TypeError("the generation copy needs a peft (LoRA) policy")
+    copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation)
+    policy.generate = copy.generate
+    if distributed.is_main_process():
+        gib = sum(p.numel() * p.element_size() for p in copy.model.parameters()) / 2**30
+        print(_("generation: a merged bf16 copy of the policy ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
+                "decode step {compiled}").format(
+            gib=gib, tokens=max_cache_len, compiled=_("compiled") if compile_decode else _("not compiled")),
+            file=sys.stderr)
+    return copy
+
+
+def _parameters(model):
+    """(module name, parameter name, parameter) for each of the copy's parameters (tied ones once)."""
+    for name, param in model.named_parameters():
+        module_name, _dot, leaf = name.rpartition(".")
+        yield module_name, leaf, param
+
+
+def _has_adapter(module) -> bool:
+    return hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")
+
+
+def _active_module(module):
+    """A module that peft wrapped to train it whole (``modules_to_save``): its trained copy."""
+    wrapped = getattr(module, "modules_to_save", None)
+    if wrapped is not None and hasattr(module, "active_adapters"):
+        active = [name for name in module.active_adapters if name in wrapped]
+        if active:
+            return wrapped[active[0]]
+    return getattr(module, "original_module", module)
+
+
+def _plain(tensor):
+    return tensor.detach()
+
+
+def _merged_weight(layer, leaf: str):
+    """``leaf`` of a LoRA layer as the copy holds it: the base weight (dequantized when 4-bit) plus each active,
+    unmerged adapter's delta, summed in fp32."""
+    from peft.utils.integrations import dequantize_module_weight
+
+    base = layer.base_layer
+    if leaf != "weight":
+        return getattr(base, leaf).detach()
+    weight = dequantize_module_weight(base).detach().float()
+    if getattr(layer, "merged", False) or getattr(layer, "disable_adapters", False):
+        return weight
+    for adapter in layer.active_adapters:
+        if adapter in getattr(layer, "lora_A", {}):
+            weight = weight + layer.get_delta_weight(adapter).float()
+    return weight
+
+
+def _output_layer_diverges(base) -> bool:
+    """Whether the policy's output layer is tied to its input embeddings but trains apart from them."""
+    if not getattr(base.config, "tie_word_embeddings", False):
+        return False
+    output = base.get_output_embeddings()
+    return _has_adapter(output) or hasattr(output, "modules_to_save")
