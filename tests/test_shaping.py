@@ -116,10 +116,18 @@ def test_language_share_of_the_target_language():
     assert score("language", completions[:2], language="zh", part="answer") == [0.0, 0.0]
 
 
-def test_language_has_no_opinion_on_text_too_short_to_tell():
-    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English
-    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>答案是四十二。"], language="en",
+def test_language_scores_text_too_short_for_py3langid_by_its_script():
+    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English; in Latin letters a short
+    # text could be English, French or German: no opinion
+    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>42"], language="en",
                  part="answer") == [None, None, None]
+    # but a short answer with no Latin letter is no English, and one in Han characters is Chinese
+    assert score("language", ["</think>答案是四十二。", "</think>Да."], language="en", part="answer") == [0.0, 0.0]
+    assert score("language", ["</think>答案是20", "</think>The answer is 20", "</think>答案是20 apples"],
+                 language="zh", part="answer") == [1.0, 0.0, pytest.approx(3 / 9)]
+    # Japanese shares Han with Chinese: kana decide it, Han alone does not
+    assert score("language", ["</think>答えは20です", "</think>答案是20"], language="ja",
+                 part="answer") == [1.0, None]
     # beside thinking long enough to judge, a short answer is left out, not counted against it
     assert score("language", [ENGLISH + "</think>Oui."], language="en") == [1.0]
     # the limit is 40 bytes: 14 Chinese characters are enough
