@@ -36,6 +36,8 @@ DEFAULT_PLUGINS = (
     "grpo_skill.builtins.rewards.seed",
     "grpo_skill.builtins.rewards.verifiable",
     "grpo_skill.builtins.rewards.shaping",
+    "grpo_skill.builtins.rewards.structured",
+    "grpo_skill.builtins.rewards.execution",
     "grpo_skill.builtins.rewards.judge",
 )
 # a project's rewards.py registers as PROJECT_PLUGIN_PREFIX + its folder (the registry rebuilds its rewards by it)

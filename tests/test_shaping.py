@@ -169,3 +169,64 @@ def test_check_takes_true_or_false_for_a_param_whose_default_is_auto(cli, tmp_pa
     config.write_text(config.read_text().replace('name = "think_format"\n',
                                                  'name = "think_format"\nparams = { template_opens_think = true }\n'))
     assert "OK" in cli("check", str(tmp_path / "proj")).stdout  # its help says: "auto", true or false
+
+
+@pytest.mark.parametrize("text, opened, expected", [
+    ("<think>6 x 7 = 42</think><answer>42</answer>", False, 1.0),
+    ("<think>\n6 x 7 = 42\n</think>\n<answer>\n42\n</answer>\n", False, 1.0),
+    ("6 x 7 = 42</think><answer>42</answer>", False, 0.0),  # no <think>, and the prompt did not open it
+    ("6 x 7 = 42</think><answer>42</answer>", True, 1.0),  # Qwen3 Thinking-2507: the prompt opened it
+    ("<think>6 x 7 = 42</think><answer>42</answer>", True, 1.0),  # a model that repeats it anyway
+    ("<think>6 x 7 = 42</think>42", False, 0.0),  # no answer tags
+    ("<think>6 x 7</think><answer> </answer>", False, 0.0),  # an empty answer
+    ("<think>6 x 7</think><answer>42</answer> and more", False, 0.0),  # text after the answer
+    ("<think>a</think><think>b</think><answer>42</answer>", False, 0.0),  # two thinking blocks
+    ("<think>a</think><answer>4</answer><answer>2</answer>", False, 0.0),  # two answers
+    ("<answer>42</answer><think>a</think>", False, 0.0),  # answer before the thinking
+    ("6 x 7 = 42", True, 0.0),  # unfinished thinking
+])
+def test_answer_format(text, opened, expected):
+    assert score("answer_format", [text], template_opens_think=opened) == [expected]
+
+
+def test_answer_format_asks_the_preset_whether_the_template_opens_think():
+    text = "6 x 7 = 42</think><answer>42</answer>"
+    assert score("answer_format", [text], preset="thinking") == [1.0]
+    assert score("answer_format", [text], preset="standard") == [0.0]
+
+
+def kimi(completions, prompts, lengths, golds):
+    reward = plugins.get_reward("kimi_length").build()
+    return reward(prompts=prompts, completions=completions, completion_ids=ids(*lengths), answer=golds)
+
+
+def test_kimi_length_follows_kimi_k15_within_each_prompts_group():
+    # one group: lengths 10..30, lambda = 0.5 - (len - 10) / 20: 0.5, 0.0, -0.5
+    right, wrong = "</think>42", "</think>41"
+    completions = [right, right, right, wrong, wrong]
+    scores = kimi(completions, ["p"] * 5, (10, 20, 30, 10, 30), ["42"] * 5)
+    # right: lambda; wrong: min(0, lambda): the short wrong one earns nothing for being short
+    assert scores == [0.5, 0.0, -0.5, 0.0, -0.5]
+
+
+def test_kimi_length_groups_by_prompt():
+    # two prompts in one batch, as TRL passes G completions per prompt: min and max are the group's own
+    prompts = ["a", "a", "b", "b"]
+    scores = kimi(["</think>1", "</think>1", "</think>2", "</think>2"], prompts, (5, 15, 100, 300), ["1", "1", "2", "2"])
+    assert scores == [0.5, -0.5, 0.5, -0.5]
+    # chat prompts group the same way
+    chat = [[{"role": "user", "content": "a"}]] * 2 + [[{"role": "user", "content": "b"}]] * 2
+    assert kimi(["</think>1"] * 4, chat, (5, 15, 100, 300), ["1"] * 4) == scores
+
+
+def test_kimi_length_is_zero_when_a_group_is_all_as_long_and_none_for_unreadable_golds():
+    import warnings
+
+    assert kimi(["</think>42", "</think>41"], ["p", "p"], (8, 8), ["42", "42"]) == [0.0, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert kimi(["</think>42", "</think>41"], ["p", "p"], (8, 16), [r"\frac{1}{", r"\frac{1}{"]) == [None, None]
+
+
+def test_kimi_length_reads_chinese_answers():
+    assert kimi(["</think>答案是42。", "</think>所以一共有41个。"], ["p", "p"], (10, 20), ["42", "42"]) == [0.5, -0.5]

@@ -1,5 +1,5 @@
-"""Rewards for the form of a completion: soft_overlong, repetition, think_format, tag_count, reasoning_steps and
-language.
+"""Rewards for the form of a completion: soft_overlong, repetition, think_format, answer_format, tag_count,
+reasoning_steps and language.
 
 soft_overlong, repetition and think_format wrap TRL's ``trl.rewards`` (DAPO's overlong punishment, the n-gram
 repetition penalty, the think-format check); TRL is imported when a reward is built, never by the CLI.
@@ -72,6 +72,28 @@ def think_format_factory(context):
         return [score if text.count(THINK_END) == 1 else 0.0 for score, text in zip(scores, texts)]
 
     return think_format
+
+
+ANSWER_START, ANSWER_END = "<answer>", "</answer>"
+
+
+def answer_format_factory(context):
+    opened = opens_think(context)
+    # <think> first unless the prompt opened it (then a completion may still repeat it), one </think>, then
+    # <answer>non-empty</answer> and nothing after it
+    think_start = r"(?:<think>)?" if opened else r"<think>"
+    pattern = re.compile(rf"\s*{think_start}(?:(?!<think>).)*?</think>\s*<answer>(?=.*\S.*</answer>)"
+                         rf"(?:(?!<answer>).)*?</answer>\s*", re.DOTALL)
+
+    def answer_format(completions, **kwargs):
+        scores = []
+        for completion in completions:
+            text = completion_text(completion)
+            once = all(text.count(tag) == 1 for tag in (THINK_END, ANSWER_START, ANSWER_END))
+            scores.append(1.0 if once and pattern.fullmatch(text) else 0.0)
+        return scores
+
+    return answer_format
 
 
 def tag_count_factory(context):
@@ -238,6 +260,16 @@ def register_rewards(register):
         param_help={"template_opens_think": OPENS_THINK_HELP},
         example=("--completion", "<think>6 x 7 = 42</think>42", "--completion", "42",
                  "--param", "think_format.template_opens_think=false"),
+    ))
+    register(Reward(
+        "answer_format", answer_format_factory,
+        N_("1.0 when the completion is <think>reasoning</think><answer>answer</answer> (each tag once, a "
+           "non-empty answer, nothing after </answer>), else 0.0; when the chat template opens <think> (Qwen3 "
+           "Thinking-2507) the completion may start inside the thinking, with or without <think>."),
+        params={"template_opens_think": "auto"},
+        param_help={"template_opens_think": OPENS_THINK_HELP},
+        example=("--completion", "<think>6 x 7 = 42</think><answer>42</answer>", "--completion",
+                 "<think>6 x 7 = 42</think>42", "--param", "answer_format.template_opens_think=false"),
     ))
     register(Reward(
         "tag_count", tag_count_factory,
