@@ -92,13 +92,23 @@ def test_bad_params_and_a_missing_column_are_refused():
         plugins.get_reward("code_tests").build()(completions=["x"], answer=["1"])
 
 
-@pytest.mark.skipif(os.name != "posix", reason="resource limits are POSIX")
-def test_children_of_a_timed_out_run_are_killed_too():
-    code = ("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-            "import time\ntime.sleep(30)")
-    before = set(os.listdir("/proc")) if os.path.isdir("/proc") else set()
-    assert code_tests([code], timeout=0.5) == [0.0]
-    sleepers = [pid for pid in set(os.listdir("/proc")) - before if pid.isdigit()
-                and "time.sleep(30)" in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")] \
-        if before else []
-    assert sleepers == []
+def test_children_of_a_timed_out_run_are_killed_too(tmp_path):
+    started = tmp_path / "started"
+    code = ("import subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)  # orphan-probe'])\n"
+            f"open({str(started)!r}, 'w').close()\n"
+            "time.sleep(30)")
+    assert code_tests([code], timeout=2.0) == [0.0]
+    assert started.exists()  # the child was started before the kill
+
+    def sleepers():
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if b"orphan-probe" in open(f"/proc/{pid}/cmdline", "rb").read():
+                    found.append(pid)
+            except OSError:  # gone meanwhile
+                pass
+        return found
+
+    assert sleepers() == []
