@@ -194,7 +194,6 @@ def register_rewards(register):
                     "workers": N_("runs at once"),
                     "think_end_token": N_("the code is read after the last one"),
                     "template_opens_think": OPENS_THINK_HELP_CODE},
-        example=("--completion", "</think>```python\ndef add(a, b):\n    return a + b\n```",
-                 "--completion", "</think>```python\ndef add(a, b):\n    return a - b\n```",
-                 "--column", "tests=assert add(2, 3) == 5"),
+        example=("--completion", "</think>def add(a, b): return a + b",
+                 "--completion", "</think>def add(a, b): return a - b", "--column", "tests=assert add(2, 3) == 5"),
     ))
