@@ -126,6 +126,9 @@ FORMS_ZH = [
     ("答案是二十", "20", 1.0),  # Chinese numerals after an anchor
     ("答案是两万三千", "23000", 1.0),
     ("一起买了5个", "1", 0.0),  # 一 in 一起 is a word, not the answer
+    ("答案是一样的，都是20", "20", 1.0),  # nor in 一样: the anchor states no number, the last number is 20
+    ("答案是一样的，都是20", "1", 0.0),
+    ("答案是五个", "5", 1.0),
     ("答案是20", "二十", 1.0),  # a gold in Chinese numerals
     ("一共3万人", "3万", 1.0),
     ("答案：巴黎", "巴黎", 1.0),  # text answers

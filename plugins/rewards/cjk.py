@@ -30,7 +30,10 @@ _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r
 _HAS_MATHS = re.compile(r"[\d\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
-_NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(负?[零〇一二两三四五六七八九十百千万亿点]+)")
+# Chinese numerals count as a number only at the end of the answer or before a measure word: 一样, 一起 are words
+_NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(负?[零〇一二两三四五六七八九十百千万亿点]+)"
+                       r"(?=$|[^\u3400-\u4dbf\u4e00-\u9fff]|[个只张本元块人次天年月日岁米克斤份件条道辆头匹位名架台棵朵支根颗层页"
+                       r"分秒倍度种])")
 # full-width digits and maths signs; the full-width comma stays: it ends a clause, it separates no thousands
 _FULL_WIDTH_PUNCTUATION = str.maketrans({**{chr(0xFF10 + digit): str(digit) for digit in range(10)},
                                          "：": ":", "（": "(", "）": ")", "＝": "=", "－": "-", "＋": "+", "／": "/",
