@@ -44,9 +44,15 @@ KEPT_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")  # all the code sees of the 
 FILE_BYTES = 16 * 2 ** 20
 OPENS_THINK_HELP_CODE = N_("\"auto\": whether the chat template opens <think>; true: no </think> means no code (0.0)")
 
-# Runs in the child: the solution, then each test in the solution's namespace; the passes go to a file.
+# Runs in the child: its own limits first (set here, not in a preexec_fn, which can deadlock a threaded trainer), then
+# the solution, then each test in the solution's namespace; the passes go to a file.
 HARNESS = r"""
-import json, sys
+import json, resource, sys
+cpu, memory, file_bytes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 code, tests = open("solution.py").read(), json.load(open("tests.json"))
 passed = []
 namespace = {"__name__": "__main__"}
@@ -96,19 +102,6 @@ def code_of(answer: str) -> str:
     return fences[-1] if fences else answer
 
 
-def _limits(seconds: float, memory_mb: int):
-    def apply():  # in the child, before exec
-        import resource
-
-        cpu = int(seconds) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2 ** 20, memory_mb * 2 ** 20))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
-
-
 def run_tests(code: str, tests: list[str], seconds: float, memory_mb: int, prefix: list[str]) -> float:
     """The share of ``tests`` that pass against ``code``, run as the module's docstring says."""
     folder = tempfile.mkdtemp(prefix="grpo-code-")
@@ -117,9 +110,10 @@ def run_tests(code: str, tests: list[str], seconds: float, memory_mb: int, prefi
         Path(folder, "tests.json").write_text(json.dumps(tests), encoding="utf-8")
         env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
         env["HOME"] = env["TMPDIR"] = folder
-        process = subprocess.Popen([*prefix, sys.executable, "-I", "-c", HARNESS], cwd=folder, env=env,
+        limits = [str(int(seconds) + 1), str(memory_mb * 2 ** 20), str(FILE_BYTES)]
+        process = subprocess.Popen([*prefix, sys.executable, "-I", "-c", HARNESS, *limits], cwd=folder, env=env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=_limits(seconds, memory_mb))
+                                   start_new_session=True)
         try:
             process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
