@@ -244,3 +244,11 @@ def test_accuracy_in_a_thread_as_trl_runs_async_rewards():
     thread.start()
     thread.join(60)
     assert results == [[1.0]]
+
+
+@pytest.mark.parametrize("module, package", [("math_verify", "math-verify"), ("text_to_num", "text2num"),
+                                             ("cn2an", "cn2an")])
+def test_a_missing_answer_package_is_named_when_the_reward_is_built(monkeypatch, module, package):
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # import raises ImportError
+    with pytest.raises(RewardError, match=f"this reward needs {package}: pip install {package}"):
+        plugins.get_reward("accuracy").build()

@@ -47,18 +47,22 @@ _NEGATION = re.compile(r"\b(?:not|no|isn't|never)\s+$")
 _NEGATION_CJK = re.compile(r"(?:不是|不|并非|没有|非)\s*$")
 
 
-def require_math_verify() -> None:
+ANSWER_PACKAGES = {"math_verify": "math-verify", "text_to_num": "text2num", "cn2an": "cn2an"}  # module: package
+
+
+def require_answer_packages() -> None:
     """Fail when the reward is built, with the install line, rather than at its first call."""
     import importlib
 
     from grpo_skill.errors import UserError
     from grpo_skill.i18n import _
 
-    try:
-        importlib.import_module("math_verify")
-    except ImportError:
-        raise UserError(_("this reward needs math-verify: pip install math-verify (or pip install "
-                          "'grpo-skill[train]')")) from None
+    for module, package in ANSWER_PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise UserError(_("this reward needs {package}: pip install {package} (or pip install "
+                              "'grpo-skill[train]')").format(package=package)) from None
 
 
 def _timeouts() -> int | None:
@@ -127,10 +131,8 @@ def _number_in_words(text: str) -> str | None:
         return chinese
     if not re.fullmatch(r"[A-Za-z][A-Za-z\s-]*[.]?", text.strip()):
         return None
-    try:
-        from text_to_num import text2num
-    except ImportError:  # the [train] extra brings it; without it a gold in words is text
-        return None
+    from text_to_num import text2num
+
     try:
         return str(text2num(text.strip().rstrip(".").replace("-", " ").lower(), "en"))
     except ValueError:  # not a number ("Paris", "B")

@@ -84,7 +84,7 @@ class Checker:
 
 
 def _accuracy(context, name: str, must_close: bool):
-    answers.require_math_verify()
+    answers.require_answer_packages()
     think_end = context.params["think_end_token"]
     opened = must_close or opens_think(context)
     checker = Checker(name, context.params["answer_column"])
@@ -119,7 +119,7 @@ def max_tokens_param(context, key: str) -> int:
 
 
 def cosine_length_factory(context):
-    answers.require_math_verify()
+    answers.require_answer_packages()
     params = context.params
     max_len = max_tokens_param(context, "max_len")
     think_end, opened = params["think_end_token"], opens_think(context)
@@ -155,7 +155,7 @@ def _group_keys(prompts, count: int) -> list[str]:
 
 
 def kimi_length_factory(context):
-    answers.require_math_verify()
+    answers.require_answer_packages()
     params = context.params
     think_end, opened = params["think_end_token"], opens_think(context)
     checker = Checker("kimi_length", params["answer_column"])
