@@ -65,7 +65,8 @@ def _ids_reward(name, trl_name, **params):
 
 
 def get_soft_overlong_punishment(max_completion_len, soft_punish_cache):
-    return _ids_reward("soft_overlong", "soft_overlong_punishment_reward", max_completion_len=max_completion_len, soft_punish_cache=soft_punish_cache)
+    return _ids_reward("soft_overlong", "soft_overlong_punishment_reward", max_completion_len=max_completion_len,
+                       soft_punish_cache=soft_punish_cache)
 
 
 def get_repetition_penalty_reward(ngram_size, max_penalty):

@@ -212,7 +212,8 @@ def test_kimi_length_follows_kimi_k15_within_each_prompts_group():
 def test_kimi_length_groups_by_prompt():
     # two prompts in one batch, as TRL passes G completions per prompt: min and max are the group's own
     prompts = ["a", "a", "b", "b"]
-    scores = kimi(["</think>1", "</think>1", "</think>2", "</think>2"], prompts, (5, 15, 100, 300), ["1", "1", "2", "2"])
+    completions, golds = ["</think>1", "</think>1", "</think>2", "</think>2"], ["1", "1", "2", "2"]
+    scores = kimi(completions, prompts, (5, 15, 100, 300), golds)
     assert scores == [0.5, -0.5, 0.5, -0.5]
     # chat prompts group the same way
     chat = [[{"role": "user", "content": "a"}]] * 2 + [[{"role": "user", "content": "b"}]] * 2

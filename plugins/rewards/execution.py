@@ -5,8 +5,9 @@ tests column holds a string of Python (one test: asserts) or a list of such stri
 partial credit). The score is the share of tests that pass; 0.0 when the code does not run, runs out of time or of
 memory.
 
-Each completion runs (on Linux or macOS: the limits are POSIX rlimits) in its own Python process (``python -I``: no user site, no PYTHON* variables), in a new
-temporary folder that is its working directory and HOME, deleted afterwards, with stdin closed and:
+Each completion runs (on Linux or macOS: the limits are POSIX rlimits) in its own Python process (``python -I``:
+no user site, no PYTHON* variables), in a new temporary folder that is its working directory and HOME, deleted
+afterwards, with stdin closed and:
 
 - time: ``timeout`` seconds of wall clock for the whole run (its process group is killed), and as much CPU time;
 - memory: ``memory_mb`` of address space (RLIMIT_AS), files up to 16 MB, no core dumps;
