@@ -25,7 +25,8 @@ import pluggy
 from . import hookspecs
 from .errors import shown_path, user_frame, where_raised
 from .i18n import _
-from .registry import Collection, LoraSettings, Preset, Registered, RegistryError, Reward, collect
+from .registry import (PROJECT_PLUGIN_PREFIX, Collection, LoraSettings, Preset, Registered, RegistryError, Reward,
+                       collect)
 
 ENTRY_POINT_GROUP = "grpo_skill"
 # Comma-separated entry-point names to load; set but empty loads no installed plugin.
@@ -35,9 +36,11 @@ DEFAULT_PLUGINS = (
     "grpo_skill.builtins.rewards.seed",
     "grpo_skill.builtins.rewards.verifiable",
     "grpo_skill.builtins.rewards.shaping",
+    "grpo_skill.builtins.rewards.structured",
+    "grpo_skill.builtins.rewards.execution",
     "grpo_skill.builtins.rewards.judge",
 )
-PROJECT_PLUGIN_PREFIX = "project:"
+# a project's rewards.py registers as PROJECT_PLUGIN_PREFIX + its folder (the registry rebuilds its rewards by it)
 
 
 @dataclass(frozen=True)

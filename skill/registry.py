@@ -26,6 +26,9 @@ RewardFunc = Callable[..., "list[float | None]"]
 # A judge backend grades answers: f(requests) -> one grade in [0, 1] (or None) per JudgeRequest.
 JudgeFunc = Callable[[Sequence["JudgeRequest"]], "list[float | None]"]
 
+# A project's rewards.py registers as this prefix + its folder (skill/plugins.py)
+PROJECT_PLUGIN_PREFIX = "project:"
+
 # Qwen3's id for </think>: used only when a reward is built without a tokenizer to ask.
 QWEN3_THINK_END_ID = 151668
 
@@ -252,7 +255,8 @@ class Reward:
     param_help: Mapping[str, str] = field(default_factory=dict)  # one line per param (grpo-skill rewards show)
     # Arguments of `grpo-skill rewards try NAME ...` that show the reward at work (grpo-skill rewards show).
     example: Sequence[str] = ()
-    plugin: str = field(default="", compare=False)  # set by the registry: who registered it
+    plugin: str = field(default="", compare=False)  # set by the registry: who registered it, as messages say it
+    source: str = field(default="", compare=False)  # set by the registry: the plugin's registered name
 
     def build(self, tokenizer=None, preset: Preset | None = None, params: Mapping[str, Any] | None = None):
         """The TRL reward function, held to the reward contract (see the module's docstring)."""
@@ -281,7 +285,10 @@ class Reward:
         if not callable(func):
             raise RewardError(_("{where}: its factory returned {value}, not a function").format(
                 where=where, value=_short(repr(func))))
-        return _with_contract(func, self.name, where)
+        # a project's rewards.py is no importable module: its rewards travel by name and folder
+        project = self.source.startswith(PROJECT_PLUGIN_PREFIX)
+        reward = (self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project else self
+        return _with_contract(func, self.name, where, (reward, tokenizer, preset, dict(params or {})))
 
 
 def _describe(name: str, plugin: str) -> str:
@@ -366,44 +373,84 @@ def _raised(where: str, error: Exception, completions) -> RewardError:
         where=where, error=where_raised(error), sample=sample))
 
 
-def _with_contract(func, name: str, where: str):
+class ContractedReward:
+    """A built reward, as TRL gets it: ``func`` held to the contract (its scores checked, its time recorded) under the
+    registered name (TRL logs rewards/<__name__>/mean).
+
+    It pickles as the recipe that built it (the Reward, the tokenizer, the preset, the params), not as ``func``:
+    TRL's async trainer sends its rewards to a spawned process, and the functions factories return are closures,
+    which pickle cannot carry. Unpickling builds the reward again, there, through the same factory.
+    """
+
+    def __init__(self, func, name: str, where: str, recipe: tuple):
+        self.func, self.where, self.recipe = func, where, recipe
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.timing = RewardTiming()
+        self._find_completions = _completions_finder(func)
+
+    def _completions(self, args, kwargs):
+        completions = self._find_completions(args, kwargs)
+        if completions is None:
+            raise RewardError(_("{where} was called without completions; call it as TRL does: "
+                                "f(prompts=..., completions=..., completion_ids=..., **columns)").format(
+                where=self.where))
+        return completions
+
+    def __call__(self, *args, **kwargs):
+        completions = self._completions(args, kwargs)
+        started = time.perf_counter()
+        try:
+            result = self.func(*args, **kwargs)
+        except Exception as error:
+            raise _raised(self.where, error, completions) from error
+        finally:
+            self.timing.record(time.perf_counter() - started)
+        return _checked(self.where, result, completions)
+
+    def __reduce__(self):
+        return _rebuild_reward, self.recipe
+
+    def __repr__(self) -> str:
+        return f"<reward {self.__name__!r}>"
+
+
+def _rebuild_reward(reward, tokenizer, preset, params):
+    """Unpickling a ContractedReward: build it again. A project's rewards.py is found again by its folder (its
+    module cannot be imported by name), so that reward travels as (name, project folder)."""
+    if isinstance(reward, tuple):
+        from . import plugins  # only here: the registry sits below the plugin manager
+
+        name, project_dir = reward
+        plugins.register_project(project_dir)
+        reward = plugins.get_reward(name)
+    return reward.build(tokenizer=tokenizer, preset=preset, params=params)
+
+
+def _with_contract(func, name: str, where: str, recipe: tuple):
     """``func`` wrapped: its scores checked, its time recorded, its name the registered one."""
+    # TRL awaits `async def` rewards (concurrently, in another thread), so an async reward stays an async function
+    # (it does not pickle: TRL's async trainer needs a sync reward)
+    if not (inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))):
+        return ContractedReward(func, name, where, recipe)
     timing = RewardTiming()
     find_completions = _completions_finder(func)
 
-    def completions_of(args, kwargs):
+    async def reward(*args, **kwargs):
         completions = find_completions(args, kwargs)
         if completions is None:
             raise RewardError(_("{where} was called without completions; call it as TRL does: "
                                 "f(prompts=..., completions=..., completion_ids=..., **columns)").format(where=where))
-        return completions
-
-    # TRL awaits `async def` rewards (concurrently, in another thread), so an async reward stays async.
-    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
-        async def reward(*args, **kwargs):
-            completions = completions_of(args, kwargs)
-            started = time.perf_counter()
-            try:
-                result = await func(*args, **kwargs)
-            except Exception as error:
-                raise _raised(where, error, completions) from error
-            finally:
-                timing.record(time.perf_counter() - started)
-            return _checked(where, result, completions)
-    else:
-        def reward(*args, **kwargs):
-            completions = completions_of(args, kwargs)
-            started = time.perf_counter()
-            try:
-                result = func(*args, **kwargs)
-            except Exception as error:
-                raise _raised(where, error, completions) from error
-            finally:
-                timing.record(time.perf_counter() - started)
-            return _checked(where, result, completions)
+        started = time.perf_counter()
+        try:
+            result = await func(*args, **kwargs)
+        except Exception as error:
+            raise _raised(where, error, completions) from error
+        finally:
+            timing.record(time.perf_counter() - started)
+        return _checked(where, result, completions)
 
     functools.update_wrapper(reward, func)
-    # TRL logs each reward as rewards/<__name__>/mean: give it the registered name.
     reward.__name__ = reward.__qualname__ = name
     reward.timing = timing
     return reward
@@ -476,6 +523,8 @@ def collect(hook, kind: type | tuple[type, ...], describe_error: Callable[[BaseE
             owners.setdefault(item.name, []).append(plugin)
             if isinstance(item, (Reward, Judge)):
                 item = dataclasses.replace(item, plugin=shown_plugin(plugin))  # so that its errors can name it
+                if isinstance(item, Reward):
+                    item = dataclasses.replace(item, source=plugin)
             collection.items.setdefault(item.name, Registered(item, plugin))
     for name, plugins in owners.items():
         if len(plugins) > 1:

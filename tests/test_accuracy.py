@@ -94,6 +94,74 @@ def test_there_are_at_least_forty_forms():
     assert len(FORMS) >= 40
 
 
+# Chinese answers: the last stated answer, read before math-verify (plugins/rewards/cjk.py)
+FORMS_ZH = [
+    ("答案：20", "20", 1.0),
+    ("答案:20", "20", 1.0),
+    ("答案是20。", "20", 1.0),
+    ("最终答案是 20", "20", 1.0),
+    ("结果为１２", "12", 1.0),  # full-width digits
+    ("答案：１２。", "13", 0.0),
+    ("有20张", "20", 1.0),
+    ("所以一共有20个苹果。", "20", 1.0),
+    ("小明先有5个，又买了3个，所以共有8个。", "8", 1.0),
+    ("共有8个苹果，每个3元。", "8", 1.0),  # the total, not the price after it
+    ("=20，答案：22", "20", 0.0),  # the stated answer is 22, whatever came before
+    ("=20，答案：22", "22", 1.0),
+    ("答案是20，不对，答案是21。", "21", 1.0),  # the last stated answer
+    ("答案是20，不对，答案是21。", "20", 0.0),
+    ("5+3=8，所以答案是8个", "8", 1.0),
+    ("答案是约20个", "20", 1.0),
+    ("答案：x=4", "4", 1.0),
+    ("答案是 3/4", "0.75", 1.0),
+    ("答案是 $\\frac{1}{2}$。", "1/2", 1.0),
+    ("最终答案：\\boxed{20}", "20", 1.0),
+    ("答案是-5", "-5", 1.0),
+    ("答案是-5", "5", 0.0),
+    ("共3万人", "30000", 1.0),  # 万 multiplies
+    ("答案是1.5万", "15000", 1.0),
+    ("一共3千元", "3000", 1.0),
+    ("我走了3千米，答案是3000米", "3000", 1.0),  # 千米 is a unit, and the anchor wins anyway
+    ("答案是3千米", "3000", 0.0),  # 3 km is no 3000
+    ("答案是二十", "20", 1.0),  # Chinese numerals after an anchor
+    ("答案是两万三千", "23000", 1.0),
+    ("一起买了5个", "1", 0.0),  # 一 in 一起 is a word, not the answer
+    ("答案是一样的，都是20", "20", 1.0),  # nor in 一样: the anchor states no number, the last number is 20
+    ("答案是一样的，都是20", "1", 0.0),
+    ("答案是五个", "5", 1.0),
+    ("答案是20", "二十", 1.0),  # a gold in Chinese numerals
+    ("一共3万人", "3万", 1.0),
+    ("答案：巴黎", "巴黎", 1.0),  # text answers
+    ("首都是巴黎。", "巴黎", 1.0),
+    ("不是巴黎。", "巴黎", 0.0),
+    ("答案是伦敦", "巴黎", 0.0),
+    ("The answer is 42, 答案是42", "42", 1.0),
+]
+
+
+@pytest.mark.parametrize("answer, gold, expected", FORMS_ZH, ids=[f"{a!r}~{g!r}" for a, g, _ in FORMS_ZH])
+def test_chinese_answer_forms(answer, gold, expected):
+    assert accuracy(["让我想一想。</think>" + answer], [gold]) == [expected]
+
+
+# A gold written in words is read as its number, and its words still match as text (TRL skips such a gold: None)
+WORDS = [
+    (r"\boxed{42}", "forty two", 1.0),
+    (r"\boxed{42}", "Forty-two", 1.0),
+    ("The answer is 105.", "one hundred and five", 1.0),
+    ("forty two", "forty two", 1.0),
+    ("41", "forty two", 0.0),
+    (r"\boxed{42}", "Answer is forty two.", 0.0),  # a sentence is a text gold, compared as text
+    ("Answer is forty two.", "Answer is forty two.", 1.0),
+    ("B", "B", 1.0),  # a letter is no number word
+]
+
+
+@pytest.mark.parametrize("answer, gold, expected", WORDS, ids=[f"{a!r}~{g!r}" for a, g, _ in WORDS])
+def test_a_gold_in_words(answer, gold, expected):
+    assert accuracy(["</think>" + answer], [gold]) == [expected]
+
+
 def test_the_answer_is_read_after_the_thinking_only():
     completions = [
         "6 x 7 is 42, or is it 41?</think>It is 41.",  # the thinking's 42 does not count
@@ -176,3 +244,11 @@ def test_accuracy_in_a_thread_as_trl_runs_async_rewards():
     thread.start()
     thread.join(60)
     assert results == [[1.0]]
+
+
+@pytest.mark.parametrize("module, package", [("math_verify", "math-verify"), ("text_to_num", "text2num"),
+                                             ("cn2an", "cn2an")])
+def test_a_missing_answer_package_is_named_when_the_reward_is_built(monkeypatch, module, package):
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # import raises ImportError
+    with pytest.raises(RewardError, match=f"this reward needs {package}: pip install {package}"):
+        plugins.get_reward("accuracy").build()

@@ -52,7 +52,8 @@ def test_the_facts_are_this_machines(facts):
             assert version is None
     assert facts["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
     assert facts["torch"]["imported"] and facts["torch"]["cuda"] == torch.cuda.is_available()
-    builtins = {"builtin:presets", "builtin:seed", "builtin:verifiable", "builtin:shaping", "builtin:judge"}
+    builtins = {"builtin:presets", "builtin:seed", "builtin:verifiable", "builtin:shaping", "builtin:structured",
+                "builtin:execution", "builtin:judge"}
     assert {p["name"] for p in facts["plugins"]} >= builtins
     assert facts["disk"]["hub_cache_free_gib"] > 0
 

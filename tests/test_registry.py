@@ -310,7 +310,7 @@ def test_the_environment_variable_restricts_which_plugins_load(cli, fake_site):
     assert "good" in listed and "broken" not in listed and "typo" not in listed
     listed, _ = list_plugins(cli, fake_site, GRPO_SKILL_PLUGINS="")
     assert set(listed) == {"builtin:presets", "builtin:seed", "builtin:verifiable", "builtin:shaping",
-                           "builtin:judge"}
+                           "builtin:structured", "builtin:execution", "builtin:judge"}
 
 
 def test_an_unknown_name_in_the_environment_variable_warns(cli, fake_site):

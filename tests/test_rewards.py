@@ -112,3 +112,41 @@ def test_reward_functions_carry_their_registered_name():
 def test_unknown_reward_param_is_refused():
     with pytest.raises(RegistryError, match="no parameter 'bogus'"):
         plugins.get_reward("length").build(params={"bogus": 1})
+
+
+# The seed's rules count words at spaces and want a final "."; params fit them to Chinese (the defaults above stay
+# the seed's)
+@pytest.mark.parametrize(
+    "text, count, expected",
+    [
+        ("递归是函数调用自身。", "words", -1.0),  # one "word" at spaces: the seed's rule calls it too short
+        ("递归是函数调用自身。", "cjk", 1.0),  # 9 characters
+        ("递归", "cjk", -1.0),
+        ("递" * 50, "cjk", 0.5),
+        ("Recursion is a function 调用 itself", "cjk", 1.0),  # 5 words + 2 characters
+        ("Recursion is a function 调用 itself", "words", 1.0),
+        ("Yes。", "cjk", -1.0),  # marks are no words
+    ],
+)
+def test_length_counts_chinese_characters_as_words_with_count_cjk(text, count, expected):
+    assert plugins.get_reward("length").build(params={"count": count})(completions=[text]) == [expected]
+
+
+def test_length_counts_tokens_with_count_tokens():
+    reward = plugins.get_reward("length").build(params={"count": "tokens"})
+    assert reward(completions=["a", "b", "c"], completion_ids=[[1] * 4, [1] * 5, [1] * 50]) == [-1.0, 1.0, 0.5]
+
+
+def test_length_refuses_an_unknown_count():
+    with pytest.raises(RewardError, match="params.count = 'chars'"):
+        plugins.get_reward("length").build(params={"count": "chars"})
+
+
+@pytest.mark.parametrize(
+    "text, expected, seed",
+    [("完成。", 1.0, 0.5), ("完成！", 1.0, 0.5), ("完成？", 1.0, 0.5), ("Done.", 1.0, 1.0), ("完成", 0.5, 0.5),
+     (" 完成。", 0.5, 0.0)],
+)
+def test_format_takes_chinese_sentence_ends_with_end_marks(text, expected, seed):
+    assert plugins.get_reward("format").build(params={"end_marks": ".。！？!?"})(completions=[text]) == [expected]
+    assert score("format", [text]) == [seed]  # the seed's rule: only "." ends a sentence

@@ -116,10 +116,18 @@ def test_language_share_of_the_target_language():
     assert score("language", completions[:2], language="zh", part="answer") == [0.0, 0.0]
 
 
-def test_language_has_no_opinion_on_text_too_short_to_tell():
-    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English
-    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>答案是四十二。"], language="en",
+def test_language_scores_text_too_short_for_py3langid_by_its_script():
+    # "Yes." reads as Kabyle and "Paris." as Afrikaans: they once scored 0.0 as English; in Latin letters a short
+    # text could be English, French or German: no opinion
+    assert score("language", ["</think>Yes.", "</think>Paris.", "</think>42"], language="en",
                  part="answer") == [None, None, None]
+    # but a short answer with no Latin letter is no English, and one in Han characters is Chinese
+    assert score("language", ["</think>答案是四十二。", "</think>Да."], language="en", part="answer") == [0.0, 0.0]
+    assert score("language", ["</think>答案是20", "</think>The answer is 20", "</think>答案是20 apples"],
+                 language="zh", part="answer") == [1.0, 0.0, pytest.approx(3 / 9)]
+    # Japanese shares Han with Chinese: kana decide it, Han alone does not
+    assert score("language", ["</think>答えは20です", "</think>答案是20"], language="ja",
+                 part="answer") == [1.0, None]
     # beside thinking long enough to judge, a short answer is left out, not counted against it
     assert score("language", [ENGLISH + "</think>Oui."], language="en") == [1.0]
     # the limit is 40 bytes: 14 Chinese characters are enough
@@ -161,3 +169,65 @@ def test_check_takes_true_or_false_for_a_param_whose_default_is_auto(cli, tmp_pa
     config.write_text(config.read_text().replace('name = "think_format"\n',
                                                  'name = "think_format"\nparams = { template_opens_think = true }\n'))
     assert "OK" in cli("check", str(tmp_path / "proj")).stdout  # its help says: "auto", true or false
+
+
+@pytest.mark.parametrize("text, opened, expected", [
+    ("<think>6 x 7 = 42</think><answer>42</answer>", False, 1.0),
+    ("<think>\n6 x 7 = 42\n</think>\n<answer>\n42\n</answer>\n", False, 1.0),
+    ("6 x 7 = 42</think><answer>42</answer>", False, 0.0),  # no <think>, and the prompt did not open it
+    ("6 x 7 = 42</think><answer>42</answer>", True, 1.0),  # Qwen3 Thinking-2507: the prompt opened it
+    ("<think>6 x 7 = 42</think><answer>42</answer>", True, 1.0),  # a model that repeats it anyway
+    ("<think>6 x 7 = 42</think>42", False, 0.0),  # no answer tags
+    ("<think>6 x 7</think><answer> </answer>", False, 0.0),  # an empty answer
+    ("<think>6 x 7</think><answer>42</answer> and more", False, 0.0),  # text after the answer
+    ("<think>a</think><think>b</think><answer>42</answer>", False, 0.0),  # two thinking blocks
+    ("<think>a</think><answer>4</answer><answer>2</answer>", False, 0.0),  # two answers
+    ("<answer>42</answer><think>a</think>", False, 0.0),  # answer before the thinking
+    ("6 x 7 = 42", True, 0.0),  # unfinished thinking
+])
+def test_answer_format(text, opened, expected):
+    assert score("answer_format", [text], template_opens_think=opened) == [expected]
+
+
+def test_answer_format_asks_the_preset_whether_the_template_opens_think():
+    text = "6 x 7 = 42</think><answer>42</answer>"
+    assert score("answer_format", [text], preset="thinking") == [1.0]
+    assert score("answer_format", [text], preset="standard") == [0.0]
+
+
+def kimi(completions, prompts, lengths, golds):
+    reward = plugins.get_reward("kimi_length").build()
+    return reward(prompts=prompts, completions=completions, completion_ids=ids(*lengths), answer=golds)
+
+
+def test_kimi_length_follows_kimi_k15_within_each_prompts_group():
+    # one group: lengths 10..30, lambda = 0.5 - (len - 10) / 20: 0.5, 0.0, -0.5
+    right, wrong = "</think>42", "</think>41"
+    completions = [right, right, right, wrong, wrong]
+    scores = kimi(completions, ["p"] * 5, (10, 20, 30, 10, 30), ["42"] * 5)
+    # right: lambda; wrong: min(0, lambda): the short wrong one earns nothing for being short
+    assert scores == [0.5, 0.0, -0.5, 0.0, -0.5]
+
+
+def test_kimi_length_groups_by_prompt():
+    # two prompts in one batch, as TRL passes G completions per prompt: min and max are the group's own
+    prompts = ["a", "a", "b", "b"]
+    completions, golds = ["</think>1", "</think>1", "</think>2", "</think>2"], ["1", "1", "2", "2"]
+    scores = kimi(completions, prompts, (5, 15, 100, 300), golds)
+    assert scores == [0.5, -0.5, 0.5, -0.5]
+    # chat prompts group the same way
+    chat = [[{"role": "user", "content": "a"}]] * 2 + [[{"role": "user", "content": "b"}]] * 2
+    assert kimi(["</think>1"] * 4, chat, (5, 15, 100, 300), ["1"] * 4) == scores
+
+
+def test_kimi_length_is_zero_when_a_group_is_all_as_long_and_none_for_unreadable_golds():
+    import warnings
+
+    assert kimi(["</think>42", "</think>41"], ["p", "p"], (8, 8), ["42", "42"]) == [0.0, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert kimi(["</think>42", "</think>41"], ["p", "p"], (8, 16), [r"\frac{1}{", r"\frac{1}{"]) == [None, None]
+
+
+def test_kimi_length_reads_chinese_answers():
+    assert kimi(["</think>答案是42。", "</think>所以一共有41个。"], ["p", "p"], (10, 20), ["42", "42"]) == [0.5, -0.5]

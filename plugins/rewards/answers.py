@@ -1,8 +1,13 @@
 """Is a final answer the gold answer? math-verify for mathematics, a normalised text match for the rest.
 
-Used by the verifiable rewards (accuracy, reasoning_accuracy, cosine_length). Before math-verify reads a text,
-the forms it misses are rewritten: a Unicode minus or full-width digits, scientific notation (``1e3``), a
-currency sign (``$18``, ``\\$18``) and remarks in parentheses after the answer (``5 (pages 4-5)``).
+Used by the verifiable rewards (accuracy, reasoning_accuracy, cosine_length, kimi_length). Before math-verify reads
+a text, the forms it misses are rewritten: a Unicode minus or full-width digits, scientific notation (``1e3``), a
+currency sign (``$18``, ``\\$18``) and remarks in parentheses after the answer (``5 (pages 4-5)``). In a text with
+Chinese characters the last stated answer is found first (``cjk.stated_answer``: 答案是 / 共 / 有 N 个, 3万).
+
+A gold answer that is a number in words is read as that number, its words still accepted as text: English words
+by text2num ("forty two", "one hundred and five"), Chinese numerals by cn2an ("二十", "3万"). A gold sentence
+("Answer is forty two.") stays text.
 
 math-verify bounds its work with ``signal.alarm``, which works only in the main thread; TRL runs async rewards
 in another thread, so there the timeouts are off (as TRL's own accuracy reward does).
@@ -16,6 +21,8 @@ import threading
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from . import cjk
 
 TIMEOUT_SECONDS = 5
 
@@ -37,20 +44,25 @@ _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _NEGATION = re.compile(r"\b(?:not|no|isn't|never)\s+$")
+_NEGATION_CJK = re.compile(r"(?:不是|不|并非|没有|非)\s*$")
 
 
-def require_math_verify() -> None:
+ANSWER_PACKAGES = {"math_verify": "math-verify", "text_to_num": "text2num", "cn2an": "cn2an"}  # module: package
+
+
+def require_answer_packages() -> None:
     """Fail when the reward is built, with the install line, rather than at its first call."""
     import importlib
 
     from grpo_skill.errors import UserError
     from grpo_skill.i18n import _
 
-    try:
-        importlib.import_module("math_verify")
-    except ImportError:
-        raise UserError(_("this reward needs math-verify: pip install math-verify (or pip install "
-                          "'grpo-skill[train]')")) from None
+    for module, package in ANSWER_PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise UserError(_("this reward needs {package}: pip install {package} (or pip install "
+                              "'grpo-skill[train]')").format(package=package)) from None
 
 
 def _timeouts() -> int | None:
@@ -105,10 +117,26 @@ def _normalise_words(text: str) -> str:
 class Gold:
     text: str
     parsed: Any = None  # math-verify's parse of a maths gold; None for a text gold
+    words: bool = False  # a number written in words: its text matches too
 
     @property
     def is_maths(self) -> bool:
         return self.parsed is not None
+
+
+def _number_in_words(text: str) -> str | None:
+    """The digits of a gold that is one number in words ("forty two", "二十", "3万"); None otherwise."""
+    chinese = cjk.gold_number(text)
+    if chinese is not None:
+        return chinese
+    if not re.fullmatch(r"[A-Za-z][A-Za-z\s-]*[.]?", text.strip()):
+        return None
+    from text_to_num import text2num
+
+    try:
+        return str(text2num(text.strip().rstrip(".").replace("-", " ").lower(), "en"))
+    except ValueError:  # not a number ("Paris", "B")
+        return None
 
 
 def parse_gold(gold) -> Gold | None:
@@ -122,6 +150,11 @@ def parse_gold(gold) -> Gold | None:
     text = normalise(str(gold)).strip()
     if not text:
         return None
+    in_words = _number_in_words(text)
+    if in_words is not None:
+        parsed = parse(in_words, [ExprExtractionConfig()], parsing_timeout=_timeouts(), fallback_mode="no_fallback")
+        if parsed:
+            return Gold(text, parsed, words=True)
     if not _MATHS.search(_TEXT_WRAPPER.sub(r"\1", text)):  # "Paris", "\text{Monday}": a text answer
         words = _normalise_words(text)
         return Gold(text, None) if words else None
@@ -179,19 +212,33 @@ def _text_candidates(answer: str) -> list[str]:
 
 def matches(answer: str, gold: Gold) -> bool:
     """True when the final answer in ``answer`` (the text after the thinking) is the gold answer."""
-    answer = normalise(answer)
     if gold.is_maths:
         from math_verify import verify
 
-        parsed = _parse_answer(answer)
-        return bool(parsed) and verify(gold.parsed, parsed, timeout_seconds=_timeouts())
-    wanted = _normalise_words(gold.text)
-    candidates = _text_candidates(answer)
+        stated = cjk.stated_answer(answer)
+        parsed = _parse_answer(normalise(stated if stated is not None else answer))
+        if parsed and verify(gold.parsed, parsed, timeout_seconds=_timeouts()):
+            return True
+        return gold.words and _text_matches(answer, gold.text)
+    return _text_matches(answer, gold.text)
+
+
+def _text_matches(answer: str, gold_text: str) -> bool:
+    anchored = cjk.anchored_text(answer)
+    answer = normalise(answer)
+    wanted = _normalise_words(gold_text)
+    candidates = _text_candidates(answer) + ([_normalise_words(anchored)] if anchored else [])
     if wanted in candidates:
         return True
-    # "The capital of France is Paris." ends with the gold answer (but "not Paris" does not count)
-    last = re.split(r"(?<=[.!?。！？])\s+", answer.strip())[-1] if answer.strip() else ""
+    # "The capital of France is Paris." ends with the gold answer (but "not Paris" does not count); Chinese has no
+    # spaces between words: "首都是巴黎。" ends with 巴黎 (but "不是巴黎" does not count)
+    last = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", answer.strip().rstrip("。！？"))[-1] if answer.strip() else ""
     last = _normalise_words(last)
-    if last.endswith(wanted) and (len(last) == len(wanted) or not last[-len(wanted) - 1].isalnum()):
-        return not _NEGATION.search(last[: -len(wanted)])
+    if not last.endswith(wanted):
+        return False
+    before = last[: -len(wanted)]
+    if cjk.has_cjk(wanted[:1]):
+        return not _NEGATION_CJK.search(before)
+    if len(last) == len(wanted) or not last[-len(wanted) - 1].isalnum():
+        return not _NEGATION.search(before)
     return False

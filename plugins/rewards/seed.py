@@ -1,35 +1,60 @@
 """The seed guide's rewards: length and format (rule-based), thinking and thinking_comprehensive (token-based).
 
-Their scores are the seed's, exactly. Completions arrive as strings, or as chat messages when the dataset's
-prompts are conversations; ``completion_text`` reads both.
+Their scores are the seed's, exactly, with their default params. Two params make length and format fit text without
+spaces between words (Chinese, Japanese): ``length.count = "cjk"`` counts each CJK character as a word, and
+``"tokens"`` counts tokens; ``format.end_marks = ".。！？!?"`` accepts any of those marks as the end of a sentence.
+Completions arrive as strings, or as chat messages when the dataset's prompts are conversations;
+``completion_text`` reads both.
 """
 
 from __future__ import annotations
 
+import re
+
 from grpo_skill import Reward, completion_text, hookimpl
+from grpo_skill.errors import UserError
+from grpo_skill.i18n import _
 from grpo_skill.i18n import N_  # descriptions are translated where they are shown (grpo-skill rewards)
 from grpo_skill.registry import QWEN3_THINK_END_ID
 
 
-def length_factory(context):
-    too_short, long_from = context.params["too_short"], context.params["long_from"]
+# a CJK character (Han, kana, Hangul) is a word of its own; any other run without spaces is one word
+CJK_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|"
+                      r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+                      r"\u3000-\u303f\uff00-\uffef]+")
+COUNTS = ("words", "cjk", "tokens")
 
-    def length(completions, prompts=None, **kwargs):
-        scores = []
-        for completion in completions:
-            words = len(completion_text(completion).split())
-            scores.append(-1.0 if words < too_short else 1.0 if words < long_from else 0.5)
-        return scores
+
+def length_factory(context):
+    too_short, long_from, count = context.params["too_short"], context.params["long_from"], context.params["count"]
+    if count not in COUNTS:
+        raise UserError(_("params.count = {count!r}: use \"words\" (split at spaces), \"cjk\" (each CJK character "
+                          "a word) or \"tokens\"").format(count=count))
+
+    def length(completions, prompts=None, completion_ids=None, **kwargs):
+        texts = [completion_text(completion) for completion in completions]
+        if count == "tokens":
+            ids = completion_ids if completion_ids is not None else context.encode(texts)
+            sizes = [len(token_ids) for token_ids in ids]
+        elif count == "cjk":
+            sizes = [len(CJK_WORD.findall(text)) for text in texts]
+        else:
+            sizes = [len(text.split()) for text in texts]
+        return [-1.0 if words < too_short else 1.0 if words < long_from else 0.5 for words in sizes]
 
     return length
 
 
 def format_factory(context):
+    end_marks = context.params["end_marks"]
+    if not end_marks:
+        raise UserError(_("params.end_marks is empty; give the characters that end a sentence, e.g. \".。！？\""))
+
     def format(completions, prompts=None, **kwargs):
         scores = []
         for completion in completions:
             text = completion_text(completion)
-            scores.append(0.5 * text.endswith(".") + 0.5 * (not text.startswith(" ")))
+            scores.append(0.5 * text.endswith(tuple(end_marks)) + 0.5 * (not text.startswith(" ")))
         return scores
 
     return format
@@ -99,14 +124,19 @@ def register_rewards(register):
     register(Reward(
         "length", length_factory,
         N_("Word count: -1.0 under 5 words, 1.0 under 50, 0.5 from 50 on."),
-        params={"too_short": 5, "long_from": 50},
+        params={"too_short": 5, "long_from": 50, "count": "words"},
         param_help={"too_short": N_("fewer words than this score -1.0"),
-                    "long_from": N_("from this many words on the score is 0.5")},
+                    "long_from": N_("from this many words on the score is 0.5"),
+                    "count": N_("\"words\": split at spaces (the seed's); \"cjk\": each Chinese, Japanese or Korean "
+                                "character is a word, other text split at spaces; \"tokens\": completion tokens")},
         example=("--completion", "Recursion is a function calling itself.", "--completion", "Yes."),
     ))
     register(Reward(
         "format", format_factory,
         N_("+0.5 when the completion ends with '.', +0.5 when it does not start with a space."),
+        params={"end_marks": "."},
+        param_help={"end_marks": N_("characters any of which may end the completion (the seed's: \".\"; for "
+                                    "Chinese: \".。！？!?\")")},
         example=("--completion", "Done.", "--completion", " done"),
     ))
     register(Reward(

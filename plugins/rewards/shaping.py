@@ -1,5 +1,5 @@
-"""Rewards for the form of a completion: soft_overlong, repetition, think_format, tag_count, reasoning_steps and
-language.
+"""Rewards for the form of a completion: soft_overlong, repetition, think_format, answer_format, tag_count,
+reasoning_steps and language.
 
 soft_overlong, repetition and think_format wrap TRL's ``trl.rewards`` (DAPO's overlong punishment, the n-gram
 repetition penalty, the think-format check); TRL is imported when a reward is built, never by the CLI.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 
 from grpo_skill import Reward, completion_text, hookimpl
 from grpo_skill.errors import UserError
@@ -71,6 +72,28 @@ def think_format_factory(context):
         return [score if text.count(THINK_END) == 1 else 0.0 for score, text in zip(scores, texts)]
 
     return think_format
+
+
+ANSWER_START, ANSWER_END = "<answer>", "</answer>"
+
+
+def answer_format_factory(context):
+    opened = opens_think(context)
+    # <think> first unless the prompt opened it (then a completion may still repeat it), one </think>, then
+    # <answer>non-empty</answer> and nothing after it
+    think_start = r"(?:<think>)?" if opened else r"<think>"
+    pattern = re.compile(rf"\s*{think_start}(?:(?!<think>).)*?</think>\s*<answer>(?=.*\S.*</answer>)"
+                         rf"(?:(?!<answer>).)*?</answer>\s*", re.DOTALL)
+
+    def answer_format(completions, **kwargs):
+        scores = []
+        for completion in completions:
+            text = completion_text(completion)
+            once = all(text.count(tag) == 1 for tag in (THINK_END, ANSWER_START, ANSWER_END))
+            scores.append(1.0 if once and pattern.fullmatch(text) else 0.0)
+        return scores
+
+    return answer_format
 
 
 def tag_count_factory(context):
@@ -143,6 +166,35 @@ def _chunks(text: str) -> list[str]:
     return [piece for piece in pieces if any(char.isalpha() for char in piece)]
 
 
+# The script a language is written in, for texts too short for py3langid: "CJK" is Han. A script of one language
+# decides it; a script several languages share (Latin: en or fr?) decides only when the text is not in it at all.
+SCRIPTS = {"zh": ("CJK",), "ja": ("CJK", "HIRAGANA", "KATAKANA"), "ko": ("HANGUL",), "el": ("GREEK",),
+           "he": ("HEBREW",), "th": ("THAI",), "ka": ("GEORGIAN",), "hy": ("ARMENIAN",),
+           "ru": ("CYRILLIC",), "uk": ("CYRILLIC",), "bg": ("CYRILLIC",), "sr": ("CYRILLIC",), "mk": ("CYRILLIC",),
+           "be": ("CYRILLIC",), "kk": ("CYRILLIC",), "mn": ("CYRILLIC",), "ar": ("ARABIC",), "fa": ("ARABIC",),
+           "ur": ("ARABIC",), "hi": ("DEVANAGARI",), "mr": ("DEVANAGARI",), "ne": ("DEVANAGARI",)}
+OWN_SCRIPT = {"zh", "ko", "el", "he", "th", "ka", "hy"}  # ja too, once kana shows it is no Chinese
+
+
+def _script(char: str) -> str:
+    return unicodedata.name(char, "?").split(" ")[0]
+
+
+def script_share(text: str, language: str) -> float | None:
+    """A short text's share of letters in the language's script; None when the script cannot tell (no letters, or
+    a script other languages write too and the text uses it)."""
+    scripts = [_script(char) for char in text if char.isalpha()]
+    if not scripts:
+        return None
+    own = SCRIPTS.get(language, ("LATIN",))
+    share = sum(script in own for script in scripts) / len(scripts)
+    if share == 0.0:
+        return 0.0  # not one letter in the language's script: certainly another language
+    if language in OWN_SCRIPT or (language == "ja" and any(s in ("HIRAGANA", "KATAKANA") for s in scripts)):
+        return share
+    return None
+
+
 def language_factory(context):
     language, part = context.params["language"], context.params["part"]
     think_end = context.params["think_end_token"]
@@ -155,8 +207,8 @@ def language_factory(context):
 
     def share_in_language(*parts: str) -> float | None:
         chunks = [chunk for part in parts for chunk in _chunks(part)]
-        if not chunks:
-            return None
+        if not chunks:  # too short for py3langid: its script may still tell
+            return script_share(" ".join(parts), language)
         chars = sum(len(chunk) for chunk in chunks)
         return sum(len(chunk) for chunk in chunks if identifier.classify(chunk)[0] == language) / chars
 
@@ -210,6 +262,16 @@ def register_rewards(register):
                  "--param", "think_format.template_opens_think=false"),
     ))
     register(Reward(
+        "answer_format", answer_format_factory,
+        N_("1.0 when the completion is <think>reasoning</think><answer>answer</answer> (each tag once, a "
+           "non-empty answer, nothing after </answer>), else 0.0; when the chat template opens <think> (Qwen3 "
+           "Thinking-2507) the completion may start inside the thinking, with or without <think>."),
+        params={"template_opens_think": "auto"},
+        param_help={"template_opens_think": OPENS_THINK_HELP},
+        example=("--completion", "<think>6 x 7 = 42</think><answer>42</answer>", "--completion",
+                 "<think>6 x 7 = 42</think>42", "--param", "answer_format.template_opens_think=false"),
+    ))
+    register(Reward(
         "tag_count", tag_count_factory,
         N_("Share of tags used exactly as expected: </think> once, <think> once (or never when the template "
            "opens it, which counts only once </think> is there), and with answer_tags <answer> and </answer> once "
@@ -232,13 +294,15 @@ def register_rewards(register):
     register(Reward(
         "language", language_factory,
         N_("Share of the text (thinking and answer, or one of them) written in the target language, by py3langid "
-           "on pieces of at least 40 bytes (about 13 Chinese characters): 0.0 to 1.0; None for less text, too little "
-           "to tell its language."),
+           "on pieces of at least 40 bytes (about 13 Chinese characters): 0.0 to 1.0. A shorter text is scored by "
+           "its script: the share of letters in the language's script when that script is the language's own (zh, "
+           "ko, ja with kana, el, he, th), 0.0 when no letter is in it; None when the script cannot tell (\"Oui.\" "
+           "for en: Latin, like English) or there are no letters."),
         params={"language": "en", "part": "all", "think_end_token": "</think>"},
         param_help={"language": N_("ISO 639-1 code: en, zh, fr, de, ja, ..."),
                     "part": N_("\"all\", \"thinking\" (before </think>) or \"answer\" (after it)"),
                     "think_end_token": N_("where the thinking ends")},
-        # answers of 40 bytes or more: a shorter one is not judged
+        # answers of 40 bytes or more: a shorter one is judged by its script only
         example=("--completion", "Let me add the two numbers first, then check the sum.</think>"
                  "The answer is 42, because 19 and 23 make 42.",
                  "--completion", "我先把两个数相加，然后检查一下结果是否正确。</think>"

@@ -1,6 +1,6 @@
-"""Rewards checked against the dataset's answers: accuracy, reasoning_accuracy and cosine_length.
+"""Rewards checked against the dataset's answers: accuracy, reasoning_accuracy, cosine_length and kimi_length.
 
-All three read the final answer after ``</think>`` and compare it with the answer column through
+All four read the final answer after ``</think>`` and compare it with the answer column through
 ``answers`` (math-verify for maths, a normalised text match otherwise). A gold answer that cannot be read
 is reported once and its completions get ``None`` (TRL leaves them out), instead of zeroing the group.
 
@@ -84,7 +84,7 @@ class Checker:
 
 
 def _accuracy(context, name: str, must_close: bool):
-    answers.require_math_verify()
+    answers.require_answer_packages()
     think_end = context.params["think_end_token"]
     opened = must_close or opens_think(context)
     checker = Checker(name, context.params["answer_column"])
@@ -119,7 +119,7 @@ def max_tokens_param(context, key: str) -> int:
 
 
 def cosine_length_factory(context):
-    answers.require_math_verify()
+    answers.require_answer_packages()
     params = context.params
     max_len = max_tokens_param(context, "max_len")
     think_end, opened = params["think_end_token"], opens_think(context)
@@ -144,6 +144,43 @@ def cosine_length_factory(context):
         return scores
 
     return cosine_length
+
+
+def _group_keys(prompts, count: int) -> list[str]:
+    """One key per completion: completions with the same prompt share it (TRL passes each prompt once per
+    completion, G times for a group)."""
+    if prompts is None:
+        raise UserError(_("kimi_length compares the completions of one prompt: call it with prompts=..., as TRL does"))
+    return [repr(prompt) for prompt in prompts][:count]
+
+
+def kimi_length_factory(context):
+    answers.require_answer_packages()
+    params = context.params
+    think_end, opened = params["think_end_token"], opens_think(context)
+    checker = Checker("kimi_length", params["answer_column"])
+
+    def kimi_length(completions, prompts=None, completion_ids=None, **kwargs):
+        golds = checker.golds(kwargs)
+        texts = [completion_text(c) for c in completions]
+        lengths = [len(ids) for ids in (completion_ids if completion_ids is not None else context.encode(texts))]
+        correct = [checker.score(final_answer(text, think_end, opened), gold) for text, gold in zip(texts, golds)]
+        groups: dict[str, list[int]] = {}
+        for index, key in enumerate(_group_keys(prompts, len(completions))):
+            groups.setdefault(key, []).append(index)
+        scores: list[float | None] = [None] * len(completions)
+        for members in groups.values():
+            shortest = min(lengths[i] for i in members)
+            longest = max(lengths[i] for i in members)
+            for i in members:
+                if correct[i] is None:
+                    continue
+                # Kimi k1.5: lambda = 0.5 - (len - min_len) / (max_len - min_len); 0 when all are as long
+                spread = 0.5 - (lengths[i] - shortest) / (longest - shortest) if longest > shortest else 0.0
+                scores[i] = spread if correct[i] else min(0.0, spread)
+        return scores
+
+    return kimi_length
 
 
 ANSWER_PARAMS = {"answer_column": "answer", "think_end_token": "</think>", "template_opens_think": "auto"}
@@ -189,4 +226,15 @@ def register_rewards(register):
                     "max_value_correct": N_("score of the shortest right completion")},
         example=("--completion", "</think>42", "--completion", "</think>41", "--column", "answer=42",
                  "--param", "cosine_length.max_len=64", "--tokenizer", "tiny"),
+    ))
+    register(Reward(
+        "kimi_length", kimi_length_factory,
+        N_("Kimi k1.5's length reward, relative to the completions of the same prompt: lambda = 0.5 - (len - "
+           "min_len) / (max_len - min_len) over the group's token lengths; a right answer gets lambda (0.5 for the "
+           "shortest, -0.5 for the longest), a wrong one min(0, lambda); 0.0 when all are as long; None for an "
+           "unreadable gold."),
+        params=ANSWER_PARAMS, param_help=ANSWER_HELP,
+        example=("--prompt", "6 x 7?", "--completion", "</think>42", "--completion",
+                 "</think>Six times seven: 6 + 6 + 6 + 6 + 6 + 6 + 6 = 42", "--completion", "</think>41",
+                 "--column", "answer=42", "--tokenizer", "tiny"),
     ))

@@ -1,0 +1,122 @@
+"""Chinese text for the rewards: the last answer a Chinese completion states, and its numbers, before math-verify.
+
+math-verify reads numbers between Chinese characters badly ("答案：20" and "有20张" read as nothing) and takes a
+number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a text with Chinese characters the answer
+is found first, in this order, the last of its kind winning:
+
+1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
+   the end of its clause (。！？；，、 or a line end);
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
+3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
+
+Within the answer, the first run holding a number is kept ("约20个苹果" -> "20"); a number with 万 or 亿 right after
+it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts there (千米, 千克,
+千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an. Numerals
+outside an anchor or a total are not read: 一 is also a word (一下, 一起).
+"""
+
+from __future__ import annotations
+
+import re
+
+# CJK ideographs and the full-width punctuation that ends a clause
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CLAUSE_END = "。！？；，、\n!?;"
+_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)\s*(?:应该是|应为|应是|就是|是|为|等于|[:：=])\s*"
+                     rf"([^{_CLAUSE_END}]*)")
+_TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
+# a run without Chinese characters or clause marks that holds a digit or LaTeX
+_RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
+_HAS_MATHS = re.compile(r"[\d\\]")
+_MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
+_FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
+# Chinese numerals count as a number only at the end of the answer or before a measure word: 一样, 一起 are words
+_NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(负?[零〇一二两三四五六七八九十百千万亿点]+)"
+                       r"(?=$|[^\u3400-\u4dbf\u4e00-\u9fff]|[个只张本元块人次天年月日岁米克斤份件条道辆头匹位名架台棵朵支根颗层页"
+                       r"分秒倍度种])")
+# full-width digits and maths signs; the full-width comma stays: it ends a clause, it separates no thousands
+_FULL_WIDTH_PUNCTUATION = str.maketrans({**{chr(0xFF10 + digit): str(digit) for digit in range(10)},
+                                         "：": ":", "（": "(", "）": ")", "＝": "=", "－": "-", "＋": "+", "／": "/",
+                                         "．": ".", "％": "%"})
+
+
+def has_cjk(text: str) -> bool:
+    return bool(CJK.search(text))
+
+
+def _multiplied(text: str) -> str:
+    """3万 -> 30000, 1.5千 -> 1500: digits times the Chinese order of magnitude written right after them."""
+    def times(match: re.Match) -> str:
+        from decimal import Decimal
+
+        value = Decimal(match.group(1)) * _FACTOR[match.group(2)]
+        return format(value.normalize(), "f")
+
+    return _MULTIPLIED.sub(times, text)
+
+
+def chinese_numeral(text: str) -> str | None:
+    """The value of Chinese numerals at the start of ``text`` ("二十个" -> "20"), by cn2an; None when there are none
+    or cn2an cannot read them."""
+    found = _NUMERALS.match(text.strip())
+    if not found:
+        return None
+    import cn2an  # the accuracy rewards check it is there when they are built
+
+    try:
+        value = cn2an.cn2an(found.group(1), "smart")
+    except (ValueError, KeyError, TypeError):
+        return None
+    return format(value, "g") if isinstance(value, float) and not value.is_integer() else str(int(value))
+
+
+def _read(segment: str) -> str | None:
+    """The answer in an anchored or total segment: its first run holding a number, or its Chinese numerals."""
+    segment = _multiplied(segment.translate(_FULL_WIDTH_PUNCTUATION)).strip()
+    if not segment:
+        return None
+    if segment.startswith("\\boxed") or segment.startswith("$"):
+        return segment
+    numeral = chinese_numeral(segment)
+    if numeral is not None and not re.match(r"^\s*(?:约|大约|大概)?\s*-?\d", segment):
+        return numeral
+    for run in _RUN.findall(segment):
+        if _HAS_MATHS.search(run):
+            return run.strip()
+    return None
+
+
+def stated_answer(text: str) -> str | None:
+    """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
+    Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number."""
+    if not has_cjk(text) or "\\boxed" in text:
+        return None
+    for pattern in (_ANCHOR, _TOTAL):
+        for match in reversed(list(pattern.finditer(text))):
+            answer = _read(match.group(1))
+            if answer is not None:
+                return answer
+    plain = _multiplied(text.translate(_FULL_WIDTH_PUNCTUATION))
+    runs = [run.strip() for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
+    return runs[-1] if runs else None
+
+
+def anchored_text(text: str) -> str | None:
+    """The words after the last anchor ("答案是巴黎" -> "巴黎"), for a gold answer that is text, not a number."""
+    if not has_cjk(text):
+        return None
+    matches = list(_ANCHOR.finditer(text))
+    return matches[-1].group(1).strip() if matches else None
+
+
+def gold_number(gold: str) -> str | None:
+    """A gold answer written with Chinese numerals or an order of magnitude ("二十", "3万") as digits; None for
+    anything else."""
+    if not has_cjk(gold):
+        return None
+    stripped = gold.strip().rstrip("。.")
+    numeral = chinese_numeral(stripped)
+    if numeral is not None and _NUMERALS.match(stripped).end() == len(stripped):
+        return numeral
+    multiplied = _multiplied(stripped)
+    return multiplied if multiplied != stripped and not has_cjk(multiplied) else None

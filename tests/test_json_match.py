@@ -1,0 +1,92 @@
+"""json_match: one JSON object in the final answer, scored key by key against a gold object (its type rules are in
+plugins/rewards/structured.py's docstring and references/rewards.md)."""
+
+import json
+import warnings
+
+import pytest
+
+from grpo_skill import RewardError, plugins
+
+GOLD = {"name": "Ada", "age": 36, "langs": ["en", "fr"], "admin": False}
+
+
+def json_match(completions, gold=GOLD, **params):
+    reward = plugins.get_reward("json_match").build(params=params)
+    return reward(prompts=[""] * len(completions), completions=completions, answer=[gold] * len(completions))
+
+
+def answer(obj, before="", after=""):
+    return "Let me fill it in.</think>" + before + json.dumps(obj) + after
+
+
+CASES = [
+    (answer(GOLD), 1.0),
+    (answer({**GOLD, "extra": 1}), 1.0),  # an extra key costs nothing
+    (answer({"name": "Ada", "age": 36}), 0.5),  # two of four keys: partial credit
+    (answer({**GOLD, "age": 36.0}), 1.0),  # 36 == 36.0
+    (answer({**GOLD, "age": "36"}), 0.75),  # a number in a string is no number
+    (answer({**GOLD, "admin": 0}), 0.75),  # 0 is no false
+    (answer({**GOLD, "name": " Ada "}), 1.0),  # strings are stripped
+    (answer({**GOLD, "name": "ada"}), 0.75),  # but case counts
+    (answer({**GOLD, "langs": ["fr", "en"]}), 0.75),  # lists in order
+    (answer(GOLD, before="Here it is:\n```json\n", after="\n```\nDone."), 1.0),  # a fence
+    (answer(GOLD, before="The record is ", after=", as asked."), 1.0),  # text around one object
+    (answer(GOLD, after=' or {"name": "Bob"}'), 0.0),  # two objects: which one?
+    ("</think>{'name': 'Ada'}", 0.0),  # Python, not JSON
+    ("</think>" + json.dumps(GOLD)[:-1], 0.0),  # cut off
+    ("</think>[1, 2]", 0.0),  # no object
+    ("</think>", 0.0),
+]
+
+
+@pytest.mark.parametrize("completion, expected", CASES)
+def test_json_match_scores_keys_by_the_type_rules(completion, expected):
+    assert json_match([completion]) == [expected]
+
+
+def test_only_the_object_after_the_thinking_counts():
+    thinking = "Draft: " + json.dumps(GOLD) + "</think>"
+    assert json_match([thinking + '{"name": "Bob"}']) == [0.0]
+    assert json_match([json.dumps(GOLD)], template_opens_think=True) == [0.0]  # never closed its thinking
+    assert json_match([json.dumps(GOLD)], template_opens_think=False) == [1.0]  # no thinking at all
+
+
+def test_the_gold_may_be_a_json_string_and_keys_may_be_chosen():
+    as_text = json.dumps(GOLD)
+    reward = plugins.get_reward("json_match").build(params={"keys": ["name", "age"]})
+    assert reward(completions=[answer({"name": "Ada", "age": 1})], answer=[as_text]) == [0.5]
+    assert json_match([answer({**GOLD, "name": "ada"})], ignore_case=True) == [1.0]
+
+
+def test_strict_wants_the_object_alone():
+    assert json_match([answer(GOLD, before="The record is ")], strict=True) == [0.0]
+    assert json_match([answer(GOLD, before="```json\n", after="\n```")], strict=True) == [1.0]
+    assert json_match([answer(GOLD, before="\n  ", after="\n")], strict=True) == [1.0]
+
+
+def test_nested_objects_are_all_or_nothing():
+    gold = {"user": {"name": "Ada", "age": 36}, "ok": True}
+    assert json_match([answer({"user": {"name": "Ada", "age": 36, "x": 1}, "ok": True})], gold=gold) == [1.0]
+    assert json_match([answer({"user": {"name": "Ada"}, "ok": True})], gold=gold) == [0.5]
+
+
+def test_chinese_values_and_text():
+    gold = {"城市": "北京", "人口": 21893095}
+    assert json_match(["</think>结果如下：" + json.dumps(gold, ensure_ascii=False) + "。"], gold=gold) == [1.0]
+
+
+def test_a_gold_that_is_no_object_is_left_out_and_reported_once():
+    reward = plugins.get_reward("json_match").build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores = reward(completions=["</think>{}", "</think>{}", answer(GOLD)], answer=["not json", "not json", GOLD])
+    assert scores == [None, None, 1.0]
+    assert len(caught) == 1 and "'answer' column" in str(caught[0].message)
+
+
+def test_a_missing_column_and_bad_keys_are_refused():
+    with pytest.raises(RewardError, match="no 'record' column"):
+        plugins.get_reward("json_match").build(params={"answer_column": "record"})(completions=["{}"], answer=["{}"])
+    with pytest.raises(RewardError, match="params.keys must be a list of key names"):
+        plugins.get_reward("json_match").build(params={"keys": [1, 2]})
