@@ -177,6 +177,15 @@ def _text_candidates(answer: str) -> list[str]:
     return [_normalise_words(candidate) for candidate in candidates]
 
 
+def _sum_still_to_do(answer, gold) -> bool:
+    """A sum of plain numbers left unworked ("2 + 8") for a gold that is a number: math-verify would evaluate it and
+    call it right, so that restating "What is 2 + 8?" scored as answering it (seen training a real chat model)."""
+    import sympy
+
+    return (isinstance(gold, sympy.Number) and isinstance(answer, sympy.Add)
+            and all(isinstance(term, sympy.Number) or (-term).is_Number for term in answer.args))
+
+
 def matches(answer: str, gold: Gold) -> bool:
     """True when the final answer in ``answer`` (the text after the thinking) is the gold answer."""
     answer = normalise(answer)
@@ -184,6 +193,8 @@ def matches(answer: str, gold: Gold) -> bool:
         from math_verify import verify
 
         parsed = _parse_answer(answer)
+        if parsed and _sum_still_to_do(parsed[0], gold.parsed[0]):
+            return False
         return bool(parsed) and verify(gold.parsed, parsed, timeout_seconds=_timeouts())
     wanted = _normalise_words(gold.text)
     candidates = _text_candidates(answer)
