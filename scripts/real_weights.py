@@ -316,7 +316,7 @@ def what_it_learned(held_out: dict, run: dict) -> str:
                  "to reinforce.")
     if gain < 10:
         text += (f" The gain is below 10 points: {run['steps']} steps of one prompt each are few, and held-out "
-                 "sampling at temperature 1 on {count} prompts moves by several points from seed to seed.")
+                 f"sampling at temperature 1 on {count} prompts moves by several points from seed to seed.")
     return text
 
 def write_report(work: Path, project: Path, result: dict, args) -> Path:
