@@ -78,6 +78,8 @@ FORMS = [
     ("The sum is 2 + 8.", "10", 0.0),
     ("10 - 0", "10", 0.0),
     ("2 + 8 = 10", "10", 1.0),
+    ("The final answer: 2 + 8 equals 10.", "10", 1.0),  # the result after the sum math-verify picked
+    ("The final answer: 2 + 8 equals 11.", "10", 0.0),
     # text answers: a normalised match, no maths
     ("Paris", "Paris", 1.0),
     ("paris.", "Paris", 1.0),

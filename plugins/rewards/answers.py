@@ -194,7 +194,11 @@ def matches(answer: str, gold: Gold) -> bool:
 
         parsed = _parse_answer(answer)
         if parsed and _sum_still_to_do(parsed[0], gold.parsed[0]):
-            return False
+            # "...: 2 + 8 equals 10." - the result, if any, comes after the sum
+            rest = answer.rpartition(parsed[1])[2]
+            parsed = _parse_answer(rest) if rest.strip() else []
+            if not parsed or _sum_still_to_do(parsed[0], gold.parsed[0]):
+                return False
         return bool(parsed) and verify(gold.parsed, parsed, timeout_seconds=_timeouts())
     wanted = _normalise_words(gold.text)
     candidates = _text_candidates(answer)
