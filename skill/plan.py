@@ -387,6 +387,32 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     )
 
 
+def template_prompt_tokens(config) -> int | None:
+    """The longest prompt in tokens as GRPO sees it (chat template, system prompt) when the project's model is a
+    local folder with a tokenizer; None otherwise. A template's own system prompt (SmolLM2 adds one of 17 tokens)
+    is more than a guess from characters can know."""
+    folder = config.local_model_dir()
+    data_file = config.dataset_file()
+    if not (folder and (folder / "tokenizer_config.json").is_file() and data_file
+            and data_file.suffix == ".jsonl" and data_file.is_file()):
+        return None
+    from transformers import AutoTokenizer
+
+    from .runtime import data
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError):  # no usable tokenizer there: the guess from characters stands
+        return None
+    column = config.dataset["prompt_column"]
+    questions = [json.loads(line).get(column) for line in data_file.read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    texts = [data.chat_prompt(config, tokenizer, question) for question in questions if isinstance(question, str)]
+    if not texts:
+        return None
+    return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False).input_ids)
+
+
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
                  processes: int = 1) -> tuple[Settings, dict]:
     from . import project
@@ -400,7 +426,8 @@ def from_config(config, backend: str | None = None, prompt_tokens: int | None = 
     local = config.local_model_dir()
     shape, source = shape_for(str(local) if local is not None else config.model["name"])
     data_file = config.dataset_file()
-    tokens = prompt_tokens or prompt_tokens_of(data_file, config.dataset["prompt_column"])
+    tokens = prompt_tokens or template_prompt_tokens(config) or prompt_tokens_of(
+        data_file, config.dataset["prompt_column"])
     settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
                               shape, tokens, processes)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],

@@ -73,6 +73,13 @@ FORMS = [
     ("The answer is 42, found after checking 3 cases", "42", 1.0),
     (r"The final answer is $\boxed{5}$. I checked 3 other values.", "5", 1.0),
     ("2 and 3", "3", 1.0),  # no anchor: the last number
+    # a sum restated, not worked out, is no answer (math-verify alone evaluates it and calls it right)
+    ("2 + 8", "10", 0.0),
+    ("The sum is 2 + 8.", "10", 0.0),
+    ("10 - 0", "10", 0.0),
+    ("2 + 8 = 10", "10", 1.0),
+    ("The final answer: 2 + 8 equals 10.", "10", 1.0),  # the result after the sum math-verify picked
+    ("The final answer: 2 + 8 equals 11.", "10", 0.0),
     # text answers: a normalised match, no maths
     ("Paris", "Paris", 1.0),
     ("paris.", "Paris", 1.0),

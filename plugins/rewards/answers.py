@@ -210,13 +210,29 @@ def _text_candidates(answer: str) -> list[str]:
     return [_normalise_words(candidate) for candidate in candidates]
 
 
+def _sum_still_to_do(answer, gold) -> bool:
+    """A sum of plain numbers left unworked ("2 + 8") for a gold that is a number: math-verify would evaluate it and
+    call it right, so that restating "What is 2 + 8?" scored as answering it (seen training a real chat model)."""
+    import sympy
+
+    return (isinstance(gold, sympy.Number) and isinstance(answer, sympy.Add)
+            and all(isinstance(term, sympy.Number) or (-term).is_Number for term in answer.args))
+
+
 def matches(answer: str, gold: Gold) -> bool:
     """True when the final answer in ``answer`` (the text after the thinking) is the gold answer."""
     if gold.is_maths:
         from math_verify import verify
 
         stated = cjk.stated_answer(answer)
-        parsed = _parse_answer(normalise(stated if stated is not None else answer))
+        text = normalise(stated if stated is not None else answer)
+        parsed = _parse_answer(text)
+        if parsed and _sum_still_to_do(parsed[0], gold.parsed[0]):
+            # "...: 2 + 8 equals 10." - the result, if any, comes after the sum
+            rest = text.rpartition(parsed[1])[2]
+            parsed = _parse_answer(rest) if rest.strip() else []
+            if parsed and _sum_still_to_do(parsed[0], gold.parsed[0]):
+                parsed = []
         if parsed and verify(gold.parsed, parsed, timeout_seconds=_timeouts()):
             return True
         return gold.words and _text_matches(answer, gold.text)
