@@ -174,7 +174,7 @@ class Group(_TranslatedHelp, click.Group):
                 command=error.ctx.command_path, option="-h"))
             failure.exit_code = error.exit_code
             raise failure from None
-        except (errors.UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
+        except (errors.UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, KeyboardInterrupt) as error:
             message = None if _debug(ctx) else errors.user_message(error)
             if message is None:
                 raise

@@ -105,9 +105,13 @@ def git_reads_bundle(bundle: Path | None = None, **env: str):
     bundle = Path(bundle or bundle_path()).resolve()
     count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
     extra = {
-        "GIT_CONFIG_COUNT": str(count + 1),
+        "GIT_CONFIG_COUNT": str(count + 2),
         f"GIT_CONFIG_KEY_{count}": f"url.{bundle.as_posix()}.insteadOf",
         f"GIT_CONFIG_VALUE_{count}": GIT_URL,
+        # copier refuses a project with any untracked file; update refuses those the template writes itself, and
+        # leaves the others (a run's outputs) alone
+        f"GIT_CONFIG_KEY_{count + 1}": "status.showUntrackedFiles",
+        f"GIT_CONFIG_VALUE_{count + 1}": "no",
         **env,
     }
     saved = {key: os.environ.get(key) for key in [*extra, "COPIER_CACHE_DIR"]}

@@ -184,22 +184,41 @@ def _answers(project: Path) -> dict:
     if not path.is_file():
         raise UpdateError(_("{path} has no {file}: it was not made by grpo-skill new").format(
             path=project, file=ANSWERS_FILE))
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{shown_path(path)}:{mark.line + 1}" if mark is not None else shown_path(path)
+        raise UpdateError(_("{where}: not valid YAML ({reason}); restore it with git checkout -- {file}, or from a "
+                            "fresh `grpo-skill new` with the same answers").format(
+            where=where, reason=getattr(error, "problem", None) or type(error).__name__, file=ANSWERS_FILE)) from None
     return data if isinstance(data, dict) else {}
+
+
+def _status_paths(project: Path) -> list[tuple[str, str]]:
+    """(status code, path relative to the project) of each changed or untracked file under the project."""
+    # status --porcelain names paths from the repository's top
+    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
+    top = _work_tree(project)
+    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
+    found = []
+    for line in status.splitlines():
+        path = line[3:].split(" -> ")[-1].strip('"')
+        found.append((line[:2], path.removeprefix(prefix + "/") if prefix != "." else path))
+    return found
+
+
+def blocking_changes(project: Path) -> list[str]:
+    """What keeps update from merging: uncommitted changes to tracked files, and untracked files where the
+    template writes one. Other untracked files (a run's outputs, such as quick/) are none of the template's
+    business and stay as they are."""
+    owned = set(generated_files())
+    return sorted(path for code, path in _status_paths(project) if code != "??" or path in owned)
 
 
 def _changes(project: Path) -> tuple[list[str], list[str]]:
     """(changed files, files with conflicts) in the project's work tree, relative to the project."""
-    # status --porcelain names paths from the repository's top, ls-files from the current folder
-    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
-    top = _work_tree(project)
-    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
-    changed = []
-    for line in status.splitlines():
-        path = line[3:].split(" -> ")[-1].strip('"')
-        if prefix != ".":
-            path = path.removeprefix(prefix + "/")
-        changed.append(path)
+    changed = [path for _code, path in _status_paths(project)]
     # copier records what it could not merge as unmerged index entries, like git merge does
     unmerged = _git(["ls-files", "--unmerged", "--", "."], project).stdout
     conflicts = {line.split("\t", 1)[1] for line in unmerged.splitlines() if "\t" in line}  # relative to project
@@ -264,8 +283,12 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     if top is None:
         raise UpdateError(_("{path} is not in a git repository; run: git init && git add -A && git commit -m "
                             "'my project', then update").format(path=project))
-    if _git(["status", "--porcelain", "--", "."], project).stdout.strip():
-        raise UpdateError(_("{path} has uncommitted changes; commit or stash them, then update").format(path=project))
+    blocking = blocking_changes(project)
+    if blocking:
+        shown = ", ".join(blocking[:5]) + (_(" and {count} more").format(count=len(blocking) - 5)
+                                            if len(blocking) > 5 else "")
+        raise UpdateError(_("{path} has uncommitted changes ({files}); commit or stash them, then update").format(
+            path=project, files=shown))
     refuse_conflicts(project)  # committed with the markers of an earlier update: merging again would nest them
 
     if not history.knows(manifest, old):
@@ -286,7 +309,9 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
         result.changed, result.conflicts = _changes(copy)
         result.first_conflict = first_conflict(copy, result.conflicts)
     if not dry_run:
+        already_there = {path for code, path in _status_paths(project) if code == "??"}  # the user's, not ours
         _apply(project, lang, manifest)
         result.changed, result.conflicts = _changes(project)
+        result.changed = [path for path in result.changed if path not in already_there]
         result.first_conflict = first_conflict(project, result.conflicts)
     return result
