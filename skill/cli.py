@@ -174,7 +174,8 @@ class Group(_TranslatedHelp, click.Group):
                 command=error.ctx.command_path, option="-h"))
             failure.exit_code = error.exit_code
             raise failure from None
-        except (errors.UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, KeyboardInterrupt) as error:
+        except (errors.UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
+                KeyboardInterrupt) as error:
             message = None if _debug(ctx) else errors.user_message(error)
             if message is None:
                 raise
@@ -491,9 +492,9 @@ def plugin_new(name, output_dir, as_json):
 
 @main.command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
-@click.option("--rewards", "run_rewards", is_flag=True,
-              help=N_("Also run the project's rewards.py and build every reward, which checks their params as "
-                      "train.py would (a local judge loads its model)."))
+@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
+              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
+                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
 def check(project, run_rewards):
     from . import project as projects
     from .update import refuse_conflicts
@@ -510,14 +511,14 @@ def check(project, run_rewards):
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     if loaded.unchecked_rewards:
         click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
-                     "`grpo-skill check --rewards` runs it").format(
+                     "`grpo-skill check` without --no-rewards runs it").format(
             names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
     elif loaded.unrun_rewards:
         click.echo(i18n.ngettext(
             "reward {names} is from rewards.py, which was not run, so its params were not checked; "
-            "`grpo-skill check --rewards` checks them",
+            "`grpo-skill check` without --no-rewards checks them",
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
-            "`grpo-skill check --rewards` checks them", len(loaded.unrun_rewards)).format(
+            "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
             names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
 
 

@@ -16,7 +16,10 @@ import dataclasses
 import inspect
 import json
 import math
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -21,7 +21,10 @@ import json
 import math
 import re
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 import types
 import typing
 from dataclasses import dataclass, field

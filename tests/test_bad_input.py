@@ -334,11 +334,13 @@ DATASET_CASES = [
 ]
 
 REWARDS_PY_CASES = [
-    Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}"),
          files=rewards_py("from grpo_skill import hookimpl\n\ndef broken(:\n    pass\n")),
-    Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n")),
+    Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n"),
+         args=("check", "{project}", "--no-rewards")),
     Case("rewards-py-name-in-a-variable", "rewards.py names its rewards in code, so 'mine' could not be checked "
-         "without running it; `grpo-skill check --rewards` runs it", code=0, stdout_fact="OK",
+         "without running it; `grpo-skill check` without --no-rewards runs it", code=0, stdout_fact="OK",
+         args=("check", "{project}", "--no-rewards"),
          edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
              from grpo_skill import Reward as R, hookimpl
 
@@ -350,6 +352,7 @@ REWARDS_PY_CASES = [
                  register(R(NAME, lambda context: None, "from a variable"))
          """)),
     Case("rewards-py-names-in-a-loop", "so 'loop_b' could not be checked", code=0, stdout_fact="OK",
+         args=("check", "{project}", "--no-rewards"),
          edits=edit("[grpo]", '[[rewards]]\nname = "loop_b"\n\n[grpo]'), files=rewards_py("""\
              import grpo_skill
 
@@ -359,7 +362,7 @@ REWARDS_PY_CASES = [
                  for name in ("loop_a", "loop_b"):
                      register(grpo_skill.Reward(name, lambda context: None, "one of two"))
          """)),
-    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}"),
          edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
              from grpo_skill import Reward, hookimpl
 
@@ -373,13 +376,13 @@ REWARDS_PY_CASES = [
     Case("reward-param-auto-not-a-number", "template_opens_think = 3: must be \"auto\", true, false or a string",
          edits=edit("[grpo]", '[[rewards]]\nname = "think_format"\nparams = { template_opens_think = 3 }\n\n[grpo]')),
     Case("check-rewards-builds-every-reward", "judge backend 'http' has no setting 'urll'",
-         args=("check", "{project}", "--rewards"),
+         args=("check", "{project}"),
          edits=edit("[grpo]", '[[rewards]]\nname = "llm_judge"\nparams = { judge = { urll = "http://x" } }\n\n[grpo]')),
     Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
-         args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
+         args=("check", "{project}"), files=rewards_py("import no_such_module\n")),
     Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
-         args=("check", "{project}", "--rewards"), files=rewards_py("import os\n\nundefined_thing.call()\n")),
-    Case("rewards-py-hook-raises", "rewards.py:6: RuntimeError: not today", args=("check", "{project}", "--rewards"),
+         args=("check", "{project}"), files=rewards_py("import os\n\nundefined_thing.call()\n")),
+    Case("rewards-py-hook-raises", "rewards.py:6: RuntimeError: not today", args=("check", "{project}"),
          files=rewards_py("""\
              from grpo_skill import hookimpl
 
@@ -389,7 +392,7 @@ REWARDS_PY_CASES = [
                  raise RuntimeError("not today")
          """)),
     Case("rewards-py-registers-junk", "rewards.py:6: register() got 'no_repetition', expected a Reward",
-         args=("check", "{project}", "--rewards"), files=rewards_py("""\
+         args=("check", "{project}"), files=rewards_py("""\
              from grpo_skill import hookimpl
 
 
@@ -397,7 +400,7 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register("no_repetition")
          """)),
-    Case("rewards-py-hook-typo", "rewards.py': unknown hook 'register_reward' (did you mean 'register_rewards'?)", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-hook-typo", "rewards.py': unknown hook 'register_reward' (did you mean 'register_rewards'?)", args=("check", "{project}"),
          files=rewards_py("""\
              from grpo_skill import hookimpl
 
@@ -407,7 +410,7 @@ REWARDS_PY_CASES = [
                  pass
          """)),
     Case("rewards-py-clash-used", "'length' is registered by both 'builtin:seed' and 'proj/rewards.py'",
-         args=("check", "{project}", "--rewards"), edits=edit('name = "thinking"', 'name = "length"'),
+         args=("check", "{project}"), edits=edit('name = "thinking"', 'name = "length"'),
          files=rewards_py("""\
              from grpo_skill import Reward, hookimpl
 
@@ -416,6 +419,22 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register(Reward("length", lambda context: None, "mine"))
          """)),
+    Case("check-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
+         "proj/rewards.py:5: KeyError: 'missing'", edits=edit('name = "thinking"', 'name = "no_repetition"'),
+         files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+
+             def factory(context):
+                 return context.params["missing"]
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
+         """)),
+    Case("check-own-reward-param-typo", "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?",
+         edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngrm = 4 }')),
     Case("rewards-project-listing-broken", "rewards.py:1: ZeroDivisionError: division by zero",
          args=("rewards", "--project", "{project}"), files=rewards_py("1 / 0\n")),
     Case("rewards-try-reward-raises", "raised on a batch starting with 'Hi.': proj/rewards.py:5: ZeroDivisionError",
@@ -766,3 +785,20 @@ def test_a_logger_that_is_installed_passes_without_being_imported(template_proje
     config.write_text(config.read_text().replace("report_to = []", 'report_to = ["wandb", "kubeflow"]'))
     assert projects.load(config, rewards=False).grpo["report_to"] == ["wandb", "kubeflow"]
     assert "wandb" not in sys.modules
+
+
+def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_project, tmp_path):
+    """Found once the model is loaded (check reads no model), before peft's 24-line error."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    text = config.read_text()
+    old = 'target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]'
+    assert old in text
+    config.write_text(text.replace(old, 'target_modules = ["q_proj", "nonexistent_proj"]'))
+    result = run_process([sys.executable, "train.py"], cwd=project, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: config.toml:17: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
+        "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
+    assert not (project / "outputs").exists()
