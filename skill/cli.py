@@ -565,7 +565,17 @@ def metrics(run_dir, plot, show_completions, as_json):
     if plot:
         summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
     summary["health"] = health.warnings_in(rows)
-    summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions else []
+    logged = summary["steps"] > 0  # completions of an earlier run may outlive an emptied metrics.jsonl
+    summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions and logged else []
+    if not logged:
+        click.echo(_("warning: {file} holds no training step yet").format(file=run_metrics.METRICS_FILE), err=True)
+    elif summary.get("steps_without_reward"):
+        click.echo(i18n.ngettext(
+            "warning: {count} step logged no reward (NaN: every completion was left out, each reward gave None); "
+            "the means leave it out",
+            "warning: {count} steps logged no reward (NaN: every completion was left out, each reward gave None); "
+            "the means leave them out", summary["steps_without_reward"]).format(
+            count=summary["steps_without_reward"]), err=True)
 
     def signed(value) -> str:
         return f"{value:+.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
@@ -587,6 +597,9 @@ def metrics(run_dir, plot, show_completions, as_json):
             click.echo("  " + " ".join(str(trace.get("completion", "")).split())[:300])
 
     emit(summary, as_json, text)
+
+
+MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate configs do not span machines
 
 
 @main.command(help=N_("Estimate a run's peak GPU memory and seconds per step from its settings, without a GPU."))
@@ -613,6 +626,9 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
     try:
         processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
+        if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
+            fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
+                count=processes, most=MAX_PLANNED_GPUS))
         if preset:
             settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:

@@ -134,6 +134,15 @@ CLI_CASES = [
     Case("skill-install-read-only", "choose a folder you can write to", setup=lock,
          args=("skill", "install", "--dest", read_only_folder() + "/skills")),
     Case("build-model-shape", "'huge' is not one of 'tiny', 'qwen3-4b'", code=2, args=("build-model", "--shape", "huge")),
+    Case("metrics-nan-reward", "warning: 1 step logged no reward (NaN: every completion was left out", code=0,
+         args=("metrics", "{project}/outputs"), stdout_fact="gain: 0.200",
+         files={"proj/outputs/metrics.jsonl": '{"step": 1, "reward": 0.5}\n{"step": 2, "reward": NaN}\n'
+                                              '{"step": 3, "reward": 0.7}\n'}),
+    Case("metrics-empty", "warning: metrics.jsonl holds no training step yet", code=0, stdout_fact="steps: 0",
+         args=("metrics", "{project}/outputs"),
+         files={"proj/outputs/metrics.jsonl": "", "proj/outputs/completions.jsonl": '{"step": 60, "completion": "x"}\n'}),
+    Case("plan-gpus-absurd", "100000 GPUs: plan estimates data-parallel training on one machine, at most 64 GPUs",
+         args=("plan", "{project}", "--gpus", "100000")),
     Case("build-model-into-users-folder", "--out {tmp}/mine is not empty and holds no model built by grpo-skill",
          args=("build-model", "--out", "{tmp}/mine"), files={"mine/notes.txt": "mine\n", "mine/config.json": "{}"}),
     Case("build-model-read-only", "choose a folder you can write to", setup=lock,
@@ -301,6 +310,11 @@ DATASET_CASES = [
          edits=edit('path = "data/prompts.jsonl"', 'path = "data/"')),
     Case("jsonl-row-without-prompt", "data/prompts.jsonl:3: this row has no 'prompt'",
          files=jsonl('{"prompt": "a"}', "", '{"question": "b"}')),
+    Case("jsonl-prompt-empty", "data/prompts.jsonl:2: 'prompt' is empty; give every row a prompt",
+         files=jsonl('{"prompt": "Hi"}', '{"prompt": ""}')),
+    Case("jsonl-prompt-blank-new", "mine.jsonl:1: 'prompt' is empty", args=("new", "ok", "-p", "tiny", "--dataset", "mine.jsonl"),
+         files={"mine.jsonl": '{"prompt": "  "}\n'}),
+    Case("train-prompt-empty", "data/prompts.jsonl:1: 'prompt' is empty", mode="load", files=jsonl('{"prompt": ""}')),
     Case("jsonl-prompt-not-text", "data/prompts.jsonl:1: 'prompt' must be text, not 42", files=jsonl('{"prompt": 42}')),
     Case("jsonl-not-utf8", "not UTF-8 text", files={f"proj/{PROMPTS}": b'{"prompt": "caf\xe9"}\n'}),
     Case("csv-extra-field", "data/prompts.csv:3: 3 fields where the header has 2",
@@ -802,3 +816,22 @@ def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_pr
         "error: config.toml:17: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
         "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
     assert not (project / "outputs").exists()
+
+
+@pytest.mark.parametrize("model", ["local-folder", "built-here"])
+def test_max_seq_length_beyond_the_models_positions_is_refused(template_project, tmp_path, tiny_model, model):
+    """check (a model folder on this machine) and train.py (a model the preset builds) alike."""
+    from grpo_skill.runtime import data
+
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_seq_length = 256", "max_seq_length = 100000512"))
+    with pytest.raises(projects.ConfigError) as refused:
+        if model == "local-folder":
+            projects.load(config, {"model.name": str(tiny_model)}, rewards=False)
+        else:
+            data.check_prompt_lengths([12], projects.load(config, rewards=False))
+    assert str(refused.value) == (
+        f"{config}:8: model.max_seq_length: the model reads at most 1024 tokens (max_position_embeddings in its "
+        "config.json); set max_seq_length to 1024 or less")
