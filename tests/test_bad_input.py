@@ -449,6 +449,10 @@ REWARDS_PY_CASES = [
          """)),
     Case("check-own-reward-param-typo", "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?",
          edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngrm = 4 }')),
+    # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
+    Case("check-budget-follows-grpo", "params.soft_punish_cache = 30 must be between 1 and max_completion_len (24)",
+         edits=(("max_completion_length = 32", "max_completion_length = 24"),
+                ("[grpo]", '[[rewards]]\nname = "soft_overlong"\nparams = { soft_punish_cache = 30 }\n\n[grpo]'))),
     Case("rewards-project-listing-broken", "rewards.py:1: ZeroDivisionError: division by zero",
          args=("rewards", "--project", "{project}"), files=rewards_py("1 / 0\n")),
     Case("rewards-try-reward-raises", "raised on a batch starting with 'Hi.': proj/rewards.py:5: ZeroDivisionError",
@@ -835,3 +839,17 @@ def test_max_seq_length_beyond_the_models_positions_is_refused(template_project,
     assert str(refused.value) == (
         f"{config}:8: model.max_seq_length: the model reads at most 1024 tokens (max_position_embeddings in its "
         "config.json); set max_seq_length to 1024 or less")
+
+
+def test_rewards_measured_against_the_budget_use_the_projects_max_completion_length(template_project, tmp_path):
+    """soft_overlong's max_completion_len = 0 and cosine_length's max_len = 0 mean [grpo] max_completion_length."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_completion_length = 32", "max_completion_length = 24").replace(
+        "[grpo]", '[[rewards]]\nname = "soft_overlong"\nparams = { soft_punish_cache = 4 }\n\n[grpo]', 1))
+    loaded = projects.load(config, rewards=False)
+    assert loaded.preset.grpo["max_completion_length"] == 32  # the preset's budget, which the project lowered
+    soft_overlong = loaded.build_rewards(tokenizer=None)[1]
+    # 24 tokens: the project's limit (-1.0); under the preset's 32 they would be 4 short of its soft zone (0.0)
+    assert soft_overlong(prompts=["p"], completions=["x"], completion_ids=[[7] * 24]) == [-1.0]
