@@ -107,6 +107,14 @@ def _copier_identity(cwd: Path) -> dict[str, str]:
             for what, value in (("NAME", "grpo-skill"), ("EMAIL", "grpo-skill@localhost"))}
 
 
+def _ignored(path: Path) -> bool:
+    """Whether the repository around ``path`` ignores it (its .gitignore, info/exclude or global excludes)."""
+    try:
+        return _git(["check-ignore", "-q", "--", "."], path, check=False).returncode == 0
+    except (UpdateError, OSError):
+        return False
+
+
 def start_repository(project: str | Path, files: list[str]) -> str:
     """Make a new project a git repository with ``files`` in its first commit, so that `update` can merge later.
 
@@ -118,9 +126,11 @@ def start_repository(project: str | Path, files: list[str]) -> str:
     if _git_path() is None:
         return "no-git"
     top = _work_tree(project)
-    if top is not None:
-        return "kept" if top.resolve() == project.resolve() else "inside"
-    try:
+    if top is not None and top.resolve() == project.resolve():
+        return "kept"
+    if top is not None and not _ignored(project):
+        return "inside"
+    try:  # no repository around it, or one that ignores it (e.g. a runs/ folder): the project gets its own
         _git(["init", "-q"], project)
         _git(["add", "--", *files], project)
         _git([*_identity(project), "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",

@@ -149,6 +149,15 @@ def test_a_project_inside_another_repository_is_left_to_its_owner(tmp_path):
     assert not (tmp_path / "inner" / ".git").exists()
 
 
+def test_a_project_that_the_repository_around_it_ignores_gets_its_own(tmp_path):
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / ".gitignore").write_text("runs/\n")
+    code, output = grpo_skill("new", "inner", "--preset", "tiny", "-o", str(tmp_path / "runs"))
+    assert code == 0 and "inside another git repository" not in output
+    assert (tmp_path / "runs" / "inner" / ".git").is_dir()
+    assert git("status", "--porcelain", cwd=tmp_path / "runs" / "inner") == ""  # committed: ready for update
+
+
 def test_update_keeps_the_users_edits_and_brings_the_new_version(project, monkeypatch, versions):
     old = answers(project)["_commit"]
     (project / ".claude" / "skills" / "grpo-skill" / "SKILL.md").write_text("an older skill", encoding="utf-8")
