@@ -271,6 +271,22 @@ def _is_current(project: Path, answers: dict, manifest: dict) -> bool:
             and skillfiles.project_copies_current(project, answers.get("lang", "en")))
 
 
+def _check_writable(project: Path, changed: list[str]) -> None:
+    """Refuse before copier starts when a file the update changes, or a folder it adds one to, cannot be
+    written; probed by opening (nothing written), as permissions do not tell for root or a read-only mount."""
+    for relative in changed:
+        path = project / relative
+        try:
+            if path.is_file():
+                path.open("r+b").close()
+            else:
+                folder = next(parent for parent in path.parents if parent.is_dir())
+                tempfile.TemporaryFile(dir=folder).close()
+        except OSError as error:
+            raise UpdateError(_("{path}: {reason}; nothing was changed: make the project writable, then "
+                                "update").format(path=shown_path(path), reason=error.strerror or error)) from None
+
+
 def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     """Update ``project`` in place (or, with ``dry_run``, a throw-away clone of it) and say what changed."""
     project = Path(project)
@@ -319,6 +335,7 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
         result.changed, result.conflicts = _changes(copy)
         result.first_conflict = first_conflict(copy, result.conflicts)
     if not dry_run:
+        _check_writable(project, result.changed)  # all or nothing: copier stops at the first file it cannot write
         already_there = {path for code, path in _status_paths(project) if code == "??"}  # the user's, not ours
         _apply(project, lang, manifest)
         result.changed, result.conflicts = _changes(project)

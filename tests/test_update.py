@@ -261,6 +261,18 @@ def test_update_refuses_what_it_cannot_merge_and_changes_nothing(project, monkey
     assert snapshot(project) == before
 
 
+def test_an_update_that_cannot_write_a_file_changes_nothing(project, monkeypatch, versions):
+    from support import unwritable
+
+    install_version(monkeypatch, versions["B"])
+    before = snapshot(project)
+    with unwritable(project / "train.py"):
+        code, output = grpo_skill("update", str(project))
+    assert code == 1 and "train.py: " in output and "nothing was changed" in output
+    assert len(output.strip().splitlines()) == 1 and "Traceback" not in output
+    assert snapshot(project) == before
+
+
 def test_untracked_outputs_do_not_block_an_update_and_are_left_alone(project, monkeypatch, versions):
     """What the README's own `train.py --output-dir quick` leaves is not the template's: update goes ahead."""
     (project / "quick").mkdir()
