@@ -95,13 +95,17 @@ def continue_with(project, stderr):
 
 @pytest.fixture(scope="module")
 def uninterrupted(project, judge):
-    run([sys.executable, "train.py", "--max-steps", str(STEPS), "--output-dir", "straight"], cwd=project)
-    return rewards_by_step(project / "straight")
+    """The judged run never stopped: the judge stays up (the gate's call changes nothing)."""
+    judge.down, judge.outages = False, 0
+    run([sys.executable, "train.py", "--config", "judged.toml", "--max-steps", str(STEPS), "--output-dir",
+         "judged-straight"], cwd=project)
+    return rewards_by_step(project / "judged-straight")
 
 
-def test_sigterm_saves_a_checkpoint_exits_143_and_the_run_continues_to_the_same_end(project, uninterrupted):
+def test_sigterm_saves_a_checkpoint_exits_143_and_the_run_continues_to_the_same_end(project, judge, uninterrupted):
+    judge.down, judge.outages = False, 0
     output_dir = project / "sigterm"
-    process = start(project, "--output-dir", "sigterm")
+    process = start(project, "--config", "judged.toml", "--output-dir", "sigterm")
     deadline = time.monotonic() + 180
     while not ((output_dir / metrics.METRICS_FILE).is_file()
                and (output_dir / metrics.METRICS_FILE).read_text().count("\n") >= 2):
@@ -115,19 +119,15 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_the_run_continues_to_the_same_
     assert last is not None and 2 <= last.step < STEPS
     assert "SIGTERM: saving a checkpoint after this step" in err and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (f"stopped at step {last.step} of {STEPS}; checkpoint saved; continue "
-                                            f"with: python train.py --max-steps {STEPS} --output-dir sigterm --resume")
+                                            f"with: python train.py --max-steps {STEPS} --config judged.toml "
+                                            "--output-dir sigterm --resume")
     result = continue_with(project, err)
     assert json.loads(result.stdout)["global_step"] == STEPS
     assert rewards_by_step(output_dir) == uninterrupted  # every step once, each the same as without the stop
 
 
-def test_a_judge_outage_saves_a_checkpoint_and_the_run_continues_once_it_is_back(project, judge):
-    judge.down, judge.outages = False, 0  # the run that is never stopped: the gate's call changes nothing
-    run([sys.executable, "train.py", "--config", "judged.toml", "--max-steps", str(STEPS), "--output-dir",
-         "judged-straight"], cwd=project)
-    uninterrupted = rewards_by_step(project / "judged-straight")
-
-    judge.outages = 1
+def test_a_judge_outage_saves_a_checkpoint_and_the_run_continues_once_it_is_back(project, judge, uninterrupted):
+    judge.down, judge.outages = False, 1
     output_dir = project / "judged"
     failed = run([sys.executable, "train.py", "--config", "judged.toml", "--max-steps", str(STEPS), "--output-dir",
                   "judged"], cwd=project, check=False)
