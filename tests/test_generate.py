@@ -71,7 +71,7 @@ def test_a_local_model_folder_is_stored_as_an_absolute_path(cli, tmp_path, tiny_
         (["ok", "--model", "./no-such-model"], "--model ./no-such-model: no such folder"),
         (["ok", "--preset", "huge"], "unknown preset 'huge'"),
         (["ok", "-r", "nonsense"], "unknown reward 'nonsense'"),
-        (["ok", "-r", "length:heavy"], "weight 'heavy' is not a number"),
+        (["ok", "-r", "length:heavy"], "--reward 'length:heavy': write a reward as NAME or NAME:WEIGHT"),
         (["ok", "-r", "length", "-r", "length:2"], "a reward is given twice"),
     ],
 )
