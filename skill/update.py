@@ -8,6 +8,8 @@ makes the project a git repository with a first commit (:func:`start_repository`
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -235,13 +237,41 @@ def _changes(project: Path) -> tuple[list[str], list[str]]:
     return sorted(set(changed)), sorted(conflicts)
 
 
+@contextlib.contextmanager
+def _untracked_hidden(project: Path):
+    """git config that has git ignore the project's untracked files (update refused those the template writes,
+    so these are the user's, e.g. a run's outputs): copier refuses a project with any untracked file. A
+    temporary excludes file lists them after the user's own global excludes, which it stands in for."""
+    untracked = [path for code, path in _status_paths(project) if code == "??"]
+    if not untracked:
+        yield {}
+        return
+    top = _work_tree(project)
+    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
+    own = _git(["config", "--path", "core.excludesFile"], project, check=False).stdout.strip()
+    own_file = Path(own).expanduser() if own else Path(
+        os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "ignore"
+    try:
+        lines = own_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    lines += ["/" + (path if prefix == "." else f"{prefix}/{path}") for path in untracked]
+    with tempfile.NamedTemporaryFile("w", suffix=".gitignore", encoding="utf-8", delete=False) as handle:
+        handle.write("\n".join(lines) + "\n")
+    try:
+        yield {"core.excludesFile": handle.name}
+    finally:
+        os.unlink(handle.name)
+
+
 def _run_copier(project: Path, commit: str) -> None:
     import copier
     from copier.errors import CopierError
     from plumbum.commands.processes import ProcessExecutionError
 
     try:
-        with history.git_reads_bundle(**_copier_identity(project)):
+        with _untracked_hidden(project) as hidden, history.git_reads_bundle(git_config=hidden,
+                                                                            **_copier_identity(project)):
             copier.run_update(
                 str(project), vcs_ref=commit,  # the template: _src_path, history.SOURCE
                 data={"grpo_skill_version": __version__}, defaults=True, overwrite=True, skip_answered=True,
