@@ -174,7 +174,8 @@ class Group(_TranslatedHelp, click.Group):
                 command=error.ctx.command_path, option="-h"))
             failure.exit_code = error.exit_code
             raise failure from None
-        except (errors.UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
+        except (errors.UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
+                KeyboardInterrupt) as error:
             message = None if _debug(ctx) else errors.user_message(error)
             if message is None:
                 raise
@@ -491,9 +492,9 @@ def plugin_new(name, output_dir, as_json):
 
 @main.command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
 @click.argument("project", default=".", type=click.Path(file_okay=False))
-@click.option("--rewards", "run_rewards", is_flag=True,
-              help=N_("Also run the project's rewards.py and build every reward, which checks their params as "
-                      "train.py would (a local judge loads its model)."))
+@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
+              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
+                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
 def check(project, run_rewards):
     from . import project as projects
     from .update import refuse_conflicts
@@ -510,14 +511,14 @@ def check(project, run_rewards):
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     if loaded.unchecked_rewards:
         click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
-                     "`grpo-skill check --rewards` runs it").format(
+                     "`grpo-skill check` without --no-rewards runs it").format(
             names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
     elif loaded.unrun_rewards:
         click.echo(i18n.ngettext(
             "reward {names} is from rewards.py, which was not run, so its params were not checked; "
-            "`grpo-skill check --rewards` checks them",
+            "`grpo-skill check` without --no-rewards checks them",
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
-            "`grpo-skill check --rewards` checks them", len(loaded.unrun_rewards)).format(
+            "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
             names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
 
 
@@ -564,7 +565,17 @@ def metrics(run_dir, plot, show_completions, as_json):
     if plot:
         summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
     summary["health"] = health.warnings_in(rows)
-    summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions else []
+    logged = summary["steps"] > 0  # completions of an earlier run may outlive an emptied metrics.jsonl
+    summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions and logged else []
+    if not logged:
+        click.echo(_("warning: {file} holds no training step yet").format(file=run_metrics.METRICS_FILE), err=True)
+    elif summary.get("steps_without_reward"):
+        click.echo(i18n.ngettext(
+            "warning: {count} step logged no reward (NaN: every completion was left out, each reward gave None); "
+            "the means leave it out",
+            "warning: {count} steps logged no reward (NaN: every completion was left out, each reward gave None); "
+            "the means leave them out", summary["steps_without_reward"]).format(
+            count=summary["steps_without_reward"]), err=True)
 
     def signed(value) -> str:
         return f"{value:+.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
@@ -586,6 +597,9 @@ def metrics(run_dir, plot, show_completions, as_json):
             click.echo("  " + " ".join(str(trace.get("completion", "")).split())[:300])
 
     emit(summary, as_json, text)
+
+
+MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate configs do not span machines
 
 
 @main.command(help=N_("Estimate a run's peak GPU memory and seconds per step from its settings, without a GPU."))
@@ -612,6 +626,9 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
     try:
         processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
+        if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
+            fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
+                count=processes, most=MAX_PLANNED_GPUS))
         if preset:
             settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:

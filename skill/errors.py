@@ -27,6 +27,12 @@ _training = {"started": False}
 MAIN_PROCESS_REPORT_WAIT_S = 60.0
 
 
+# What `pip install 'grpo-skill[train]'` brings (pyproject's train extra, by import name): the light CLI runs
+# without them, and a verb that needs one says so in one line.
+TRAINING_MODULES = {"torch", "transformers", "trl", "datasets", "peft", "accelerate", "dotenv", "matplotlib",
+                    "math_verify", "py3langid", "httpx"}
+
+
 class UserError(Exception):
     """What is wrong and how to fix it, in one or two lines."""
 
@@ -107,6 +113,12 @@ def user_message(error: BaseException) -> str | None:
         if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return _("{path}: {reason}; choose a folder you can write to").format(path=where, reason=error.strerror)
         return f"{where}: {error.strerror or error}"
+    if isinstance(error, ModuleNotFoundError) and error.name and error.name.split(".")[0] in TRAINING_MODULES:
+        return _("{module} is not installed; this needs the training packages: pip install 'grpo-skill[train]'").format(
+            module=error.name.split(".")[0])
+    if isinstance(error, UnicodeDecodeError):  # a file read as text that is not: the reader names it where it can
+        return _("a file that should be UTF-8 text is not (byte {position}: {reason}); save it as UTF-8").format(
+            position=error.start, reason=error.reason)
     if isinstance(error, json.JSONDecodeError):
         return _("not valid JSON: {reason} (line {line}, column {column})").format(
             reason=error.msg, line=error.lineno, column=error.colno)
@@ -168,7 +180,8 @@ def run_main(main, *args, **kwargs):
     """Call ``main``; an error the user can fix ends the process with one line, as ``install`` does."""
     try:
         return main(*args, **kwargs)
-    except (UserError, OSError, json.JSONDecodeError, KeyboardInterrupt) as error:
+    except (UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
+            KeyboardInterrupt) as error:
         message = None if debug_wanted() else user_message(error)
         if message is None:
             raise

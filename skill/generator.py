@@ -54,15 +54,12 @@ def template_dir() -> Path:
 
 def parse_reward(option: str) -> tuple[str, float]:
     """"name" or "name:weight"."""
-    name, _colon, weight = option.partition(":")
-    if not weight:
-        return name, 1.0
+    from .schema import parse_reward_spec
+
     try:
-        return name, float(weight)
-    except ValueError:
-        raise GenerateError(
-            _("--reward {option!r}: weight {weight!r} is not a number; write NAME:0.5").format(option=option, weight=weight)
-        ) from None
+        return parse_reward_spec(option)
+    except UserError as error:
+        raise GenerateError(_("--reward {error}").format(error=error)) from None
 
 
 SAMPLE_PROMPTS = "data/prompts.jsonl"

@@ -99,17 +99,15 @@ def current_commit(folder: Path | None = None, manifest: dict | None = None) -> 
 
 
 @contextlib.contextmanager
-def git_reads_bundle(bundle: Path | None = None, **env: str):
+def git_reads_bundle(bundle: Path | None = None, git_config: dict[str, str] | None = None, **env: str):
     """While inside, git (and so copier) clones :data:`SOURCE` from ``bundle``, copier caches nothing, and
-    ``env`` is set for the git commands copier runs."""
+    ``env`` (and ``git_config``, as GIT_CONFIG_* variables) is set for the git commands copier runs."""
     bundle = Path(bundle or bundle_path()).resolve()
     count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    extra = {
-        "GIT_CONFIG_COUNT": str(count + 1),
-        f"GIT_CONFIG_KEY_{count}": f"url.{bundle.as_posix()}.insteadOf",
-        f"GIT_CONFIG_VALUE_{count}": GIT_URL,
-        **env,
-    }
+    settings = {f"url.{bundle.as_posix()}.insteadOf": GIT_URL, **(git_config or {})}
+    extra = {"GIT_CONFIG_COUNT": str(count + len(settings)), **env}
+    for index, (key, value) in enumerate(settings.items(), start=count):
+        extra[f"GIT_CONFIG_KEY_{index}"], extra[f"GIT_CONFIG_VALUE_{index}"] = key, value
     saved = {key: os.environ.get(key) for key in [*extra, "COPIER_CACHE_DIR"]}
     from plumbum import local  # copier runs git through plumbum, which keeps its own copy of the environment
 

@@ -163,22 +163,51 @@ def build_model(shape: Shape, tokenizer, dtype: str, seed: int = 0):
     return model
 
 
+BUILD_MARKER = ".grpo-skill-build"  # the build's key: a folder holding it was written by build()
+
+
+def _built_here(target: Path, key: str) -> bool:
+    try:
+        return (target / BUILD_MARKER).read_text(encoding="utf-8").strip() == key and (target / "config.json").is_file()
+    except OSError:
+        return False
+
+
+def _refuse_users_folder(target: Path) -> None:
+    """--out writes only into a new or empty folder: whatever else is there is the user's."""
+    from .errors import UserError
+    from .i18n import _
+
+    if target.exists() and not target.is_dir():
+        raise UserError(_("--out {dir} exists and is not a folder; choose a new or empty folder").format(dir=target))
+    if target.is_dir() and any(target.iterdir()):
+        raise UserError(_("--out {dir} is not empty and holds no model built by grpo-skill; choose a new or empty "
+                          "folder (nothing in it was changed)").format(dir=target))
+
+
 def build(shape_name: str = "tiny", opens_think: bool = True, dest: str | Path | None = None) -> Path:
     """Build (or find in the cache) a Qwen3 model + tokenizer; returns the folder to load it from."""
     shape = SHAPES[shape_name]
     dtype = "bfloat16" if shape.vocab_size else "float32"
     key = hashlib.sha256(json.dumps([BUILDER_VERSION, asdict(shape), opens_think, dtype]).encode()).hexdigest()[:12]
     target = Path(dest) if dest else cache_dir() / f"qwen3-{shape_name}-{'think' if opens_think else 'chat'}-{key}"
-    if (target / "config.json").is_file():
+    if dest is None and (target / "config.json").is_file():
         return target
+    if dest is not None and _built_here(target, key):
+        return target
+    if dest is not None:
+        _refuse_users_folder(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
         tokenizer = build_tokenizer(shape, opens_think)
         tokenizer.save_pretrained(staging)
         build_model(shape, tokenizer, dtype).save_pretrained(staging)
-        if target.exists() and not (target / "config.json").is_file():
-            shutil.rmtree(target)
+        (staging / BUILD_MARKER).write_text(key + "\n", encoding="utf-8")
+        if dest is None and target.exists() and not (target / "config.json").is_file():
+            shutil.rmtree(target)  # the cache's own half-built leftover; a --out folder is only ever an empty one
+        elif dest is not None and target.is_dir():
+            target.rmdir()  # empty: checked above
         try:
             staging.rename(target)  # whole or not at all: a half-built model is never found in the cache
         except OSError:

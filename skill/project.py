@@ -172,6 +172,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
     check_model(config)
+    check_positions(config, model_positions(config))
     check_dataset(config)
     return config
 
@@ -350,6 +351,42 @@ def check_model(config: ProjectConfig) -> None:
                 "model").format(path=local))
         raise config.error(("model", "name"), _("{path} has no config.json, so it is not a model folder; pass "
                                                 "--model PATH to one").format(path=local))
+
+
+def model_positions(config: ProjectConfig, model_dir: str | Path | None = None) -> int | None:
+    """How many positions the model reads (its config.json's max_position_embeddings), when its config.json is
+    on this machine: ``model_dir``, a local model folder, or a hub model in the Hugging Face cache."""
+    if model_dir is not None:
+        found = Path(model_dir) / "config.json"
+    elif config.builds_its_model():
+        return None  # built on first use; train.py checks it then
+    elif config.local_model_dir() is not None:
+        found = config.local_model_dir() / "config.json"
+    else:
+        try:
+            import huggingface_hub
+        except ImportError:
+            return None
+        cached = huggingface_hub.try_to_load_from_cache(config.model["name"], "config.json")
+        found = Path(cached) if isinstance(cached, str) else None
+    try:
+        model_config = json.loads(found.read_text(encoding="utf-8")) if found else {}
+    except (OSError, ValueError):
+        return None
+    for table in (model_config, model_config.get("text_config") or {}):
+        positions = table.get("max_position_embeddings") if isinstance(table, dict) else None
+        if isinstance(positions, int) and positions > 0:
+            return positions
+    return None
+
+
+def check_positions(config: ProjectConfig, positions: int | None) -> None:
+    """model.max_seq_length within what the model reads: a longer one would pass every check and fail (or
+    extrapolate silently) deep in training."""
+    if positions is not None and config.model["max_seq_length"] > positions:
+        raise config.error(("model", "max_seq_length"), _(
+            "the model reads at most {positions} tokens (max_position_embeddings in its config.json); set "
+            "max_seq_length to {positions} or less").format(positions=positions))
 
 
 def _truthy(name: str) -> bool:
@@ -558,6 +595,9 @@ def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
     if not isinstance(row[prompt_column], str):
         raise ConfigError(_("{file}:{line}: {column!r} must be text, not {value}").format(
             file=file, line=line, column=prompt_column, value=json.dumps(row[prompt_column])[:40]))
+    if not row[prompt_column].strip():
+        raise ConfigError(_("{file}:{line}: {column!r} is empty; give every row a prompt, or remove the row").format(
+            file=file, line=line, column=prompt_column))
 
 
 def _scan(data_file: Path, shown: str, wanted) -> DatasetInfo:

@@ -16,7 +16,10 @@ import dataclasses
 import inspect
 import json
 import math
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,18 +56,15 @@ def literal(text: str):
 
 
 def parse_specs(specs) -> list[tuple[str, float]]:
-    """``NAME[:WEIGHT]`` -> (name, weight); the weight must be a finite number."""
+    """``NAME[:WEIGHT]`` -> (name, weight), as config.toml bounds a weight."""
+    from .schema import parse_reward_spec
+
     parsed = []
     for spec in specs:
-        name, _sep, weight_text = spec.partition(":")
         try:
-            weight = float(weight_text) if weight_text else 1.0
-        except ValueError:
-            weight = math.nan
-        if not name or not math.isfinite(weight):
-            raise TryError(_("{spec!r}: write a reward as NAME or NAME:WEIGHT with a finite number, e.g. "
-                             "accuracy:0.5").format(spec=spec))
-        parsed.append((name, weight))
+            parsed.append(parse_reward_spec(spec))
+        except UserError as error:
+            raise TryError(str(error)) from None
     return parsed
 
 
@@ -108,6 +108,9 @@ def load_samples(path: str | Path) -> list[Sample]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:
         raise TryError(_("cannot read {path}: {error}").format(path=path, error=error.strerror or error)) from None
+    except UnicodeDecodeError as error:
+        raise TryError(_("{path}: not UTF-8 text (byte {position}); give a JSON-lines file saved as UTF-8").format(
+            path=path, position=error.start)) from None
     samples = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

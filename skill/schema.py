@@ -21,7 +21,10 @@ import json
 import math
 import re
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+    import tomli as tomllib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -98,9 +101,31 @@ class DatasetTable(Table):
     chat_template_kwargs: dict[str, Any] = {}
 
 
+# GRPO normalises the weighted total within each group, so only the weights' ratios matter; beyond this size a
+# weight is a typo, and near float's limit the total overflows to inf.
+MAX_REWARD_WEIGHT = 1000.0
+RewardWeight = Annotated[float, Field(ge=-MAX_REWARD_WEIGHT, le=MAX_REWARD_WEIGHT)]
+
+
+def parse_reward_spec(spec: str) -> tuple[str, float]:
+    """``NAME`` or ``NAME:WEIGHT`` (``-r`` of `new`, `rewards try`): the one parser, with config.toml's bounds."""
+    name, colon, weight_text = spec.partition(":")
+    try:
+        weight = float(weight_text) if colon else 1.0
+    except ValueError:
+        weight = None
+    if not name.strip() or weight is None or not math.isfinite(weight):
+        raise UserError(_("{spec!r}: write a reward as NAME or NAME:WEIGHT, the weight a finite number, e.g. "
+                          "accuracy:0.5").format(spec=spec))
+    if abs(weight) > MAX_REWARD_WEIGHT:
+        raise UserError(_("{spec!r}: a weight from -{max:g} to {max:g}; only the weights' ratios matter, as GRPO "
+                          "normalises the total").format(spec=spec, max=MAX_REWARD_WEIGHT))
+    return name, weight
+
+
 class RewardEntry(Table):
     name: NonEmptyStr
-    weight: float = 1.0
+    weight: RewardWeight = 1.0
     # checked against the reward's declared params by project.py (it needs the registry)
     params: dict[str, Any] = {}
 

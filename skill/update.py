@@ -8,6 +8,8 @@ makes the project a git repository with a first commit (:func:`start_repository`
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -107,6 +109,14 @@ def _copier_identity(cwd: Path) -> dict[str, str]:
             for what, value in (("NAME", "grpo-skill"), ("EMAIL", "grpo-skill@localhost"))}
 
 
+def _ignored(path: Path) -> bool:
+    """Whether the repository around ``path`` ignores it (its .gitignore, info/exclude or global excludes)."""
+    try:
+        return _git(["check-ignore", "-q", "--", "."], path, check=False).returncode == 0
+    except (UpdateError, OSError):
+        return False
+
+
 def start_repository(project: str | Path, files: list[str]) -> str:
     """Make a new project a git repository with ``files`` in its first commit, so that `update` can merge later.
 
@@ -118,9 +128,11 @@ def start_repository(project: str | Path, files: list[str]) -> str:
     if _git_path() is None:
         return "no-git"
     top = _work_tree(project)
-    if top is not None:
-        return "kept" if top.resolve() == project.resolve() else "inside"
-    try:
+    if top is not None and top.resolve() == project.resolve():
+        return "kept"
+    if top is not None and not _ignored(project):
+        return "inside"
+    try:  # no repository around it, or one that ignores it (e.g. a runs/ folder): the project gets its own
         _git(["init", "-q"], project)
         _git(["add", "--", *files], project)
         _git([*_identity(project), "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",
@@ -184,26 +196,72 @@ def _answers(project: Path) -> dict:
     if not path.is_file():
         raise UpdateError(_("{path} has no {file}: it was not made by grpo-skill new").format(
             path=project, file=ANSWERS_FILE))
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{shown_path(path)}:{mark.line + 1}" if mark is not None else shown_path(path)
+        raise UpdateError(_("{where}: not valid YAML ({reason}); restore it with git checkout -- {file}, or from a "
+                            "fresh `grpo-skill new` with the same answers").format(
+            where=where, reason=getattr(error, "problem", None) or type(error).__name__, file=ANSWERS_FILE)) from None
     return data if isinstance(data, dict) else {}
+
+
+def _status_paths(project: Path) -> list[tuple[str, str]]:
+    """(status code, path relative to the project) of each changed or untracked file under the project."""
+    # status --porcelain names paths from the repository's top
+    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
+    top = _work_tree(project)
+    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
+    found = []
+    for line in status.splitlines():
+        path = line[3:].split(" -> ")[-1].strip('"')
+        found.append((line[:2], path.removeprefix(prefix + "/") if prefix != "." else path))
+    return found
+
+
+def blocking_changes(project: Path) -> list[str]:
+    """What keeps update from merging: uncommitted changes to tracked files, and untracked files where the
+    template writes one. Other untracked files (a run's outputs, such as quick/) are none of the template's
+    business and stay as they are."""
+    owned = set(generated_files())
+    return sorted(path for code, path in _status_paths(project) if code != "??" or path in owned)
 
 
 def _changes(project: Path) -> tuple[list[str], list[str]]:
     """(changed files, files with conflicts) in the project's work tree, relative to the project."""
-    # status --porcelain names paths from the repository's top, ls-files from the current folder
-    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], project).stdout
-    top = _work_tree(project)
-    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
-    changed = []
-    for line in status.splitlines():
-        path = line[3:].split(" -> ")[-1].strip('"')
-        if prefix != ".":
-            path = path.removeprefix(prefix + "/")
-        changed.append(path)
+    changed = [path for _code, path in _status_paths(project)]
     # copier records what it could not merge as unmerged index entries, like git merge does
     unmerged = _git(["ls-files", "--unmerged", "--", "."], project).stdout
     conflicts = {line.split("\t", 1)[1] for line in unmerged.splitlines() if "\t" in line}  # relative to project
     return sorted(set(changed)), sorted(conflicts)
+
+
+@contextlib.contextmanager
+def _untracked_hidden(project: Path):
+    """git config that has git ignore the project's untracked files (update refused those the template writes,
+    so these are the user's, e.g. a run's outputs): copier refuses a project with any untracked file. A
+    temporary excludes file lists them after the user's own global excludes, which it stands in for."""
+    untracked = [path for code, path in _status_paths(project) if code == "??"]
+    if not untracked:
+        yield {}
+        return
+    top = _work_tree(project)
+    prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
+    own = _git(["config", "--path", "core.excludesFile"], project, check=False).stdout.strip()
+    own_file = Path(own).expanduser() if own else Path(
+        os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "ignore"
+    try:
+        lines = own_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    lines += ["/" + (path if prefix == "." else f"{prefix}/{path}") for path in untracked]
+    with tempfile.NamedTemporaryFile("w", suffix=".gitignore", encoding="utf-8", delete=False) as handle:
+        handle.write("\n".join(lines) + "\n")
+    try:
+        yield {"core.excludesFile": handle.name}
+    finally:
+        os.unlink(handle.name)
 
 
 def _run_copier(project: Path, commit: str) -> None:
@@ -212,7 +270,8 @@ def _run_copier(project: Path, commit: str) -> None:
     from plumbum.commands.processes import ProcessExecutionError
 
     try:
-        with history.git_reads_bundle(**_copier_identity(project)):
+        with _untracked_hidden(project) as hidden, history.git_reads_bundle(git_config=hidden,
+                                                                            **_copier_identity(project)):
             copier.run_update(
                 str(project), vcs_ref=commit,  # the template: _src_path, history.SOURCE
                 data={"grpo_skill_version": __version__}, defaults=True, overwrite=True, skip_answered=True,
@@ -242,6 +301,22 @@ def _is_current(project: Path, answers: dict, manifest: dict) -> bool:
             and skillfiles.project_copies_current(project, answers.get("lang", "en")))
 
 
+def _check_writable(project: Path, changed: list[str]) -> None:
+    """Refuse before copier starts when a file the update changes, or a folder it adds one to, cannot be
+    written; probed by opening (nothing written), as permissions do not tell for root or a read-only mount."""
+    for relative in changed:
+        path = project / relative
+        try:
+            if path.is_file():
+                path.open("r+b").close()
+            else:
+                folder = next(parent for parent in path.parents if parent.is_dir())
+                tempfile.TemporaryFile(dir=folder).close()
+        except OSError as error:
+            raise UpdateError(_("{path}: {reason}; nothing was changed: make the project writable, then "
+                                "update").format(path=shown_path(path), reason=error.strerror or error)) from None
+
+
 def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     """Update ``project`` in place (or, with ``dry_run``, a throw-away clone of it) and say what changed."""
     project = Path(project)
@@ -264,8 +339,12 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     if top is None:
         raise UpdateError(_("{path} is not in a git repository; run: git init && git add -A && git commit -m "
                             "'my project', then update").format(path=project))
-    if _git(["status", "--porcelain", "--", "."], project).stdout.strip():
-        raise UpdateError(_("{path} has uncommitted changes; commit or stash them, then update").format(path=project))
+    blocking = blocking_changes(project)
+    if blocking:
+        shown = ", ".join(blocking[:5]) + (_(" and {count} more").format(count=len(blocking) - 5)
+                                            if len(blocking) > 5 else "")
+        raise UpdateError(_("{path} has uncommitted changes ({files}); commit or stash them, then update").format(
+            path=project, files=shown))
     refuse_conflicts(project)  # committed with the markers of an earlier update: merging again would nest them
 
     if not history.knows(manifest, old):
@@ -286,7 +365,10 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
         result.changed, result.conflicts = _changes(copy)
         result.first_conflict = first_conflict(copy, result.conflicts)
     if not dry_run:
+        _check_writable(project, result.changed)  # all or nothing: copier stops at the first file it cannot write
+        already_there = {path for code, path in _status_paths(project) if code == "??"}  # the user's, not ours
         _apply(project, lang, manifest)
         result.changed, result.conflicts = _changes(project)
+        result.changed = [path for path in result.changed if path not in already_there]
         result.first_conflict = first_conflict(project, result.conflicts)
     return result

@@ -69,7 +69,7 @@ def sft_settings(config) -> dict:
 
 def _raw_table(config, section: str) -> dict:
     """A table of config.toml that ProjectConfig does not hold as an attribute (read again, cheap)."""
-    import tomllib
+    from .schema import tomllib  # tomli on Python 3.10
 
     return tomllib.loads(config.path.read_text(encoding="utf-8")).get(section, {})
 

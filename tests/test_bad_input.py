@@ -86,7 +86,14 @@ CLI_CASES = [
     Case("new-name-dash-in-path", "project name '-x'", args=("new", "a/-x")),
     Case("new-preset-typo", "unknown preset 'standrd'; did you mean 'standard'?", args=("new", "ok", "-p", "standrd")),
     Case("new-reward-unknown", "unknown reward 'nonsense'", args=("new", "ok", "-r", "nonsense")),
-    Case("new-reward-weight-text", "weight 'heavy' is not a number", args=("new", "ok", "-r", "length:heavy")),
+    Case("new-reward-weight-text", "--reward 'length:heavy': write a reward as NAME or NAME:WEIGHT",
+         args=("new", "ok", "-r", "length:heavy")),
+    Case("new-reward-weight-empty", "--reward 'length:': write a reward as NAME or NAME:WEIGHT",
+         args=("new", "ok", "-r", "length:")),
+    Case("new-reward-weight-huge", "--reward 'length:1e308': a weight from -1000 to 1000",
+         args=("new", "ok", "-r", "length:1e308")),
+    Case("new-reward-weight-nan", "--reward 'length:nan': write a reward as NAME or NAME:WEIGHT",
+         args=("new", "ok", "-r", "length:nan")),
     Case("new-reward-twice", "a reward is given twice", args=("new", "ok", "-r", "length", "-r", "length:2")),
     Case("new-dataset-missing", "--dataset missing.jsonl: no such file", args=("new", "ok", "--dataset", "missing.jsonl")),
     Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
@@ -127,6 +134,31 @@ CLI_CASES = [
     Case("skill-install-read-only", "choose a folder you can write to", setup=lock,
          args=("skill", "install", "--dest", read_only_folder() + "/skills")),
     Case("build-model-shape", "'huge' is not one of 'tiny', 'qwen3-4b'", code=2, args=("build-model", "--shape", "huge")),
+    Case("metrics-nan-reward", "warning: 1 step logged no reward (NaN: every completion was left out", code=0,
+         args=("metrics", "{project}/outputs"), stdout_fact="gain: 0.200",
+         files={"proj/outputs/metrics.jsonl": '{"step": 1, "reward": 0.5}\n{"step": 2, "reward": NaN}\n'
+                                              '{"step": 3, "reward": 0.7}\n'}),
+    Case("metrics-empty", "warning: metrics.jsonl holds no training step yet", code=0, stdout_fact="steps: 0",
+         args=("metrics", "{project}/outputs"),
+         files={"proj/outputs/metrics.jsonl": "", "proj/outputs/completions.jsonl": '{"step": 60, "completion": "x"}\n'}),
+    Case("plugin-new-read-only", "cannot write ", setup=lock,
+         args=("plugin", "new", "my_reward", "-o", read_only_folder() + "/plugins")),
+    Case("plugin-new-not-empty", "is not empty", args=("plugin", "new", "my_reward", "-o", "{tmp}"),
+         files={"grpo-skill-my-reward/notes.txt": "mine\n"}),
+    Case("plan-gpus-absurd", "100000 GPUs: plan estimates data-parallel training on one machine, at most 64 GPUs",
+         args=("plan", "{project}", "--gpus", "100000")),
+    Case("build-model-into-users-folder", "--out {tmp}/mine is not empty and holds no model built by grpo-skill",
+         args=("build-model", "--out", "{tmp}/mine"), files={"mine/notes.txt": "mine\n", "mine/config.json": "{}"}),
+    Case("build-model-read-only", "choose a folder you can write to", setup=lock,
+         args=("build-model", "--out", read_only_folder() + "/model")),
+    Case("rewards-try-file-binary", "samples.jsonl: not UTF-8 text (byte 1)",
+         args=("rewards", "try", "length", "--file", "{tmp}/samples.jsonl"), files={"samples.jsonl": b"\x00\xff\xfe"}),
+    Case("rewards-try-file-latin1", "s.jsonl: not UTF-8 text (byte 19)", args=("rewards", "try", "length", "--file", "{tmp}/s.jsonl"),
+         files={"s.jsonl": '{"completion": "caf\xe9"}\n'.encode("latin-1")}),
+    Case("update-answers-not-yaml", ".copier-answers.yml:2: not valid YAML", args=("update", "{project}"),
+         files={"proj/.copier-answers.yml": "lang: en\n  preset: [tiny\n"}),
+    Case("update-answers-binary", ".copier-answers.yml: not valid YAML", args=("update", "{project}"),
+         files={"proj/.copier-answers.yml": b"\xff\xfe\x00"}),
 ]
 
 TYPE_CASES = [  # (id, old, new, fact)
@@ -174,6 +206,7 @@ TYPE_CASES = [  # (id, old, new, fact)
      "256 leaves no room for the prompt in model.max_seq_length (256)"),
     ("weight-nan", "weight = 1.0", "weight = nan", "rewards[0].weight = nan: must be a finite number"),
     ("weight-inf", "weight = 1.0", "weight = -inf", "rewards[0].weight = -inf: must be a finite number"),
+    ("weight-huge", "weight = 1.0", "weight = 1e308", "rewards[0].weight = 1e+308: must be at most 1000"),
     ("weight-text", "weight = 1.0", 'weight = "heavy"', 'rewards[0].weight = "heavy": must be a number'),
     ("weight-empty", "weight = 1.0", 'weight = ""', 'rewards[0].weight = "": must be a number'),
     ("weight-bool", "weight = 1.0", "weight = true", "rewards[0].weight = true: must be a number"),
@@ -281,6 +314,11 @@ DATASET_CASES = [
          edits=edit('path = "data/prompts.jsonl"', 'path = "data/"')),
     Case("jsonl-row-without-prompt", "data/prompts.jsonl:3: this row has no 'prompt'",
          files=jsonl('{"prompt": "a"}', "", '{"question": "b"}')),
+    Case("jsonl-prompt-empty", "data/prompts.jsonl:2: 'prompt' is empty; give every row a prompt",
+         files=jsonl('{"prompt": "Hi"}', '{"prompt": ""}')),
+    Case("jsonl-prompt-blank-new", "mine.jsonl:1: 'prompt' is empty", args=("new", "ok", "-p", "tiny", "--dataset", "mine.jsonl"),
+         files={"mine.jsonl": '{"prompt": "  "}\n'}),
+    Case("train-prompt-empty", "data/prompts.jsonl:1: 'prompt' is empty", mode="load", files=jsonl('{"prompt": ""}')),
     Case("jsonl-prompt-not-text", "data/prompts.jsonl:1: 'prompt' must be text, not 42", files=jsonl('{"prompt": 42}')),
     Case("jsonl-not-utf8", "not UTF-8 text", files={f"proj/{PROMPTS}": b'{"prompt": "caf\xe9"}\n'}),
     Case("csv-extra-field", "data/prompts.csv:3: 3 fields where the header has 2",
@@ -314,11 +352,13 @@ DATASET_CASES = [
 ]
 
 REWARDS_PY_CASES = [
-    Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-syntax", "rewards.py:3: SyntaxError", args=("check", "{project}"),
          files=rewards_py("from grpo_skill import hookimpl\n\ndef broken(:\n    pass\n")),
-    Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n")),
+    Case("rewards-py-syntax-unrun", "rewards.py:2: SyntaxError", files=rewards_py("x = 1\nif x\n"),
+         args=("check", "{project}", "--no-rewards")),
     Case("rewards-py-name-in-a-variable", "rewards.py names its rewards in code, so 'mine' could not be checked "
-         "without running it; `grpo-skill check --rewards` runs it", code=0, stdout_fact="OK",
+         "without running it; `grpo-skill check` without --no-rewards runs it", code=0, stdout_fact="OK",
+         args=("check", "{project}", "--no-rewards"),
          edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
              from grpo_skill import Reward as R, hookimpl
 
@@ -330,6 +370,7 @@ REWARDS_PY_CASES = [
                  register(R(NAME, lambda context: None, "from a variable"))
          """)),
     Case("rewards-py-names-in-a-loop", "so 'loop_b' could not be checked", code=0, stdout_fact="OK",
+         args=("check", "{project}", "--no-rewards"),
          edits=edit("[grpo]", '[[rewards]]\nname = "loop_b"\n\n[grpo]'), files=rewards_py("""\
              import grpo_skill
 
@@ -339,7 +380,7 @@ REWARDS_PY_CASES = [
                  for name in ("loop_a", "loop_b"):
                      register(grpo_skill.Reward(name, lambda context: None, "one of two"))
          """)),
-    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-name-in-code-run", "unknown reward 'mine'", args=("check", "{project}"),
          edits=edit("[grpo]", '[[rewards]]\nname = "mine"\n\n[grpo]'), files=rewards_py("""\
              from grpo_skill import Reward, hookimpl
 
@@ -353,13 +394,13 @@ REWARDS_PY_CASES = [
     Case("reward-param-auto-not-a-number", "template_opens_think = 3: must be \"auto\", true, false or a string",
          edits=edit("[grpo]", '[[rewards]]\nname = "think_format"\nparams = { template_opens_think = 3 }\n\n[grpo]')),
     Case("check-rewards-builds-every-reward", "judge backend 'http' has no setting 'urll'",
-         args=("check", "{project}", "--rewards"),
+         args=("check", "{project}"),
          edits=edit("[grpo]", '[[rewards]]\nname = "llm_judge"\nparams = { judge = { urll = "http://x" } }\n\n[grpo]')),
     Case("rewards-py-import", "rewards.py:1: ModuleNotFoundError: No module named 'no_such_module'",
-         args=("check", "{project}", "--rewards"), files=rewards_py("import no_such_module\n")),
+         args=("check", "{project}"), files=rewards_py("import no_such_module\n")),
     Case("rewards-py-name-error", "rewards.py:3: NameError: name 'undefined_thing' is not defined",
-         args=("check", "{project}", "--rewards"), files=rewards_py("import os\n\nundefined_thing.call()\n")),
-    Case("rewards-py-hook-raises", "rewards.py:6: RuntimeError: not today", args=("check", "{project}", "--rewards"),
+         args=("check", "{project}"), files=rewards_py("import os\n\nundefined_thing.call()\n")),
+    Case("rewards-py-hook-raises", "rewards.py:6: RuntimeError: not today", args=("check", "{project}"),
          files=rewards_py("""\
              from grpo_skill import hookimpl
 
@@ -369,7 +410,7 @@ REWARDS_PY_CASES = [
                  raise RuntimeError("not today")
          """)),
     Case("rewards-py-registers-junk", "rewards.py:6: register() got 'no_repetition', expected a Reward",
-         args=("check", "{project}", "--rewards"), files=rewards_py("""\
+         args=("check", "{project}"), files=rewards_py("""\
              from grpo_skill import hookimpl
 
 
@@ -377,7 +418,7 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register("no_repetition")
          """)),
-    Case("rewards-py-hook-typo", "rewards.py': unknown hook 'register_reward' (did you mean 'register_rewards'?)", args=("check", "{project}", "--rewards"),
+    Case("rewards-py-hook-typo", "rewards.py': unknown hook 'register_reward' (did you mean 'register_rewards'?)", args=("check", "{project}"),
          files=rewards_py("""\
              from grpo_skill import hookimpl
 
@@ -387,7 +428,7 @@ REWARDS_PY_CASES = [
                  pass
          """)),
     Case("rewards-py-clash-used", "'length' is registered by both 'builtin:seed' and 'proj/rewards.py'",
-         args=("check", "{project}", "--rewards"), edits=edit('name = "thinking"', 'name = "length"'),
+         args=("check", "{project}"), edits=edit('name = "thinking"', 'name = "length"'),
          files=rewards_py("""\
              from grpo_skill import Reward, hookimpl
 
@@ -396,6 +437,26 @@ REWARDS_PY_CASES = [
              def register_rewards(register):
                  register(Reward("length", lambda context: None, "mine"))
          """)),
+    Case("check-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
+         "proj/rewards.py:5: KeyError: 'missing'", edits=edit('name = "thinking"', 'name = "no_repetition"'),
+         files=rewards_py("""\
+             from grpo_skill import Reward, hookimpl
+
+
+             def factory(context):
+                 return context.params["missing"]
+
+
+             @hookimpl
+             def register_rewards(register):
+                 register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
+         """)),
+    Case("check-own-reward-param-typo", "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?",
+         edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngrm = 4 }')),
+    # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
+    Case("check-budget-follows-grpo", "params.soft_punish_cache = 30 must be between 1 and max_completion_len (24)",
+         edits=(("max_completion_length = 32", "max_completion_length = 24"),
+                ("[grpo]", '[[rewards]]\nname = "soft_overlong"\nparams = { soft_punish_cache = 30 }\n\n[grpo]'))),
     Case("rewards-project-listing-broken", "rewards.py:1: ZeroDivisionError: division by zero",
          args=("rewards", "--project", "{project}"), files=rewards_py("1 / 0\n")),
     Case("rewards-try-reward-raises", "raised on a batch starting with 'Hi.': proj/rewards.py:5: ZeroDivisionError",
@@ -746,3 +807,53 @@ def test_a_logger_that_is_installed_passes_without_being_imported(template_proje
     config.write_text(config.read_text().replace("report_to = []", 'report_to = ["wandb", "kubeflow"]'))
     assert projects.load(config, rewards=False).grpo["report_to"] == ["wandb", "kubeflow"]
     assert "wandb" not in sys.modules
+
+
+def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_project, tmp_path):
+    """Found once the model is loaded (check reads no model), before peft's 24-line error."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    text = config.read_text()
+    old = 'target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]'
+    assert old in text
+    config.write_text(text.replace(old, 'target_modules = ["q_proj", "nonexistent_proj"]'))
+    result = run_process([sys.executable, "train.py"], cwd=project, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: config.toml:17: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
+        "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
+    assert not (project / "outputs").exists()
+
+
+@pytest.mark.parametrize("model", ["local-folder", "built-here"])
+def test_max_seq_length_beyond_the_models_positions_is_refused(template_project, tmp_path, tiny_model, model):
+    """check (a model folder on this machine) and train.py (a model the preset builds) alike."""
+    from grpo_skill.runtime import data
+
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_seq_length = 256", "max_seq_length = 100000512"))
+    with pytest.raises(projects.ConfigError) as refused:
+        if model == "local-folder":
+            projects.load(config, {"model.name": str(tiny_model)}, rewards=False)
+        else:
+            data.check_prompt_lengths([12], projects.load(config, rewards=False))
+    assert str(refused.value) == (
+        f"{config}:8: model.max_seq_length: the model reads at most 1024 tokens (max_position_embeddings in its "
+        "config.json); set max_seq_length to 1024 or less")
+
+
+def test_rewards_measured_against_the_budget_use_the_projects_max_completion_length(template_project, tmp_path):
+    """soft_overlong's max_completion_len = 0 and cosine_length's max_len = 0 mean [grpo] max_completion_length."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_completion_length = 32", "max_completion_length = 24").replace(
+        "[grpo]", '[[rewards]]\nname = "soft_overlong"\nparams = { soft_punish_cache = 4 }\n\n[grpo]', 1))
+    loaded = projects.load(config, rewards=False)
+    assert loaded.preset.grpo["max_completion_length"] == 32  # the preset's budget, which the project lowered
+    soft_overlong = loaded.build_rewards(tokenizer=None)[1]
+    # 24 tokens: the project's limit (-1.0); under the preset's 32 they would be 4 short of its soft zone (0.0)
+    assert soft_overlong(prompts=["p"], completions=["x"], completion_ids=[[7] * 24]) == [-1.0]

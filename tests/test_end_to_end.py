@@ -101,6 +101,10 @@ def test_max_steps_and_model_overrides(trained, tiny_model):
     rows = [row for row in metrics.read_metrics(project / "quick") if "reward" in row]
     assert [row["step"] for row in rows] == [1, 2, 3]
     assert json.loads((project / "quick" / "summary.json").read_text())["model"] == str(tiny_model)
+    # the same run evaluated where it is, whether or not [grpo] output_dir exists
+    run([sys.executable, "evaluate.py", "--output-dir", "quick", "--prompts", "2", "--model", str(tiny_model)],
+        cwd=project)
+    assert len((project / "quick" / "samples.jsonl").read_text().splitlines()) == 2
 
 
 def test_prompts_longer_than_max_seq_length_stop_before_training(trained):

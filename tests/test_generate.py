@@ -71,7 +71,7 @@ def test_a_local_model_folder_is_stored_as_an_absolute_path(cli, tmp_path, tiny_
         (["ok", "--model", "./no-such-model"], "--model ./no-such-model: no such folder"),
         (["ok", "--preset", "huge"], "unknown preset 'huge'"),
         (["ok", "-r", "nonsense"], "unknown reward 'nonsense'"),
-        (["ok", "-r", "length:heavy"], "weight 'heavy' is not a number"),
+        (["ok", "-r", "length:heavy"], "--reward 'length:heavy': write a reward as NAME or NAME:WEIGHT"),
         (["ok", "-r", "length", "-r", "length:2"], "a reward is given twice"),
     ],
 )
@@ -259,14 +259,14 @@ def test_check_finds_the_projects_own_rewards(cli, project):
 
 def test_check_names_the_rewards_py_rewards_whose_params_it_did_not_check(cli, project, english):
     # rewards.py registers no_repetition, but config.toml does not use it: nothing went unchecked, nothing to say
-    quiet = cli("check", str(project))
+    quiet = cli("check", str(project), "--no-rewards")
     assert "OK" in quiet.stdout and quiet.stderr == ""
     edit(project, "[grpo]", '[[rewards]]\nname = "no_repetition"\nweight = 0.5\nparams = { ngrm = 4 }\n\n[grpo]')
-    unrun = cli("check", str(project))  # a typo that only running rewards.py finds: said which reward it is in
+    unrun = cli("check", str(project), "--no-rewards")  # a typo that only running rewards.py finds: named
     assert unrun.stderr.splitlines() == [
         "reward 'no_repetition' is from rewards.py, which was not run, so its params were not checked; "
-        "`grpo-skill check --rewards` checks them"]
-    refused = cli("check", str(project), "--rewards", check=False)
+        "`grpo-skill check` without --no-rewards checks them"]
+    refused = cli("check", str(project), check=False)  # plain check runs the project's rewards.py
     assert refused.returncode == 1 and "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?" in \
         refused.stderr
 

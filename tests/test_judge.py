@@ -2,6 +2,7 @@
 answers), and the local tiny model graded from its token probabilities."""
 
 import json
+import re
 import socket
 import threading
 import time
@@ -23,6 +24,8 @@ class JudgeServer:
     /words     a reply with no number in it
     /shapeless a JSON body without "choices"
     /refuse    HTTP 401
+    /outage    HTTP 500 while `down` is true, else like /good
+    /down      sets `down`, while `outages` (how many times it may) lasts
     /reply     replies `reply`, whatever the answer
     """
 
@@ -32,6 +35,7 @@ class JudgeServer:
         self.slow_seconds = 1.0
         self.delay = 0.0
         self.reply = ""
+        self.down, self.outages = False, 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,8 +58,15 @@ class JudgeServer:
 
             def answer(self, body, count):
                 mode = self.path.split("/")[1]
+                if mode == "down":
+                    with server.lock:
+                        if server.outages > 0:
+                            server.down, server.outages = True, server.outages - 1
+                    return self.send(200, {})
                 if mode == "refuse":
                     return self.send(401, {"error": {"message": "invalid api key"}})
+                if mode == "outage" and server.down:
+                    return self.send(500, {"error": "down"})
                 if mode == "flaky" and count <= 2:
                     return self.send(500, {"error": "overloaded"})
                 if mode == "slow":
@@ -143,10 +154,21 @@ def test_a_judge_that_never_answers_in_time_fails_clearly(server):
     server.slow_seconds = 1.0
     reward = http_judge(server.url("slow"), timeout=0.2, retries=1)
     started = time.monotonic()
-    with pytest.raises(RewardError, match=r"cannot reach the judge at http://127.0.0.1:\d+/slow/v1/chat/completions "
-                                          r"\(no answer within 0.2 s, 2 tries\)"):
+    with pytest.raises(RewardError, match=r"the judge at http://127.0.0.1:\d+/slow/v1/chat/completions gave no "
+                                          r"answer within 0.2 s \(2 attempts each\); raise judge.timeout"):
         reward(prompts=PROMPTS[:2], completions=COMPLETIONS[:2])
     assert time.monotonic() - started < 5
+
+
+def test_a_judge_that_answers_errors_is_named_as_answering(server):
+    """The server is up and its URL right: the message says what it answered, not "start the server"."""
+    server.down = True
+    with pytest.raises(RewardError) as raised:
+        http_judge(server.url("outage"), retries=0)(prompts=PROMPTS[:2], completions=COMPLETIONS[:2])
+    message = str(raised.value)
+    assert re.search(r"the judge at http://127.0.0.1:\d+/outage/v1/chat/completions answered HTTP 500 to every "
+                     r"request \(1 attempt each\); see the server's log$", message), message
+    assert "start the server" not in message
 
 
 def test_an_unreachable_judge_fails_in_one_line():

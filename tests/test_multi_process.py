@@ -231,6 +231,31 @@ def test_the_command_printed_at_ctrl_c_finishes_the_run_under_two_processes(proj
     assert (output_dir / "adapter" / "adapter_config.json").is_file()
 
 
+def test_sigterm_to_the_launcher_stops_both_processes_with_one_checkpoint(project):
+    """SLURM or Kubernetes stop the launcher with SIGTERM; it passes it on to each process, which finish the step,
+    save together and say how to continue (the launcher then reports the signal in a traceback of its own)."""
+    output_dir = project / "sigterm"
+    process = subprocess.Popen(launch_args("--max-steps", "12", "--output-dir", "sigterm"), cwd=project, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    path = output_dir / metrics.METRICS_FILE
+    deadline = time.monotonic() + 300
+    while not (path.is_file() and path.read_text().count("\n") >= 1):
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no step logged in time"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)  # the launcher only
+    _out, err = process.communicate(timeout=300)
+    last = resume.last_checkpoint(output_dir)
+    assert last is not None and 1 <= last.step < 12
+    assert {path.name for path in last.path.glob("rng_state_*.pth")} == {"rng_state_0.pth", "rng_state_1.pth"}
+    assert [row["step"] for row in training_rows(output_dir)] == list(range(1, last.step + 1))
+    assert err.count("SIGTERM: saving a checkpoint after this step") == 1
+    assert [line for line in err.splitlines() if "checkpoint saved" in line] == [
+        f"stopped at step {last.step} of 12; checkpoint saved; continue with: accelerate launch --config_file {CONFIG} "
+        "train.py --max-steps 12 --output-dir sigterm --resume"]
+    assert "train.py\", line" not in err
+
+
 @pytest.mark.parametrize("name,kind,cpu", [("ddp", "MULTI_GPU", False), ("cpu-ddp", "MULTI_GPU", True),
                                            ("fsdp", "FSDP", False), ("zero2", "DEEPSPEED", False)])
 def test_the_shipped_accelerate_configs_are_what_accelerate_reads(project, name, kind, cpu):

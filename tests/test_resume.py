@@ -144,7 +144,7 @@ def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(projec
     assert tree_digest(finished_copy) == before
 
 
-def test_resume_onto_another_model_is_one_line(project, finished_copy):
+def test_resume_onto_another_model_is_refused_before_it_loads(project, finished_copy):
     from grpo_skill import modelbuild
 
     wider = modelbuild.build("small", opens_think=True)  # hidden size 256 against tiny's 64
@@ -152,14 +152,69 @@ def test_resume_onto_another_model_is_one_line(project, finished_copy):
     result = train(project, "--model", str(wider), "--output-dir", finished_copy.name, "--resume",
                    "--max-steps", "20", check=False)
     assert result.returncode == 1
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"error: {finished_copy / 'checkpoint-16'} does not fit this run's model and LoRA "
-                           "(size mismatch for ")
-    assert last.endswith("resume with the model and [lora] it was trained with, or start over with --overwrite")
-    assert "Traceback" not in result.stderr
-    after = tree_digest(finished_copy)  # only metrics.jsonl changed: its end-of-training row is dropped
-    assert {key for key in after if after[key] != before.get(key)} == {metrics.METRICS_FILE}
-    assert logged_steps(finished_copy) == list(range(1, 17))
+    assert result.stderr.strip().splitlines() == [
+        f"error: {finished_copy / 'checkpoint-16'} was trained with model.name \"grpo-skill/tiny-qwen3\" (now "
+        f"\"{wider}\"), which a checkpoint cannot change: set them back to resume, or start over with --overwrite"]
+    assert tree_digest(finished_copy) == before
+
+
+def test_resume_after_editing_the_learning_rate_is_refused_with_the_choice(project, finished_copy):
+    """Trainer restores the optimizer's learning rate from the checkpoint: the edit would be ignored silently."""
+    edited = project / "config-lr.toml"
+    edited.write_text((project / "config.toml").read_text().replace("learning_rate = 0.005", "learning_rate = 0.001"))
+    before = tree_digest(finished_copy)
+    try:
+        result = train(project, "--config", edited.name, "--output-dir", finished_copy.name, "--resume",
+                       "--max-steps", "20", check=False)
+    finally:
+        edited.unlink()
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {finished_copy.name}/checkpoint-16 was trained with grpo.learning_rate 0.005 (now 0.001): its "
+        "optimizer state keeps the old value, so the new one would be ignored; set it back to resume, or start over "
+        "with --overwrite to train with the new one"]
+    assert tree_digest(finished_copy) == before
+
+
+@pytest.mark.parametrize("old,new,key", [("num_generations = 8", "num_generations = 4", "grpo.num_generations"),
+                                         ("gradient_accumulation_steps = 1", "gradient_accumulation_steps = 2",
+                                          "grpo.gradient_accumulation_steps"),
+                                         ("alpha = 16", "alpha = 32", "lora.alpha")])
+def test_resume_after_changing_what_a_checkpoint_fixes_is_refused(tmp_path, old, new, key):
+    """Checked before the model loads, from the settings the checkpoint recorded (no training needed)."""
+    from grpo_skill import generator, project as projects
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(projects.load(config_file))))
+    config_file.write_text(config_file.read_text().replace(old, new, 1))
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                       settings=resume.run_settings(projects.load(config_file)))
+    assert f"was trained with {key} " in str(refused.value) and "which a checkpoint cannot change" in str(refused.value)
+    assert sorted(path.name for path in checkpoint.iterdir()) == [resume.SETTINGS_FILE, resume.TRAINER_STATE]
+
+
+def test_resume_after_changing_a_reward_weight_or_beta_applies_it_and_says_so(tmp_path, capsys):
+    from grpo_skill import generator, project as projects
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(projects.load(config_file))))
+    text = config_file.read_text().replace("weight = 1.0", "weight = 0.5", 1).replace("beta = 0.04", "beta = 0.02")
+    config_file.write_text(text)
+    start = resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                           settings=resume.run_settings(projects.load(config_file)))
+    assert start.checkpoint.step == 4
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "changed since that checkpoint, and applied from here on: grpo.beta 0.04 -> 0.02; rewards thinking:1 -> "
+        "thinking:0.5")
 
 
 # Ctrl-C ------------------------------------------------------------------------------------------------------
@@ -459,3 +514,21 @@ def test_the_summary_of_a_short_run_compares_its_halves():
     assert trend["gain"] == pytest.approx(0.3) and trend["steps"] == 5
     long = [{"step": step, "reward": float(step)} for step in range(1, 61)]
     assert metrics.reward_trend(long)["gain"] == pytest.approx(50.0)  # 60 steps: the first and last ten
+
+
+def test_overwrite_in_a_folder_it_cannot_write_removes_nothing(tmp_path):
+    """Nothing of the earlier run is lost when --overwrite cannot remove all of it."""
+    from support import unwritable
+
+    checkpoint = tmp_path / "checkpoint-4"
+    checkpoint.mkdir()
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    (checkpoint / "adapter_model.safetensors").write_bytes(b"weights")
+    write_rows(tmp_path / metrics.METRICS_FILE, [{"step": 1, "reward": 0.0}])
+    before = tree_digest(tmp_path)
+    with unwritable(tmp_path), pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path, overwrite=True, max_steps=10)
+    assert str(refused.value).startswith("--overwrite: cannot remove ")
+    assert "nothing was removed" in str(refused.value)
+    assert tree_digest(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint-4", metrics.METRICS_FILE]

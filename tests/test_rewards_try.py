@@ -122,7 +122,9 @@ def test_params_and_presets_change_how_a_reward_is_built():
 
 @pytest.mark.parametrize("args, message", [
     (["accuracy:heavy", "-c", "x"], "'accuracy:heavy': write a reward as NAME or NAME:WEIGHT"),
-    (["accuracy:nan", "-c", "x"], "NAME:WEIGHT with a finite number"),
+    (["accuracy:nan", "-c", "x"], "NAME:WEIGHT, the weight a finite number"),
+    (["length:1e308", "format:1e308", "-c", "x"], "'length:1e308': a weight from -1000 to 1000"),
+    (["length:", "-c", "x"], "'length:': write a reward as NAME or NAME:WEIGHT"),
     (["nosuch", "-c", "x"], "unknown reward 'nosuch'; choose one of:"),
     (["length"], "give the completions with --completion TEXT"),
     (["length", "-c", "x", "--param", "format.x=1"], "'format' is not one of the rewards tried"),

@@ -149,6 +149,15 @@ def test_a_project_inside_another_repository_is_left_to_its_owner(tmp_path):
     assert not (tmp_path / "inner" / ".git").exists()
 
 
+def test_a_project_that_the_repository_around_it_ignores_gets_its_own(tmp_path):
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / ".gitignore").write_text("runs/\n")
+    code, output = grpo_skill("new", "inner", "--preset", "tiny", "-o", str(tmp_path / "runs"))
+    assert code == 0 and "inside another git repository" not in output
+    assert (tmp_path / "runs" / "inner" / ".git").is_dir()
+    assert git("status", "--porcelain", cwd=tmp_path / "runs" / "inner") == ""  # committed: ready for update
+
+
 def test_update_keeps_the_users_edits_and_brings_the_new_version(project, monkeypatch, versions):
     old = answers(project)["_commit"]
     (project / ".claude" / "skills" / "grpo-skill" / "SKILL.md").write_text("an older skill", encoding="utf-8")
@@ -230,7 +239,13 @@ def made_by_another_grpo_skill(project: Path) -> None:
 @pytest.mark.parametrize("spoil, message", [
     (made_by_another_grpo_skill, "was made from template version 0123abc, which this grpo-skill does not know"),
     (lambda p: shutil.rmtree(p / ".git"), "is not in a git repository; run: git init"),
-    (lambda p: (p / "train.py").write_text("uncommitted\n"), "has uncommitted changes; commit or stash them"),
+    (lambda p: (p / "train.py").write_text("uncommitted\n"), "has uncommitted changes (train.py); commit or stash "
+                                                              "them"),
+    (lambda p: (p / "evaluate.py").unlink() or (p / "sft.py").unlink(), "uncommitted changes (evaluate.py, sft.py)"),
+    (lambda p: (p / "rewards.py").unlink() or git("commit", "-qam", "x", cwd=p) or (p / "rewards.py").write_text("#"),
+     "has uncommitted changes (rewards.py)"),  # untracked, where the template writes a file
+    (lambda p: (p / ".copier-answers.yml").write_text("lang: en\n  preset: [tiny\n") or git("commit", "-qam", "x", cwd=p),
+     ".copier-answers.yml:2: not valid YAML"),
     (lambda p: (p / ".copier-answers.yml").unlink() or git("commit", "-qam", "x", cwd=p),
      "has no .copier-answers.yml"),
     (lambda p: (p / ".copier-answers.yml").write_text("preset: tiny\n") or git("commit", "-qam", "x", cwd=p),
@@ -244,6 +259,30 @@ def test_update_refuses_what_it_cannot_merge_and_changes_nothing(project, monkey
     assert code == 1 and message in output and "Traceback" not in output
     assert len(output.strip().splitlines()) == 1
     assert snapshot(project) == before
+
+
+def test_an_update_that_cannot_write_a_file_changes_nothing(project, monkeypatch, versions):
+    from support import unwritable
+
+    install_version(monkeypatch, versions["B"])
+    before = snapshot(project)
+    with unwritable(project / "train.py"):
+        code, output = grpo_skill("update", str(project))
+    assert code == 1 and "train.py: " in output and "nothing was changed" in output
+    assert len(output.strip().splitlines()) == 1 and "Traceback" not in output
+    assert snapshot(project) == before
+
+
+def test_untracked_outputs_do_not_block_an_update_and_are_left_alone(project, monkeypatch, versions):
+    """What the README's own `train.py --output-dir quick` leaves is not the template's: update goes ahead."""
+    (project / "quick").mkdir()
+    (project / "quick" / "metrics.jsonl").write_text('{"step": 1}\n')
+    install_version(monkeypatch, versions["B"])
+    code, output = grpo_skill("update", str(project), "--json")
+    assert code == 0, output
+    assert "quick/metrics.jsonl" not in json.loads(output)["changed"]
+    assert (project / "train.py").read_text(encoding="utf-8").rstrip().endswith(B_LINE)
+    assert (project / "quick" / "metrics.jsonl").read_text() == '{"step": 1}\n'
 
 
 def test_a_template_with_edits_not_in_the_history_makes_a_project_without_a_version(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from grpo_skill import Judge, JudgeRequest, Reward, completion_text, hookimpl, prompt_text
 from grpo_skill.errors import MissingColumn, UserError, one_line
+from grpo_skill import i18n
 from grpo_skill.i18n import N_, _
 
 from .verifiable import final_answer, opens_think
@@ -79,7 +80,12 @@ def _reference(request: JudgeRequest) -> str:
 
 
 class _Retryable(Exception):
-    """A failure worth another try: no connection, no answer in time, 429 or 5xx."""
+    """A failure worth another try: no connection, no answer in time, 429 or 5xx. ``kind``: "answered" (429,
+    5xx: the server is up and its URL right), "timeout" or "unreachable"."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 class HttpJudge:
@@ -113,20 +119,20 @@ class HttpJudge:
     def _post(self, body: dict) -> dict:
         import httpx
 
-        last = ""
+        last, kind = "", "unreachable"
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
                 response = self.client.post(self.endpoint, json=body)
             except httpx.TimeoutException:
-                last = _("no answer within {seconds:g} s").format(seconds=self.timeout)
+                last, kind = _("no answer within {seconds:g} s").format(seconds=self.timeout), "timeout"
                 continue
             except httpx.TransportError as error:
-                last = f"{type(error).__name__}: {error}"
+                last, kind = f"{type(error).__name__}: {error}", "unreachable"
                 continue
             if response.status_code == 429 or response.status_code >= 500:
-                last = f"HTTP {response.status_code}"
+                last, kind = f"HTTP {response.status_code}", "answered"
                 continue
             if response.status_code >= 400:
                 hint = (_("check judge.api_key_env and the key") if response.status_code in (401, 403)
@@ -137,7 +143,20 @@ class HttpJudge:
                 return response.json()
             except ValueError:
                 return {}
-        raise _Retryable(last)
+        raise _Retryable(last, kind)
+
+    def _failure(self, failed: _Retryable) -> str:
+        """Why no request got through, and what to do: a server that answered is up (its log says why it
+        failed), one that did not answer in time may be overloaded, one that cannot be reached is not running."""
+        tries = i18n.ngettext("{count} attempt", "{count} attempts", self.retries + 1).format(count=self.retries + 1)
+        if failed.kind == "answered":
+            return _("the judge at {url} answered {error} to every request ({tries} each); see the server's log").format(
+                url=self.endpoint, error=failed, tries=tries)
+        if failed.kind == "timeout":
+            return _("the judge at {url} gave no answer within {seconds:g} s ({tries} each); raise judge.timeout, or "
+                     "see whether the server is overloaded").format(url=self.endpoint, seconds=self.timeout, tries=tries)
+        return _("cannot reach the judge at {url} ({error}, {tries}); start the server or fix judge.url").format(
+            url=self.endpoint, error=failed, tries=tries)
 
     def _warn(self, kind: str, message: str) -> None:
         with self._lock:
@@ -185,8 +204,7 @@ class HttpJudge:
             outcomes = list(pool.map(attempt, requests))
         failed = [outcome for outcome in outcomes if isinstance(outcome, _Retryable)]
         if failed and len(failed) == len(outcomes):
-            raise JudgeError(_("cannot reach the judge at {url} ({error}, {tries} tries); start the server or fix "
-                               "judge.url").format(url=self.endpoint, error=failed[0], tries=self.retries + 1))
+            raise JudgeError(self._failure(failed[0]))
         if failed:
             self._warn("failed", _("{count} of {total} judge requests failed ({error}); those completions are "
                                    "left out (None)").format(count=len(failed), total=len(outcomes), error=failed[0]))

@@ -236,7 +236,7 @@ def register_rewards(register):
         N_("DAPO's soft overlong punishment on completion tokens: 0.0 up to max_completion_len - "
            "soft_punish_cache, then falling linearly to -1.0 at max_completion_len, -1.0 beyond."),
         params={"max_completion_len": 0, "soft_punish_cache": 0},
-        param_help={"max_completion_len": N_("L_max in tokens; 0: the preset's max_completion_length"),
+        param_help={"max_completion_len": N_("L_max in tokens; 0: the project's [grpo] max_completion_length"),
                     "soft_punish_cache": N_("length of the falling stretch in tokens; 0: a fifth of L_max")},
         example=("--completion", "A short answer.", "--completion", "A much longer answer that runs on and on.",
                  "--param", "soft_overlong.max_completion_len=20", "--param", "soft_overlong.soft_punish_cache=10",

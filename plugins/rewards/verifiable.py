@@ -108,13 +108,15 @@ def reasoning_accuracy_factory(context):
 
 
 def max_tokens_param(context, key: str) -> int:
-    """An int param where 0 means the preset's max_completion_length."""
+    """An int param where 0 means the run's max_completion_length: the project's [grpo] over the preset's
+    (project.build_rewards passes the preset with the project's [grpo])."""
     value = context.params[key]
     if not value and context.preset is not None:
         value = context.preset.grpo.get("max_completion_length", 0)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UserError(_("params.{key} must be a positive number of tokens (your max_completion_length); "
-                          "0 takes the preset's, and there is none here").format(key=key))
+                          "0 takes the project's [grpo] max_completion_length, and there is none here").format(
+            key=key))
     return value
 
 
@@ -218,7 +220,7 @@ def register_rewards(register):
         params={**ANSWER_PARAMS, "max_len": 0, "min_value_wrong": -1.0, "max_value_wrong": -0.5,
                 "min_value_correct": 0.5, "max_value_correct": 1.0},
         param_help={**ANSWER_HELP,
-                    "max_len": N_("completion tokens at which the schedule ends; 0: the preset's "
+                    "max_len": N_("completion tokens at which the schedule ends; 0: the project's [grpo] "
                                   "max_completion_length"),
                     "min_value_wrong": N_("score of the shortest wrong completion"),
                     "max_value_wrong": N_("score of a wrong completion at max_len"),

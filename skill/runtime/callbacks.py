@@ -6,6 +6,7 @@ Imports transformers: use it only after unsloth has been imported.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +15,8 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from .. import registry
-from . import distributed, health, traces
+from ..i18n import _
+from . import distributed, health, resume, traces
 
 
 class JsonlMetrics(TrainerCallback):
@@ -95,6 +97,73 @@ class SaveAndStopOnCtrlC(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
         return control
+
+
+class RecordSettings(TrainerCallback):
+    """Writes the run's settings into each checkpoint, for --resume to compare with config.toml's
+    (resume.SETTINGS_FILE): a changed setting is then applied and said, or refused, never silently kept."""
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+
+    def on_save(self, args, state, control, **kwargs):
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and checkpoint.is_dir():
+            (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(self.settings, indent=2), encoding="utf-8")
+
+
+class StepStartRandomState(TrainerCallback):
+    """The random state at the start of each step, for a checkpoint saved after that step failed: it then holds
+    what the previous step's checkpoint would have held, and the resumed run repeats the failed step exactly."""
+
+    def __init__(self):
+        self.saved = None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        import random
+
+        import numpy
+        import torch
+
+        self.saved = (random.getstate(), numpy.random.get_state(), torch.random.get_rng_state(),
+                      torch.cuda.random.get_rng_state_all() if torch.cuda.is_available() else None)
+
+    def restore(self) -> None:
+        import random
+
+        import numpy
+        import torch
+
+        python_state, numpy_state, torch_state, cuda_states = self.saved
+        random.setstate(python_state)
+        numpy.random.set_state(numpy_state)
+        torch.random.set_rng_state(torch_state)
+        if cuda_states is not None:
+            torch.cuda.random.set_rng_state_all(cuda_states)
+
+
+@contextmanager
+def checkpoint_when_a_reward_fails(trainer):
+    """Around ``trainer.train``: a reward that cannot be computed (a judge down after its retries, a reward that
+    raises) stops the run with a checkpoint of the last finished step and one line naming the cause and
+    ``--resume``, instead of losing every step since the last checkpoint. Single process only: under a launch,
+    the other processes would wait for this one in their next collective call."""
+    random_state = StepStartRandomState()
+    trainer.add_callback(random_state)
+    try:
+        yield
+    except registry.RewardError as error:
+        step = trainer.state.global_step
+        if step == 0 or distributed.world_size() > 1 or random_state.saved is None:
+            raise
+        checkpoint = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+        if not (checkpoint / resume.TRAINER_STATE).is_file():
+            random_state.restore()
+            trainer._save_checkpoint(trainer.model, trial=None)  # what Trainer saves every save_steps
+        raise registry.RewardError(
+            _("{error}; stopped at step {step} of {max_steps} with a checkpoint; once that is fixed, continue with: "
+              "{command}").format(error=error, step=step, max_steps=trainer.state.max_steps,
+                                  command=resume.resume_command())) from None
 
 
 def install(trainer, metrics_path: str | Path) -> None:

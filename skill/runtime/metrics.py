@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -95,13 +96,17 @@ def reward_trend(rows: list[dict], window: int = 10) -> dict:
     """Mean reward of the first and last ``window`` logged rewards (one per step, or one per generation with
     steps_per_generation); a run with fewer than 2 x ``window`` compares its halves (overlapping windows would hide
     what a short run did). ``steps``: how many rewards were logged."""
-    rewards = [row["reward"] for row in rows if "reward" in row]
+    logged = [row["reward"] for row in rows if "reward" in row]
+    # NaN: a step in which every completion was left out (each reward gave None); it has no mean to compare
+    rewards = [reward for reward in logged if math.isfinite(reward)]
+    without = {"steps_without_reward": len(logged) - len(rewards)} if len(rewards) < len(logged) else {}
     if not rewards:
-        return {"steps": 0}
+        return {"steps": len(logged), **without}
     window = max(1, min(window, len(rewards) // 2))
     first, last = rewards[:window], rewards[-window:]
     return {
-        "steps": len(rewards),
+        "steps": len(logged),
+        **without,
         "first_mean_reward": statistics.fmean(first),
         "last_mean_reward": statistics.fmean(last),
         "gain": statistics.fmean(last) - statistics.fmean(first),

@@ -84,6 +84,7 @@ def add_lora(model, config: ProjectConfig, backend: str):
     lora = config.lora
     if isinstance(model, PeftModel):
         return model, None
+    _check_targets(model, config)
     if backend == "unsloth":
         from unsloth import FastLanguageModel
 
@@ -104,6 +105,22 @@ def add_lora(model, config: ProjectConfig, backend: str):
         target_modules=list(lora["target_modules"]),
         task_type="CAUSAL_LM",
     )
+
+
+def _check_targets(model, config: ProjectConfig) -> None:
+    """Each [lora] target_modules name matches a module of this model, as peft matches them (the name's last
+    parts): refused in one line with the model's own linear layers, not in peft's page of text."""
+    import torch
+
+    names = [name for name, _module in model.named_modules()]
+    missing = [target for target in config.lora["target_modules"]
+               if not any(name == target or name.endswith("." + target) for name in names)]
+    if missing:
+        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                         if isinstance(module, torch.nn.Linear)})
+        raise config.error(("lora", "target_modules"), _(
+            "{missing} matches no module of this model; its linear layers: {linear}").format(
+            missing=", ".join(map(repr, missing)), linear=", ".join(linear)))
 
 
 def _check_adapter_base(adapter: Path | None, model_path: str) -> None:

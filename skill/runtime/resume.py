@@ -13,6 +13,7 @@ import shlex
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,18 @@ SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
 # What a run (and evaluate.py) writes into its output folder, besides the checkpoints: --overwrite removes
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
+SETTINGS_FILE = "grpo_skill_settings.json"  # in each checkpoint: the settings it was trained with
+# Settings a checkpoint fixes: its weights (model, LoRA), and what its step count means (generations per prompt,
+# batch layout, data order). Another value cannot continue it.
+FIXED_SETTINGS = ("model.name", "model.adapter", "model.load_in_4bit", "grpo.num_generations",
+                  "grpo.per_device_train_batch_size", "grpo.gradient_accumulation_steps", "grpo.steps_per_generation",
+                  "grpo.generation_batch_size", "grpo.seed", "grpo.data_seed", "processes")
+# Settings the checkpoint's optimizer state carries: Trainer restores them over config.toml's, so a new value
+# would be ignored without a word.
+OPTIMIZER_SETTINGS = ("grpo.learning_rate", "grpo.optim", "grpo.optim_args", "grpo.weight_decay", "grpo.adam_beta1",
+                      "grpo.adam_beta2", "grpo.adam_epsilon")
+# How a run was started, not what it trains: free to differ
+FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
 # Under accelerate launch/torchrun, Ctrl-C reaches each process twice: from the terminal, and forwarded by the
 # launcher a moment later. Within this many seconds a second one is that same Ctrl-C, not the user's second.
@@ -161,8 +174,58 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
                 checkpoint=checkpoint.path, differences=", ".join(differences), source=shape["source"]))
 
 
+def run_settings(config) -> dict:
+    """This run's settings as flat ``section.key`` values, the way each checkpoint records them (SETTINGS_FILE)."""
+    flat = {f"model.{key}": value for key, value in config.model.items()}
+    flat.update({f"lora.{key}": value for key, value in config.lora.items()})
+    flat.update({f"grpo.{key}": value for key, value in config.grpo.items()})
+    flat["rewards"] = [{"name": choice.name, "weight": choice.weight, "params": choice.params}
+                       for choice in config.rewards]
+    flat["processes"] = distributed.world_size()
+    return json.loads(json.dumps(flat, default=str))
+
+
+def _shown(value) -> str:
+    return json.dumps(value, ensure_ascii=False) if value is not None else _("(unset)")
+
+
+def _compare_settings(checkpoint: Checkpoint, now: dict) -> list[str]:
+    """Refuse what a checkpoint cannot continue with (FIXED_SETTINGS, LoRA) or would silently override
+    (OPTIMIZER_SETTINGS); return the other changes, which this run applies, as ``key old -> new``."""
+    try:
+        then = json.loads((checkpoint.path / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # a checkpoint from before grpo-skill recorded its settings: nothing to compare with
+    changed = sorted(key for key in set(then) | set(now)
+                     if key not in FREE_SETTINGS and then.get(key) != now.get(key))
+
+    def change(key):
+        return f"{key} {_shown(then.get(key))} (now {_shown(now.get(key))})"
+
+    fixed = [change(key) for key in changed if key in FIXED_SETTINGS or key.startswith("lora.")]
+    if fixed:
+        raise ResumeError(
+            _("{checkpoint} was trained with {changes}, which a checkpoint cannot change: set them back to resume, "
+              "or start over with --overwrite").format(checkpoint=checkpoint.path, changes=", ".join(fixed)))
+    kept = [key for key in changed if key in OPTIMIZER_SETTINGS]
+    if kept:
+        raise ResumeError(
+            _("{checkpoint} was trained with {changes}: its optimizer state keeps the old value, so the new one would "
+              "be ignored; set it back to resume, or start over with --overwrite to train with the new one").format(
+                checkpoint=checkpoint.path, changes=", ".join(change(key) for key in kept)))
+    return [f"{key} {_shown(then.get(key))} -> {_shown(now.get(key))}" if key != "rewards"
+            else f"rewards {_rewards_shown(then.get(key))} -> {_rewards_shown(now.get(key))}" for key in changed]
+
+
+def _rewards_shown(rewards) -> str:
+    """``name:weight{params}, ...``: what a change of [[rewards]] shows."""
+    return ", ".join(f"{reward['name']}:{reward['weight']:g}" + (json.dumps(reward["params"], ensure_ascii=False)
+                                                                  if reward.get("params") else "")
+                     for reward in rewards or ())
+
+
 def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = False, max_steps: int | None = None,
-            grpo: dict | None = None, lora: dict | None = None) -> Start:
+            grpo: dict | None = None, lora: dict | None = None, settings: dict | None = None) -> Start:
     """Decide how a run starts in ``output_dir``, and make the folder ready for it; raises ResumeError (one line)
     when the choice does not fit what is there. Nothing is changed before every check has passed.
 
@@ -171,6 +234,7 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
     - ``overwrite``: removes what the earlier run wrote (RUN_FILES and checkpoints), nothing else.
 
     ``lora`` (from :func:`lora_shape`): the adapter this run trains; a checkpoint of another shape is refused.
+    ``settings`` (from :func:`run_settings`): compared with the checkpoint's; see :func:`_compare_settings`.
     """
     output_dir = Path(output_dir)
     if grpo and grpo.get("resume_from_checkpoint") is not None:
@@ -198,11 +262,15 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
                     dir=output_dir, step=last.step, max_steps=max_steps))
         if lora is not None:
             _check_lora_fits(last, lora)
+        applied = _compare_settings(last, settings) if settings is not None else []
         if is_main_process():
             metrics.rewind(output_dir, last.step)
             metrics.rewind(output_dir / traces.TRACES_FILE, last.step)
             print(_("resuming from {checkpoint} (step {step})").format(checkpoint=last.path, step=last.step),
                   file=sys.stderr)
+            if applied:
+                print(_("changed since that checkpoint, and applied from here on: {changes}").format(
+                    changes="; ".join(applied)), file=sys.stderr)
             for cut_off in checkpoint_dirs(output_dir):
                 if cut_off.step > last.step:  # killed while saving; the resumed run saves that step again
                     shutil.rmtree(cut_off.path)
@@ -223,10 +291,31 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
 
 
 def _remove_run(output_dir: Path) -> None:
+    """Move the earlier run aside into one hidden folder, all of it or (on the first failure, moved back) none of
+    it, then delete that folder: a folder that cannot be written keeps the whole earlier run."""
     removed = [checkpoint.path for checkpoint in checkpoint_dirs(output_dir)]
     removed += [output_dir / name for name in RUN_FILES if (output_dir / name).exists()]
-    for path in removed:
-        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if not removed:
+        return
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=".overwrite-", dir=output_dir))
+    except OSError as error:
+        raise ResumeError(_("--overwrite: cannot remove the earlier run in {dir} ({reason}); nothing was removed: "
+                            "make the folder writable, or choose another --output-dir").format(
+            dir=output_dir, reason=error.strerror or error)) from None
+    moved = []
+    try:
+        for path in removed:
+            path.rename(aside / path.name)
+            moved.append(path)
+    except OSError as error:
+        for path in reversed(moved):
+            (aside / path.name).rename(path)
+        shutil.rmtree(aside, ignore_errors=True)
+        raise ResumeError(_("--overwrite: cannot remove {path} ({reason}); nothing was removed: make {dir} writable, "
+                            "or choose another --output-dir").format(
+            path=path, reason=error.strerror or error, dir=output_dir)) from None
+    shutil.rmtree(aside, ignore_errors=True)
     if removed:
         print(_("--overwrite: removed the earlier run in {dir} ({names})").format(
             dir=output_dir, names=", ".join(sorted(path.name for path in removed))), file=sys.stderr)
@@ -246,19 +335,26 @@ def resume_command(argv: list[str] | None = None) -> str:
 
 
 class CtrlC:
-    """Ctrl-C (SIGINT) during training: the first finishes the current step, saves a checkpoint and stops
-    (callbacks.SaveAndStopOnCtrlC acts on ``requested``); a second one, or one outside training, stops at once.
-    Either way the program ends with exit code 130 and one line, without a traceback."""
+    """Ctrl-C (SIGINT) or SIGTERM (what SLURM, Kubernetes and spot preemption send) during training: the first
+    finishes the current step, saves a checkpoint and stops (callbacks.SaveAndStopOnCtrlC acts on ``requested``);
+    a second one, or one outside training, stops at once. Either way the program ends with exit code 128 + the
+    signal's number (130, 143) and one line, without a traceback."""
 
     def __init__(self, output_dir: str | Path):
         self.output_dir = Path(output_dir)
         self.requested = False
         self.requested_at = 0.0
         self.training = False
+        self.signum = signal.SIGINT  # the signal that stopped the run
 
     def install(self) -> "CtrlC":
         signal.signal(signal.SIGINT, self._handle)
+        signal.signal(signal.SIGTERM, self._handle)
         return self
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum)
 
     @contextmanager
     def during_training(self):
@@ -271,31 +367,36 @@ class CtrlC:
 
     def _handle(self, signum, frame):
         if self.training and not self.requested:
-            self.requested, self.requested_at = True, time.monotonic()
+            self.requested, self.requested_at, self.signum = True, time.monotonic(), signum
             # os.write, not print: a signal handler may run in the middle of another write to stderr
-            _say(_("Ctrl-C: saving a checkpoint after this step, then stopping (Ctrl-C again to stop at once)"))
+            _say(_("Ctrl-C: saving a checkpoint after this step, then stopping (Ctrl-C again to stop at once)")
+                 if signum == signal.SIGINT else
+                 _("SIGTERM: saving a checkpoint after this step, then stopping (a second SIGTERM stops at once)"))
             return
         if self.requested and distributed.is_launched() and time.monotonic() - self.requested_at < FORWARDED_SIGINT_S:
-            return  # the launcher passing on the same Ctrl-C
+            return  # the launcher passing on the same signal
+        if not self.requested:
+            self.signum = signum
         last = last_checkpoint(self.output_dir)
+        by = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
         if last is None:
-            _say(_("stopped by Ctrl-C; nothing saved"))
+            _say(_("stopped by {signal}; nothing saved").format(signal=by))
         else:
-            _say(_("stopped by Ctrl-C without saving; {command} continues from step {step}").format(
-                command=resume_command(), step=last.step))
+            _say(_("stopped by {signal} without saving; {command} continues from step {step}").format(
+                signal=by, command=resume_command(), step=last.step))
         _show_cursor()
-        os._exit(EXIT_INTERRUPTED)  # at once: no cleanup that could block, no traceback
+        os._exit(128 + int(signum))  # at once: no cleanup that could block, no traceback
 
     def exit_if_stopped(self, global_step: int, max_steps: int) -> None:
-        """After trainer.train(): when Ctrl-C stopped the run early, say how to continue and exit 130 (every
-        process of a multi-process run; the main one says it)."""
+        """After trainer.train(): when Ctrl-C or SIGTERM stopped the run early, say how to continue and exit 130
+        or 143 (every process of a multi-process run; the main one says it)."""
         if not self.requested or global_step >= max_steps:
             return
         if distributed.is_main_process():
             print(_("stopped at step {step} of {max_steps}; checkpoint saved; continue with: {command}").format(
                 step=global_step, max_steps=max_steps, command=resume_command()), file=sys.stderr)
-        distributed.finish(EXIT_INTERRUPTED)
-        sys.exit(EXIT_INTERRUPTED)
+        distributed.finish(self.exit_code)
+        sys.exit(self.exit_code)
 
 
 def _say(line: str) -> None:
