@@ -247,6 +247,13 @@ def main():
 @click.option("--dataset", type=click.Path(dir_okay=False),
               help=N_("Your prompts (.jsonl/.json/.csv/.parquet), copied into the project; default: sample prompts."))
 @click.option("--prompt-column", default="prompt", show_default=True, help=N_("The dataset's column of prompts."))
+@click.option("--answer-column", metavar="COL", help=N_(
+    "The dataset's column of gold answers, read by every reward that checks answers (accuracy, cosine_length...); "
+    "with the preset's rewards, a correctness reward is added on it."))
+@click.option("--set", "set_items", multiple=True, metavar="SECTION.KEY=VALUE", help=N_(
+    "Any config.toml setting, e.g. grpo.max_completion_length=1024 (a TOML value; repeat for several)."))
+@click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
+    "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several)."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("Language of the project's README and comments."))
 @click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
@@ -254,24 +261,29 @@ def main():
 @click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty; files you changed since "
                                                "they were generated are backed up first, other files are kept."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def new(path, preset, rewards, backend, model, dataset, prompt_column, lang, output_dir, force, as_json):
+def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_column, set_items, param_items, lang,
+        output_dir, force, as_json):
+    from . import settings as given
     from .generator import render_project
 
     lang = lang or i18n.current()
     warn_broken_plugins()
     rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
-                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column)
+                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column,
+                              settings=given.parse(set_items, param_items), answer_column=answer_column)
     target, files = rendered.target, rendered.files
     from .update import start_repository
 
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
               "backup_dir": str(rendered.backup_dir) if rendered.backup_dir else None,
-              "backed_up": rendered.backed_up, "repository": repository}
+              "backed_up": rendered.backed_up, "repository": repository, "notes": rendered.notes}
 
     def text(data):
         click.echo(_("Created {project} ({count} files, preset {preset}).").format(
             project=data["project"], count=len(files), preset=preset))
+        for note in rendered.notes:
+            click.echo(_("note: {note}").format(note=note))
         if rendered.backed_up:
             click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
                 folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
