@@ -611,9 +611,15 @@ def metrics(run_dir, plot, show_completions, as_json):
               help=N_("Data-parallel GPUs (accelerate launch --num_processes N); default 1."))
 @click.option("--accelerate-config", type=click.Path(dir_okay=False), metavar="FILE",
               help=N_("Take the number of GPUs from an accelerate config file (e.g. accelerate/ddp.yaml)."))
+@click.option("--set", "set_items", multiple=True, metavar="SECTION.KEY=VALUE", help=N_(
+    "What if: plan with this config.toml setting instead (e.g. grpo.max_completion_length=4096); nothing is written."))
+@click.option("--gpu", metavar="NAME", help=N_(
+    "Scale the times (measured on an H200) to this card, e.g. 4090, L4, A10, A100-80; default: the detected GPU."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, as_json):
+def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
+    from . import gpus as cards
     from . import plan as planner
+    from . import settings as given
     from .errors import UserError
 
     if project and preset:
@@ -622,15 +628,30 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("give --gpus or --accelerate-config, not both"))
     if gpu_memory is not None and gpu_memory != gpu_memory:  # NaN gets through FloatRange
         fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
+    card = cards.card_for(gpu) if gpu else None
+    detected = None if gpu else cards.detected_name()
     try:
+        what_if = given.parse_sets(set_items)
         processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
-        if preset:
+        if preset and set_items:
+            settings, about = given.plan_preset(preset, what_if, backend, prompt_tokens, processes)
+        elif preset:
             settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:
-            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes)
+            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes,
+                                                   what_if.dotted() or None)
+            about["set"] = what_if.dotted()
     except UserError as error:
         fail(str(error))
-    result = planner.plan(settings, about, gpu_memory if gpu_memory is not None else planner.gpu_memory_gib())
+    card = card or (cards.find(detected) if detected else None)
+    if gpu_memory is None:
+        gpu_memory = card.memory_gib if gpu else planner.gpu_memory_gib()
+    result = planner.plan(settings, about, gpu_memory,
+                          cards.scaled_calibration(card, planner.CALIBRATION) if card else None)
+    if card:
+        result["gpu"] = {**cards.describe(card), "detected": not gpu}
+    elif detected:
+        result["gpu"] = {"unknown": detected}
     emit(result, as_json, lambda data: click.echo(planner.render_text(data)))
 
 

@@ -175,11 +175,13 @@ def wire_rewards(rewards: list[dict], settings: CliSettings, answer_column: str 
                              "e.g. --reward accuracy").format(column=answer_column, names=", ".join(chosen)))
 
 
-def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, dataset_given: bool) -> None:
+def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, dataset_given: bool,
+                     notes: list[str]) -> None:
     """Merge --set values into the answers copier renders, where config.toml writes each key."""
     from pathlib import Path
 
     extra = data.setdefault("settings", {})
+    prompt_room = data["max_seq_length"] - data["grpo"].get("max_completion_length", 0)
     for table, keys in settings.tables.items():
         for key, value in keys.items():
             if table == "model" and key == "name":
@@ -199,6 +201,20 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
                 data[table] = {**data[table], key: value}
             else:  # keys the template writes literally (model.compile_decoding, dataset.system_prompt, [sft])
                 extra.setdefault(table, {})[key] = value
+    _room_for_the_prompt(data, settings, prompt_room, notes)
+
+
+def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:
+    """A completion budget set past model.max_seq_length (and max_seq_length not set): raised to keep the preset's
+    room for the prompt, and said."""
+    completion = settings.tables.get("grpo", {}).get("max_completion_length")
+    if not isinstance(completion, int) or isinstance(completion, bool) or "max_seq_length" in settings.tables.get(
+            "model", {}) or completion < data["max_seq_length"] or prompt_room <= 0:
+        return
+    data["max_seq_length"] = completion + prompt_room
+    notes.append(_("model.max_seq_length raised to {length}: grpo.max_completion_length ({completion}) plus the "
+                   "preset's {room} tokens for the prompt (--set model.max_seq_length=N sets it)").format(
+        length=data["max_seq_length"], completion=completion, room=prompt_room))
 
 
 def parse(set_items=(), param_items=()) -> CliSettings:
@@ -242,7 +258,7 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
                        "{column!r} column (gold answers); --reward chooses the rewards yourself").format(
             name=name, weight=weight, column=gold))
     wire_rewards(data["rewards"], settings, answer_column)
-    apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None)
+    apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None, notes=notes)
     notes.extend(settings.notes)
 
 
@@ -266,3 +282,20 @@ def toml_text(value) -> str:
         keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
         return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def plan_preset(preset: str, settings: CliSettings, backend: str | None, prompt_tokens: int | None, processes: int):
+    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
+    and planned; nothing of the user's is written. Returns plan.from_project's (settings, about)."""
+    import tempfile
+
+    from . import generator
+    from . import plan as planner
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
+        planned, about = planner.from_project(rendered.target, backend, prompt_tokens, processes)
+    about.pop("project", None)
+    about["set"] = settings.dotted()
+    about["notes"] = rendered.notes
+    return planned, about

@@ -85,8 +85,8 @@ def test_the_dataset_gold_column_adds_a_correctness_reward_and_says_so(cli, tmp_
     (["--set", "grpo.learning_rate=fast"], "--set 'grpo.learning_rate=fast': 'fast' is not a TOML value"),
     (["--set", "grpo.learning_rate=\"1e-4\""], "grpo.learning_rate = \"1e-4\" (given on the command line): "
                                                "must be a number (no quotes)"),
-    (["--set", "grpo.max_completion_length=4096"], "grpo.max_completion_length (given on the command line): 4096 "
-                                                   "leaves no room for the prompt"),
+    (["--set", "model.max_seq_length=128", "--set", "grpo.max_completion_length=4096"],
+     "grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt"),
     (["--set", "nope=1"], "--set 'nope=1': write SECTION.KEY=VALUE"),
     (["--set", "model.preset=standard"], "use --preset for it"),
     (["--set", "rewards.name=x"], "rewards are chosen with --reward"),
@@ -104,3 +104,84 @@ def test_bad_settings_are_one_line_exit_nonzero_and_write_nothing(cli, tmp_path,
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) <= 2 and "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_longer_completion_budget_raises_max_seq_length_and_says_so(cli, tmp_path, english):
+    made = cli("new", "p", "--preset", "tiny", "--set", "grpo.max_completion_length=300", cwd=tmp_path)
+    assert "model.max_seq_length raised to 524" in made.stdout  # 300 + the preset's 256 - 32 for the prompt
+    assert config_of(tmp_path / "p")["model"]["max_seq_length"] == 524
+
+
+def plan_json(cli, *args, **kwargs):
+    return json.loads(cli("plan", *args, "--json", **kwargs).stdout)
+
+
+def test_plan_what_if_differs_from_the_default_plan(cli, tmp_path, english):
+    default = plan_json(cli, "--preset", "thinking", cwd=tmp_path)
+    longer = plan_json(cli, "--preset", "thinking", "--set", "grpo.max_completion_length=4096", cwd=tmp_path)
+    assert (default["settings"]["max_completion_length"], longer["settings"]["max_completion_length"]) == (2048, 4096)
+    assert longer["peak_allocated_gib"] > default["peak_allocated_gib"]
+    assert longer["s_per_step"] > default["s_per_step"]
+    assert longer["set"] == {"grpo.max_completion_length": 4096} and longer["max_seq_length"] == 4096 + 512
+    text = cli("plan", "--preset", "thinking", "--set", "grpo.num_generations=8", cwd=tmp_path).stdout
+    assert text.startswith("preset thinking with grpo.num_generations = 8:")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_plan_of_a_project_with_set_touches_no_file(cli, tmp_path):
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    project = tmp_path / "p"
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    what_if = plan_json(cli, "p", "--set", "grpo.per_device_train_batch_size=16", cwd=tmp_path)
+    assert what_if["settings"]["per_device_train_batch_size"] == 16
+    assert plan_json(cli, "p", cwd=tmp_path)["settings"]["per_device_train_batch_size"] == 8
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+    refused = cli("plan", "p", "--set", "grpo.num_generations=3", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "(given on the command line)" in refused.stderr
+
+
+def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny_tokenizer, english):
+    plain = plan_json(cli, "--preset", "tiny", "--set", "grpo.beta=0.04", cwd=tmp_path)
+    system = "You are a careful assistant. Show each step of the arithmetic before the answer."
+    told = plan_json(cli, "--preset", "tiny", "--set", f"dataset.system_prompt={json.dumps(system)}", cwd=tmp_path)
+    assert "measured with grpo-skill/tiny-qwen3's tokenizer and chat template" in plain["prompt_tokens_source"]
+    assert "system prompt included" in told["prompt_tokens_source"]
+    # the longest sample prompt, rendered as train.py renders it, is what the planner counts
+    from importlib import resources
+
+    prompts = [json.loads(line)["prompt"] for line in resources.files("grpo_skill.templates").joinpath(
+        "project/data/prompts.jsonl").read_text().splitlines() if line.strip()]
+    rendered = [tiny_tokenizer.apply_chat_template([{"role": "system", "content": system},
+                                                    {"role": "user", "content": text}],
+                                                   tokenize=False, add_generation_prompt=True) for text in prompts]
+    assert told["settings"]["prompt_tokens"] == max(len(tiny_tokenizer(text).input_ids) for text in rendered)
+    assert told["settings"]["prompt_tokens"] > plain["settings"]["prompt_tokens"]
+
+
+def test_plan_without_a_tokenizer_says_its_prompt_length_is_a_guess(cli, tmp_path, english):
+    text = cli("plan", "--preset", "standard", cwd=tmp_path, env={"HF_HOME": str(tmp_path / "empty")}).stdout
+    assert "prompt length: guessed: ~4 characters a token (1 per CJK character) + 12 for the chat template; no " \
+           "tokenizer for unsloth/Qwen3-4B-unsloth-bnb-4bit on this machine" in text
+
+
+def test_plan_scales_its_times_to_the_gpu_named(cli, tmp_path, english):
+    h200 = plan_json(cli, "--preset", "standard", cwd=tmp_path)
+    l4 = plan_json(cli, "--preset", "standard", "--gpu", "NVIDIA L4", cwd=tmp_path)
+    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 24 and l4["fits"] is not None
+    # generation is memory-bound (16x less bandwidth than an H200), training compute-bound (8x less bf16)
+    assert l4["generation_s_per_cycle"] == pytest.approx(h200["generation_s_per_cycle"] * 4800 / 300, rel=0.02)
+    assert 4 < l4["s_per_step"] / h200["s_per_step"] < 16
+    assert l4["peak_allocated_gib"] == h200["peak_allocated_gib"]  # memory does not depend on the card
+    text = cli("plan", "--preset", "standard", "--gpu", "4090", cwd=tmp_path).stdout
+    assert "scaled to RTX 4090 (--gpu) from spec sheets: decoding x4.8 by memory bandwidth" in text
+    assert "fits in 24.0 GiB" in text
+    from grpo_skill import gpus
+
+    for name, card in (("NVIDIA A100-SXM4-80GB", "A100 80GB"), ("NVIDIA A100-PCIE-40GB", "A100 40GB"),
+                       ("NVIDIA A10", "A10"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H200", "H200"),
+                       ("NVIDIA GeForce RTX 3090", "RTX 3090"), ("NVIDIA L40S", "L40S"), ("l4", "L4")):
+        assert gpus.find(name).name == card, name  # nvidia-smi's names, and short ones
+    refused = cli("plan", "--preset", "tiny", "--gpu", "A100", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "say A100-40 or A100-80" in refused.stderr
+    refused = cli("plan", "--preset", "tiny", "--gpu", "voodoo5", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "--gpu 'voodoo5': not a GPU plan knows" in refused.stderr
