@@ -723,9 +723,24 @@ def doctor(project, as_json):
         sys.exit(1)
 
 
-@main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references."))
+@main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references. "
+                              "`grpo-skill skill path` prints where this installation's SKILL.md is."))
 def skill_group():
     pass
+
+
+@skill_group.command("path", help=N_("Print the path of this installation's SKILL.md (read it, or point an assistant "
+                                     "at it); its references/ folder is beside it."))
+@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+              help=N_("The English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
+def skill_path(lang):
+    from . import skillfiles
+
+    try:
+        files = skillfiles.skill_files(lang or i18n.current())
+    except skillfiles.InstallError as error:
+        fail(str(error))
+    click.echo(str(files[skillfiles.SKILL_FILE]))
 
 
 @skill_group.command("install", help=N_(
