@@ -450,7 +450,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
         plugins.register_project(project)
     registered = plugins.rewards()
     reward = find_reward(name, project)
-    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0"]
+    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
     if reward.params:
         config.append(f"params = {_toml(dict(reward.params))}")
     shown = {
@@ -564,6 +564,9 @@ def render_show(shown: dict) -> None:
     console.print()
     console.print(escape(_("In config.toml:")))
     console.print(escape("\n".join("  " + line for line in shown["config"].splitlines())))
+    console.print(escape(_("weight = 0 makes it monitor-only: it is computed and logged (rewards/{name}/mean, "
+                           "completions.jsonl) but adds nothing to the total the model is trained on.").format(
+        name=shown["name"])))
     if shown["example"]:
         console.print()
         console.print(escape(_("Try it:")))
