@@ -89,8 +89,7 @@ def parse_sets(items) -> CliSettings:
                 item=item, option=OWN_OPTIONS[f"{table}.{key}"]))
         if table not in keys or key not in keys[table]:
             loc = (table,) if table not in keys else (table, key)
-            raise SettingError(f"--set {item!r}: " + schema._unknown_key_message(loc).replace(
-                "config.toml", _("config.toml (and --set)")))
+            raise SettingError(f"--set {item!r}: " + schema._unknown_key_message(loc))
         annotation = schema._field_at((table, key))[1]
         value = parse_value("--set", item, text.strip(), _accepts_text(annotation), found.notes)
         found.tables.setdefault(table, {})[key] = value

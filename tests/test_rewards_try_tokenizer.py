@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 
 def try_json(cli, *args, cwd):
     return json.loads(cli("rewards", "try", *args, "--json", cwd=cwd).stdout)

@@ -83,8 +83,9 @@ def run(config, argv: list[str]) -> int:
     folder = config.project_dir / smoke.output_dir
     kept = [arg for arg in argv[1:] if arg != "--smoke"]
     print(_("smoke test: {first} step(s) with a checkpoint, then resumed to step {last} (one generation serves {n} "
-            "optimizer step(s) here), in {folder}").format(first=smoke.checkpoint_step, last=smoke.max_steps,
-                                                           n=smoke.steps_per_generation, folder=folder), file=sys.stderr)
+            "optimizer step(s) here), in {folder}").format(
+        first=smoke.checkpoint_step, last=smoke.max_steps, n=smoke.steps_per_generation, folder=folder),
+        file=sys.stderr)
     code = _phase(argv[0], kept, smoke, smoke.checkpoint_step, "--overwrite")
     if code:
         return _failed(_("the first part (to step {step}) exited with {code}").format(step=smoke.checkpoint_step,
@@ -119,7 +120,8 @@ def verify(folder: Path, smoke: SmokePlan, rewards: list[str], checkpoint: str) 
         problems.append(_("metrics.jsonl has steps {steps}, not each of 1..{last} once").format(
             steps=steps, last=smoke.max_steps))
     sampled = sorted({row["step"] for row in rows if "reward" in row})
-    before, after = [s for s in sampled if s <= smoke.checkpoint_step], [s for s in sampled if s > smoke.checkpoint_step]
+    before = [step for step in sampled if step <= smoke.checkpoint_step]
+    after = [step for step in sampled if step > smoke.checkpoint_step]
     if not before or not after:
         problems.append(_("completions were scored at steps {steps}: not both before and after the resume").format(
             steps=sampled))
