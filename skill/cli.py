@@ -248,6 +248,13 @@ def main():
 @click.option("--dataset", type=click.Path(dir_okay=False),
               help=N_("Your prompts (.jsonl/.json/.csv/.parquet), copied into the project; default: sample prompts."))
 @click.option("--prompt-column", default="prompt", show_default=True, help=N_("The dataset's column of prompts."))
+@click.option("--answer-column", metavar="COL", help=N_(
+    "The dataset's column of gold answers, read by every reward that checks answers (accuracy, cosine_length...); "
+    "with the preset's rewards, a correctness reward is added on it."))
+@click.option("--set", "set_items", multiple=True, metavar="SECTION.KEY=VALUE", help=N_(
+    "Any config.toml setting, e.g. grpo.max_completion_length=1024 (a TOML value; repeat for several)."))
+@click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
+    "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several)."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("Language of the project's README and comments."))
 @click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
@@ -255,24 +262,29 @@ def main():
 @click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty; files you changed since "
                                                "they were generated are backed up first, other files are kept."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def new(path, preset, rewards, backend, model, dataset, prompt_column, lang, output_dir, force, as_json):
+def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_column, set_items, param_items, lang,
+        output_dir, force, as_json):
+    from . import settings as given
     from .generator import render_project
 
     lang = lang or i18n.current()
     warn_broken_plugins()
     rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
-                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column)
+                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column,
+                              settings=given.parse(set_items, param_items), answer_column=answer_column)
     target, files = rendered.target, rendered.files
     from .update import start_repository
 
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
               "backup_dir": str(rendered.backup_dir) if rendered.backup_dir else None,
-              "backed_up": rendered.backed_up, "repository": repository}
+              "backed_up": rendered.backed_up, "repository": repository, "notes": rendered.notes}
 
     def text(data):
         click.echo(_("Created {project} ({count} files, preset {preset}).").format(
             project=data["project"], count=len(files), preset=preset))
+        for note in rendered.notes:
+            click.echo(_("note: {note}").format(note=note))
         if rendered.backed_up:
             click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
                 folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
@@ -613,9 +625,15 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
               help=N_("Data-parallel GPUs (accelerate launch --num_processes N); default 1."))
 @click.option("--accelerate-config", type=click.Path(dir_okay=False), metavar="FILE",
               help=N_("Take the number of GPUs from an accelerate config file (e.g. accelerate/ddp.yaml)."))
+@click.option("--set", "set_items", multiple=True, metavar="SECTION.KEY=VALUE", help=N_(
+    "What if: plan with this config.toml setting instead (e.g. grpo.max_completion_length=4096); nothing is written."))
+@click.option("--gpu", metavar="NAME", help=N_(
+    "Scale the times (measured on an H200) to this card, e.g. 4090, L4, A10, A100-80; default: the detected GPU."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, as_json):
+def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
+    from . import gpus as cards
     from . import plan as planner
+    from . import settings as given
     from .errors import UserError
 
     if project and preset:
@@ -624,18 +642,33 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("give --gpus or --accelerate-config, not both"))
     if gpu_memory is not None and gpu_memory != gpu_memory:  # NaN gets through FloatRange
         fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
+    card = cards.card_for(gpu) if gpu else None
+    detected = None if gpu else cards.detected_name()
     try:
+        what_if = given.parse_sets(set_items)
         processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
         if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
             fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
                 count=processes, most=MAX_PLANNED_GPUS))
-        if preset:
+        if preset and set_items:
+            settings, about = given.plan_preset(preset, what_if, backend, prompt_tokens, processes)
+        elif preset:
             settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:
-            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes)
+            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes,
+                                                   what_if.dotted() or None)
+            about["set"] = what_if.dotted()
     except UserError as error:
         fail(str(error))
-    result = planner.plan(settings, about, gpu_memory if gpu_memory is not None else planner.gpu_memory_gib())
+    card = card or (cards.find(detected) if detected else None)
+    if gpu_memory is None:
+        gpu_memory = card.memory_gib if gpu else planner.gpu_memory_gib()
+    result = planner.plan(settings, about, gpu_memory,
+                          cards.scaled_calibration(card, planner.CALIBRATION) if card else None)
+    if card:
+        result["gpu"] = {**cards.describe(card), "detected": not gpu}
+    elif detected:
+        result["gpu"] = {"unknown": detected}
     emit(result, as_json, lambda data: click.echo(planner.render_text(data)))
 
 
@@ -707,9 +740,24 @@ def doctor(project, as_json):
         sys.exit(1)
 
 
-@main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references."))
+@main.group("skill", help=N_("The grpo-skill skill for AI coding assistants: SKILL.md and its references. "
+                              "`grpo-skill skill path` prints where this installation's SKILL.md is."))
 def skill_group():
     pass
+
+
+@skill_group.command("path", help=N_("Print the path of this installation's SKILL.md (read it, or point an assistant "
+                                     "at it); its references/ folder is beside it."))
+@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+              help=N_("The English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
+def skill_path(lang):
+    from . import skillfiles
+
+    try:
+        files = skillfiles.skill_files(lang or i18n.current())
+    except skillfiles.InstallError as error:
+        fail(str(error))
+    click.echo(str(files[skillfiles.SKILL_FILE]))
 
 
 @skill_group.command("install", help=N_(

@@ -29,11 +29,15 @@ class GenerateError(UserError):
 
 class TemplateTranslations(InternationalizationExtension):
     """Jinja's i18n extension for the project template (copier.yml ``_jinja_extensions``): ``{{ _("...") }}``
-    gives the text in the language of the ``lang`` answer, from the same gettext catalog as the CLI."""
+    gives the text in the language of the ``lang`` answer, from the same gettext catalog as the CLI. It also
+    adds the ``toml`` filter: a value as TOML writes it (settings given with --set may be tables)."""
 
     def __init__(self, environment):
         super().__init__(environment)
         environment.install_gettext_callables(_template_gettext, _template_ngettext, newstyle=False)
+        from .settings import toml_text
+
+        environment.filters["toml"] = toml_text
 
 
 @pass_context
@@ -72,7 +76,7 @@ def _looks_local(model: str) -> bool:
 
 
 def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en", dataset=None,
-            prompt_column="prompt") -> dict:
+            prompt_column="prompt", settings=None, answer_column=None, notes=None) -> dict:
     if not NAME_PATTERN.match(name):
         raise GenerateError(
             _("project name {name!r} (the last part of the path) is not allowed: use letters, digits, '-' and '_', "
@@ -108,7 +112,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
             )
     lora = asdict(preset.lora)
     lora["target_modules"] = list(lora["target_modules"])
-    return {
+    data = {
         "project_name": name,
         "preset": preset.name,
         "model_name": model or preset.model_id,
@@ -124,6 +128,11 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         "dataset_path": f"data/{dataset.name}" if dataset else SAMPLE_PROMPTS,
         "prompt_column": prompt_column,
     }
+    from . import settings as given
+
+    given.apply_command_line(data, settings, answer_column, dataset, defaults=not reward_options,
+                             model_given=bool(model), notes=notes if notes is not None else [])
+    return data
 
 
 def target_of(path: str | Path, parent: str | Path = ".") -> tuple[Path, str]:
@@ -141,6 +150,7 @@ class Rendered:
     files: list[str]  # every file of the project, relative to target
     backup_dir: Path | None = None  # where the files you had changed were saved (--force)
     backed_up: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what `new` chose or read for you (a reward it added, ...)
 
 
 def render(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> tuple[Path, list[str]]:
@@ -164,7 +174,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
     left alone."""
     target, name = target_of(path, parent)
-    data = answers(name, **options)
+    notes: list[str] = []
+    data = answers(name, **options, notes=notes)
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
         raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
@@ -185,7 +196,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         plugin_name = None
         try:
             plugin_name = plugins.register_project(rendered)
-            config.load(rendered / config.CONFIG_FILE)
+            given = options.get("settings")  # its values are named as given on the command line
+            config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
         except UserError as error:  # named where the project was to go, not in the scratch folder
             raise GenerateError(
                 _("the project would not run: {error}").format(error=str(error).replace(str(rendered), str(target)))
@@ -194,7 +206,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             if plugin_name:
                 plugins.unregister(plugin_name)
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
-        result = Rendered(target, files)
+        result = Rendered(target, files, notes=notes)
         if target.is_dir():
             _back_up_changed(result, rendered, Path(scratch) / "previous")
         shutil.copytree(rendered, target, dirs_exist_ok=True)

@@ -387,37 +387,11 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     )
 
 
-def template_prompt_tokens(config) -> int | None:
-    """The longest prompt in tokens as GRPO sees it (chat template, system prompt) when the project's model is a
-    local folder with a tokenizer; None otherwise. A template's own system prompt (SmolLM2 adds one of 17 tokens)
-    is more than a guess from characters can know."""
-    folder = config.local_model_dir()
-    data_file = config.dataset_file()
-    if not (folder and (folder / "tokenizer_config.json").is_file() and data_file
-            and data_file.suffix == ".jsonl" and data_file.is_file()):
-        return None
-    from transformers import AutoTokenizer
-
-    from .runtime import data
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-    except (OSError, ValueError):  # no usable tokenizer there: the guess from characters stands
-        return None
-    column = config.dataset["prompt_column"]
-    questions = [json.loads(line).get(column) for line in data_file.read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
-    texts = [data.chat_prompt(config, tokenizer, question) for question in questions if isinstance(question, str)]
-    if not texts:
-        return None
-    return max(len(ids) for ids in tokenizer(texts, add_special_tokens=False).input_ids)
-
-
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
-                 processes: int = 1) -> tuple[Settings, dict]:
+                 processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
     from . import project
 
-    return from_config(project.load(path), backend, prompt_tokens, processes)
+    return from_config(project.load(path, overrides), backend, prompt_tokens, processes)  # overrides: `plan --set`
 
 
 def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,
@@ -425,14 +399,25 @@ def from_config(config, backend: str | None = None, prompt_tokens: int | None = 
     """Settings of a loaded project (``project.ProjectConfig``)."""
     local = config.local_model_dir()
     shape, source = shape_for(str(local) if local is not None else config.model["name"])
-    data_file = config.dataset_file()
-    tokens = prompt_tokens or template_prompt_tokens(config) or prompt_tokens_of(
-        data_file, config.dataset["prompt_column"])
+    tokens, how = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
+                                 config.model_path() if config.builds_its_model() or local else None)
     settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
                               shape, tokens, processes)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
                       "model": config.model["name"], "shape_source": source,
-                      "max_seq_length": config.model["max_seq_length"]}
+                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how}
+
+
+def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, model: str,
+                   tokenizer_folder: str | None) -> tuple[int, str]:
+    """(the longest prompt in tokens, how that was found): given, measured with the model's tokenizer, or guessed."""
+    from . import promptlength
+
+    if given:
+        return given, _("given with --prompt-tokens")
+    found = promptlength.longest(data_file, dataset.get("prompt_column", "prompt"), dataset.get("system_prompt", ""),
+                                 dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
+    return found.tokens, found.how
 
 
 def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
@@ -445,12 +430,13 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
     preset = plugins.get_preset(name)
     shape, source = shape_for(preset.model_id)
     sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
-    tokens = prompt_tokens or prompt_tokens_of(sample)
+    tokens, how = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
+                                 preset.model_id, preset.build_model() if preset.build_model else None)
     model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
     settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
                               processes)
     return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
-                      "max_seq_length": preset.max_seq_length}
+                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
 
 
 def from_benchmark_row(row: dict, shape: ModelShape) -> Settings:
@@ -485,7 +471,7 @@ def valid_generation_steps(settings: Settings, spg: int) -> bool:
     return spg >= 1 and (settings.per_device_train_batch_size * settings.processes * spg) % settings.num_generations == 0
 
 
-def changes_to_fit(settings: Settings, budget_gib: float) -> list[dict]:
+def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | None = None) -> list[dict]:
     """Single changes that bring the estimate under ``budget_gib``, most useful first, each with its estimate."""
     candidates = []
     spg = settings.generation_steps
@@ -511,7 +497,7 @@ def changes_to_fit(settings: Settings, budget_gib: float) -> list[dict]:
                            dict(per_device_train_batch_size=settings.num_generations)))
     found, seen = [], set()
     for change, fields in candidates:
-        result = estimate(replace(settings, **fields))
+        result = estimate(replace(settings, **fields), calibration)
         key = next(iter(change))
         if needed_gib(result) <= budget_gib and key not in seen:
             seen.add(key)
@@ -520,13 +506,13 @@ def changes_to_fit(settings: Settings, budget_gib: float) -> list[dict]:
     return found
 
 
-def faster_that_fits(settings: Settings, budget_gib: float) -> dict | None:
+def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
     """The largest steps_per_generation (up to 16) that still fits, when it beats the current one."""
     best = None
     for spg in (2, 4, 8, 16):
         if spg <= settings.generation_steps or not valid_generation_steps(settings, spg):
             continue
-        result = estimate(replace(settings, steps_per_generation=spg, generation_batch_size=None))
+        result = estimate(replace(settings, steps_per_generation=spg, generation_batch_size=None), calibration)
         if needed_gib(result) <= budget_gib:
             best = {"change": {"steps_per_generation": spg}, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
                     "s_per_step": round(result.s_per_step, 2)}
@@ -563,9 +549,10 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
         need=need, gpu=gpu_gib)
 
 
-def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
+def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
+    """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
     settings, generation_why = resolve_generation(settings, gpu_gib)
-    result = estimate(settings)
+    result = estimate(settings, calibration)
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape),
                                   "generation_steps": settings.generation_steps,
                                   "generation_batch": settings.generation_batch},
@@ -579,20 +566,20 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None) -> dict:
            "generation_path": generation_path(settings), "generation_why": generation_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:
-        out["data_parallel"] = data_parallel(settings, result)
+        out["data_parallel"] = data_parallel(settings, result, calibration)
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
-            faster = faster_that_fits(settings, gpu_gib)
+            faster = faster_that_fits(settings, gpu_gib, calibration)
             out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step else None
         else:
-            out["changes"] = changes_to_fit(settings, gpu_gib)
+            out["changes"] = changes_to_fit(settings, gpu_gib, calibration)
     return out
 
 
-def data_parallel(settings: Settings, result: Estimate) -> dict:
+def data_parallel(settings: Settings, result: Estimate, calibration: dict | None = None) -> dict:
     """Several GPUs against one: the global batch, completions per second, and the batch that keeps one GPU's."""
-    one = estimate(replace(settings, processes=1))
+    one = estimate(replace(settings, processes=1), calibration)
     per_second = settings.global_batch / result.s_per_step
     out = {"processes": settings.processes, "global_batch": settings.global_batch,
            "communication_s_per_step": round(result.communication_s_per_step, 3),
@@ -603,7 +590,7 @@ def data_parallel(settings: Settings, result: Estimate) -> dict:
         smaller = replace(settings, per_device_train_batch_size=settings.per_device_train_batch_size // settings.processes)
         if valid_generation_steps(smaller, smaller.generation_steps):
             out["same_global_batch"] = {"per_device_train_batch_size": smaller.per_device_train_batch_size,
-                                        "s_per_step": round(estimate(smaller).s_per_step, 2)}
+                                        "s_per_step": round(estimate(smaller, calibration).s_per_step, 2)}
     return out
 
 
@@ -617,14 +604,32 @@ def _change_text(change: dict) -> str:
     return ", ".join(f"{key} = {json.dumps(value)}" for key, value in change.items())
 
 
+def _gpu_lines(result: dict) -> list[str]:
+    """What the times are for: the H200 they were measured on, or another card they were scaled to."""
+    gpu = result.get("gpu")
+    if not gpu:
+        return []
+    if gpu.get("unknown"):
+        return [_("  the GPU {name} is not in plan's table: these are an H200's times; --gpu NAME scales them to a "
+                  "card it knows").format(name=gpu["unknown"])]
+    return [_("  scaled to {name} ({given}) from spec sheets: decoding x{decode:.1f} by memory bandwidth ({bandwidth:g} "
+              "GB/s), training x{train:.1f} by bf16 compute ({tflops:g} TFLOP/s); a rough guide, not a measurement").format(
+        name=gpu["name"], given=_("detected") if gpu.get("detected") else "--gpu", decode=gpu["decode_slower"],
+        bandwidth=gpu["bandwidth_gb_s"], train=gpu["train_slower"], tflops=gpu["bf16_tflops"])]
+
+
 def render_text(result: dict) -> str:
     """The plan in a few lines, for people."""
     settings = result["settings"]
     what = result.get("project") or _("preset {preset}").format(preset=result["preset"])
+    if result.get("set"):  # plan --set: what if
+        what += " " + _("with {settings}").format(settings=", ".join(
+            f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in result["set"].items()))
     lines = [_("{what}: {model} ({source}), backend {backend}, {weights}").format(
         what=what, model=result["model"], source=result["shape_source"], backend=settings["backend"],
         weights=_("4-bit") if settings["load_in_4bit"] else _("16-bit weights"))]
     lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
+    lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
                    "{every} micro-step(s)").format(
@@ -636,9 +641,12 @@ def render_text(result: dict) -> str:
                    "with the CUDA context").format(allocated=result["peak_allocated_gib"],
                                                    reserved=result["peak_reserved_gib"], needed=result["needed_gib"]))
     lines.append("  " + " | ".join(f"{_(PART_NAMES[name])} {value:.1f}" for name, value in result["parts_gib"].items()))
+    if result.get("prompt_tokens_source"):
+        lines.append(_("prompt length: {how}").format(how=result["prompt_tokens_source"]))
     lines.append(_("time (rough; calibrated on an H200): ~{step:.1f} s per optimizer step (generation {generation:.1f} s "
                    "per cycle, training {train:.1f} s per step)").format(
         step=result["s_per_step"], generation=result["generation_s_per_cycle"], train=result["train_s_per_step"]))
+    lines += _gpu_lines(result)
     if result.get("data_parallel"):
         parallel = result["data_parallel"]
         lines.append(_("on {n} GPUs (data-parallel; memory is per GPU): {batch} completions per step ({n} x the "

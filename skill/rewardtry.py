@@ -156,6 +156,12 @@ def load_tokenizer(spec: str | None):
         from . import modelbuild
 
         spec = str(modelbuild.build("tiny"))
+    if not Path(spec).is_dir() and _cached(spec):  # a hub id in the Hugging Face cache: no download
+        try:
+            return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise TryError(_("--tokenizer {spec}: cannot load a tokenizer there ({error})").format(
+                spec=spec, error=one_line(error))) from None
     if not Path(spec).is_dir():
         raise TryError(_("--tokenizer {spec!r}: no such folder; give a model or tokenizer folder, or tiny").format(
             spec=spec))
@@ -164,6 +170,65 @@ def load_tokenizer(spec: str | None):
     except (OSError, ValueError) as error:
         raise TryError(_("--tokenizer {spec}: cannot load a tokenizer there ({error})").format(
             spec=spec, error=one_line(error))) from None
+
+
+def _cached(model_id: str) -> bool:
+    try:
+        import huggingface_hub
+    except ImportError:
+        return False
+    try:
+        return isinstance(huggingface_hub.try_to_load_from_cache(model_id, "tokenizer_config.json"), str)
+    except ValueError:  # not a repo id
+        return False
+
+
+def run_tokenizer(tokenizer: str | None, preset, config, preset_name: str | None) -> tuple[str | None, str]:
+    """(what to load, what to say about it): --tokenizer, else the tokenizer of the model the project or preset
+    trains when it is on this machine (local, built, or cached), else none."""
+    from .i18n import N_
+
+    if tokenizer:
+        run_model = config.model["name"] if config is not None else preset.model_id if preset is not None else None
+        if tokenizer == "tiny" and run_model and not (preset is not None and preset.build_model and (
+                config is None or config.builds_its_model())):
+            return tokenizer, _("tiny (--tokenizer): not {model}'s; the tiny tokenizer's template opens the thinking "
+                                "block and it has no Chinese, so token counts and template_opens_think may differ "
+                                "from training's").format(model=run_model)
+        return tokenizer, _("{spec} (--tokenizer)").format(spec=tokenizer)
+    if config is not None:
+        if config.builds_its_model() or config.local_model_dir():
+            return config.model_path(), _("{model}'s, as the project trains it").format(model=config.model["name"])
+        model, whose = config.model["name"], N_("the project's model")
+    elif preset is not None:
+        if preset.build_model is not None:
+            return "tiny", _("{model}'s (preset {preset})").format(model=preset.model_id, preset=preset.name)
+        model, whose = preset.model_id, N_("the preset's model")
+    else:
+        return None, _("none (give --project, --preset or --tokenizer to score as a run would)")
+    if _cached(model):
+        return model, _("{model}'s, from the Hugging Face cache").format(model=model)
+    return None, _("none: {whose} {model} is not on this machine, so completion_ids are not made and the chat template "
+                   "is the preset's ({opens}); --tokenizer PATH gives a local copy's").format(
+        whose=_(whose), model=model, opens=_("opens <think>") if preset is not None and preset.template_opens_think
+        else _("no <think>"))
+
+
+def chat_prompts(prompts: list, tokenizer, config) -> list:
+    """The prompts as training gives them to rewards: through the chat template, with [dataset] system_prompt and
+    chat_template_kwargs when a project is given; chat messages and empty prompts as they are."""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return prompts
+    system = config.dataset.get("system_prompt", "") if config is not None else ""
+    kwargs = dict(config.dataset.get("chat_template_kwargs") or {}) if config is not None else {}
+    rendered = []
+    for prompt in prompts:
+        if not isinstance(prompt, str) or not prompt:
+            rendered.append(prompt)
+            continue
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        rendered.append(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs))
+    return rendered
 
 
 class TrainerLog:
@@ -301,10 +366,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
         params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
     else:
         preset_item = None
-    if tokenizer is None and config is not None and (config.builds_its_model() or config.local_model_dir()):
-        tokenizer = config.model_path()  # a local model (or the tiny one): its tokenizer counts the tokens
-    elif tokenizer is None and preset_item is not None and preset_item.build_model is not None and config is None:
-        tokenizer = "tiny"  # --preset tiny: the preset's own tokenizer
+    tokenizer, tokenizer_how = run_tokenizer(tokenizer, preset_item, config, preset)
     token_source = load_tokenizer(tokenizer)
 
     texts = [completion_text(sample.completion) for sample in samples]
@@ -319,6 +381,8 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
                          "columns").format(index=missing[0][0] + 1, column=missing[0][1]))
     columns = {key: [sample.columns[key] for sample in samples] for key in column_names}
     prompts = [sample.prompt for sample in samples]
+    if config is not None or preset_item is not None:  # as training renders them, when scoring as a run would
+        prompts = chat_prompts(prompts, token_source, config)
     completions = [sample.completion for sample in samples]
 
     rewards, scores_by_reward, log, caught = [], [], TrainerLog(), []
@@ -342,12 +406,16 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     notes = list(dict.fromkeys(str(warning.message) for warning in caught))
 
     scores = [list(row) for row in zip(*scores_by_reward)]
-    keys = [_group_key(prompt) for prompt in prompts]
+    keys = [_group_key(sample.prompt) for sample in samples]
     group_ids = [list(dict.fromkeys(keys)).index(key) for key in keys]
     computed = advantages(scores, [w for _n, w in chosen], group_ids, scale_rewards, aggregation)
     constant = [entry["name"] for entry, column in zip(rewards, scores_by_reward)
                 if len({score for score in column if score is not None}) <= 1]
+    from .registry import RewardContext
+
+    opens = RewardContext(tokenizer=token_source, preset=preset_item).template_opens_think
     return {
+        "tokenizer": {"name": tokenizer, "how": tokenizer_how, "template_opens_think": opens},
         "rewards": rewards,
         "scale_rewards": scale_rewards,
         "aggregation": aggregation,
@@ -385,7 +453,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
         plugins.register_project(project)
     registered = plugins.rewards()
     reward = find_reward(name, project)
-    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0"]
+    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
     if reward.params:
         config.append(f"params = {_toml(dict(reward.params))}")
     shown = {
@@ -466,6 +534,10 @@ def render_try(result: dict) -> None:
         console.print(escape(_("logged column {column}: {values}").format(column=column, values=values)))
     for metric, value in result["logged"]["metrics"].items():
         console.print(escape(_("logged metric {metric}: {value:g}").format(metric=metric, value=value)))
+    if result.get("tokenizer"):
+        console.print(escape(_("tokenizer: {how}; the chat template {opens}").format(
+            how=result["tokenizer"]["how"], opens=_("opens <think> (completions hold only </think>)")
+            if result["tokenizer"]["template_opens_think"] else _("does not open <think>"))))
     console.print(escape(_("seconds per call: {times}").format(times=", ".join(
         f"{reward['name']} {reward['seconds']:.3f}" for reward in result["rewards"]))))
 
@@ -495,6 +567,9 @@ def render_show(shown: dict) -> None:
     console.print()
     console.print(escape(_("In config.toml:")))
     console.print(escape("\n".join("  " + line for line in shown["config"].splitlines())))
+    console.print(escape(_("weight = 0 makes it monitor-only: it is computed and logged (rewards/{name}/mean, "
+                           "completions.jsonl) but adds nothing to the total the model is trained on.").format(
+        name=shown["name"])))
     if shown["example"]:
         console.print()
         console.print(escape(_("Try it:")))

@@ -303,7 +303,7 @@ def test_project_readme_in_both_languages(projects):
     assert english.startswith("# run-en\n") and chinese.startswith("# run-zh-CN\n")
     for needle in ("pip install -r requirements.txt", "python train.py --max-steps 5", "--model",
                    "outputs/metrics.jsonl", "grpo-skill metrics outputs --plot reward.png", "python evaluate.py",
-                   "rewards.py", "pytest", "`grpo-skill/tiny-qwen3`", "`thinking`"):
+                   "rewards.py", "pytest", "python train.py --smoke", "`config.toml`", "grpo-skill check ."):
         assert needle in english and needle in chinese, needle
     assert "## Train" in english and "## Add a reward" in english and not CJK.search(english)
     assert "## 训练" in chinese and "## 添加奖励函数" in chinese

@@ -1,0 +1,116 @@
+"""Common GPUs by their spec-sheet memory bandwidth and bf16 compute, so that `grpo-skill plan` can scale the times it
+measured on an H200 to the card a run will use.
+
+Decoding a token reads every weight and the KV cache once, so generation time is scaled by memory bandwidth; the
+training passes are matrix products, scaled by dense bf16 tensor throughput. Both are ratios of vendor figures, not
+measurements on those cards: a rough guide (small-batch decoding is partly bound by kernel launches, which do not
+scale this way).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from .errors import UserError
+from .i18n import _
+
+
+@dataclass(frozen=True)
+class Card:
+    name: str
+    memory_gib: float
+    bandwidth_gb_s: float  # spec-sheet memory bandwidth
+    bf16_tflops: float  # dense bf16 tensor throughput (fp32 accumulate), without sparsity
+
+
+# The card the calibration was measured on (plan.CALIBRATION).
+REFERENCE = "H200"
+CARDS = {card.name: card for card in (
+    Card("H200", 141, 4800, 989),
+    Card("H100", 80, 3350, 989),  # SXM
+    Card("H100 PCIe", 80, 2000, 756),
+    Card("A100 80GB", 80, 2039, 312),
+    Card("A100 40GB", 40, 1555, 312),
+    Card("L40S", 48, 864, 362),
+    Card("A6000", 48, 768, 155),
+    Card("A10", 24, 600, 125),
+    Card("L4", 24, 300, 121),
+    Card("RTX 4090", 24, 1008, 165),
+    Card("RTX 3090", 24, 936, 71),
+)}
+# Patterns over a name squeezed to lower-case letters and digits ("NVIDIA A100-SXM4-80GB" -> "a100sxm480gb").
+PATTERNS = (
+    (r"h200", "H200"), (r"h100.*pcie", "H100 PCIe"), (r"h100", "H100"),
+    (r"a100.*80", "A100 80GB"), (r"a100.*40", "A100 40GB"),
+    (r"l40s", "L40S"), (r"a6000", "A6000"), (r"^a10(g)?$|^a10[^0-9g]", "A10"), (r"^l4$|^l4[^0-9]", "L4"),
+    (r"4090", "RTX 4090"), (r"3090", "RTX 3090"),
+)
+
+
+class GpuError(UserError):
+    """A GPU name the table does not know."""
+
+
+def _squeeze(name: str) -> str:
+    text = re.sub(r"[^a-z0-9]", "", name.lower())
+    for word in ("nvidia", "geforce", "rtx", "tesla"):
+        text = text.replace(word, "")
+    return text
+
+
+def find(name: str) -> Card | None:
+    squeezed = _squeeze(name)
+    for pattern, card in PATTERNS:
+        if re.search(pattern, squeezed):
+            return CARDS[card]
+    return None
+
+
+def card_for(name: str) -> Card:
+    """The card ``--gpu NAME`` means; an unknown or ambiguous name is refused with the known ones."""
+    card = find(name)
+    if card is None:
+        hint = _("say A100-40 or A100-80; ") if "a100" in _squeeze(name) else ""
+        raise GpuError(_("--gpu {name!r}: not a GPU plan knows; {hint}known: {names} (or leave --gpu out and give "
+                         "--gpu-memory GIB: times are then an H200's)").format(
+            name=name, hint=hint, names=", ".join(CARDS)))
+    return card
+
+
+def detected_name() -> str | None:
+    """The first GPU's name from nvidia-smi, if there is one."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.strip().splitlines() if done.returncode == 0 else []
+    return lines[0].strip() if lines else None
+
+
+def scaled_calibration(card: Card, calibration: dict[str, float]) -> dict[str, float]:
+    """``calibration`` (an H200's) for ``card``: decoding times x the bandwidth ratio, training throughputs x the
+    compute ratio; fixed overheads as they are."""
+    reference = CARDS[REFERENCE]
+    slower_decode = reference.bandwidth_gb_s / card.bandwidth_gb_s
+    slower_train = reference.bf16_tflops / card.bf16_tflops
+    scaled = dict(calibration)
+    for key, value in calibration.items():
+        if key.startswith("decode_"):
+            scaled[key] = value * slower_decode
+        elif key.startswith("train_flops_per_s_"):
+            scaled[key] = value / slower_train
+    return scaled
+
+
+def describe(card: Card) -> dict:
+    reference = CARDS[REFERENCE]
+    return {"name": card.name, "memory_gib": card.memory_gib, "bandwidth_gb_s": card.bandwidth_gb_s,
+            "bf16_tflops": card.bf16_tflops,
+            "decode_slower": round(reference.bandwidth_gb_s / card.bandwidth_gb_s, 2),
+            "train_slower": round(reference.bf16_tflops / card.bf16_tflops, 2)}

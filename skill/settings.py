@@ -1,0 +1,300 @@
+"""Settings given on the command line (`new` and `plan`): ``--set SECTION.KEY=VALUE``, ``--param REWARD.PARAM=VALUE``
+and ``--answer-column COL``, parsed as TOML values and checked against config.toml's schema before anything is
+written.
+
+A value is read as TOML (``64``, ``1e-5``, ``true``, ``"text"``, ``[1, 2]``, ``{ a = 1 }``); only where the key takes a
+string may it be written bare (``--set grpo.optim=adamw_torch``), and that is said in a note.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import schema
+from .errors import UserError
+from .i18n import _
+
+# Keys that have an option of their own; --set would give two ways to say one thing.
+OWN_OPTIONS = {"model.preset": "--preset", "dataset.prompt_column": "--prompt-column"}
+# The params through which a reward reads the dataset's gold answer (--answer-column sets them all).
+GOLD_PARAMS = ("answer_column",)
+# The reward `new` adds to a preset's defaults when the dataset has a gold column.
+CORRECTNESS_REWARD = ("accuracy", 1.0)
+DEFAULT_GOLD_COLUMN = "answer"
+
+
+class SettingError(UserError):
+    """A --set, --param or --answer-column that cannot work; nothing has been written."""
+
+
+@dataclass
+class CliSettings:
+    """What --set and --param said: {"grpo": {"max_completion_length": 64}, ...} and {"cosine_length": {...}}."""
+
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # values taken as bare text
+
+    def dotted(self) -> dict[str, Any]:
+        """{"grpo.max_completion_length": 64, ...}: the form project.load takes as overrides."""
+        return {f"{table}.{key}": value for table, keys in self.tables.items() for key, value in keys.items()}
+
+
+def _accepts_text(annotation) -> bool:
+    """Whether a schema annotation takes a string (str, a Literal of strings, an optional or union with one)."""
+    if annotation is str:
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        return any(isinstance(arg, str) for arg in args)
+    return any(_accepts_text(arg) for arg in args) if origin is not None and origin not in (list, dict) else False
+
+
+def _toml(text: str):
+    return tomllib.loads(f"v = {text}")["v"]
+
+
+def parse_value(option: str, item: str, text: str, takes_text: bool, notes: list[str]):
+    """``text`` as a TOML value; bare text only where the key takes a string (and then a note says so)."""
+    try:
+        return _toml(text)
+    except tomllib.TOMLDecodeError:
+        if not takes_text:
+            raise SettingError(_("{option} {item!r}: {value!r} is not a TOML value; write a number, true/false, "
+                                 "\"text\" in quotes or [a, list]").format(option=option, item=item, value=text)
+                               ) from None
+        notes.append(_("{option} {item!r}: taken as the text {value} (not a TOML value)").format(
+            option=option, item=item, value=schema.toml_value(text)))
+        return text
+
+
+def parse_sets(items) -> CliSettings:
+    """``--set SECTION.KEY=VALUE`` items, each key checked against the schema's tables and keys."""
+    found = CliSettings()
+    keys = schema.table_keys()
+    for item in items:
+        dotted, sep, text = item.partition("=")
+        table, dot, key = dotted.strip().partition(".")
+        if not sep or not dot or not key or "." in key:
+            raise SettingError(_("--set {item!r}: write SECTION.KEY=VALUE, e.g. --set grpo.max_completion_length=1024"
+                                 ).format(item=item))
+        if table == "rewards":
+            raise SettingError(_("--set {item!r}: rewards are chosen with --reward NAME:WEIGHT and their params with "
+                                 "--param NAME.PARAM=VALUE").format(item=item))
+        if f"{table}.{key}" in OWN_OPTIONS:
+            raise SettingError(_("--set {item!r}: use {option} for it").format(
+                item=item, option=OWN_OPTIONS[f"{table}.{key}"]))
+        if table not in keys or key not in keys[table]:
+            loc = (table,) if table not in keys else (table, key)
+            raise SettingError(f"--set {item!r}: " + schema._unknown_key_message(loc))
+        annotation = schema._field_at((table, key))[1]
+        value = parse_value("--set", item, text.strip(), _accepts_text(annotation), found.notes)
+        found.tables.setdefault(table, {})[key] = value
+    return found
+
+
+def parse_params(items, settings: CliSettings) -> CliSettings:
+    """``--param REWARD.PARAM=VALUE`` items (``REWARD.TABLE.KEY=VALUE`` inside a table param)."""
+    from . import plugins
+    from .registry import RegistryError
+
+    for item in items:
+        path, sep, text = item.partition("=")
+        names = path.strip().split(".")
+        if not sep or len(names) < 2 or not all(names):
+            raise SettingError(_("--param {item!r}: write REWARD.PARAM=VALUE, e.g. --param cosine_length.max_len=300"
+                                 ).format(item=item))
+        try:
+            declared = plugins.get_reward(names[0]).params
+        except RegistryError as error:
+            raise SettingError(f"--param {item!r}: {error}") from None
+        if names[1] not in declared:
+            close = schema._suggest(names[1], declared)
+            raise SettingError(_("--param {item!r}: reward {name!r} has no param {key!r}; {hint}it takes: {params}"
+                                 ).format(item=item, name=names[0], key=names[1],
+                                          hint=_("did you mean `{suggestion}`? ").format(suggestion=close)
+                                          if close else "", params=", ".join(sorted(declared)) or _("none")))
+        default = declared[names[1]]
+        takes_text = len(names) > 2 or isinstance(default, str)
+        value = parse_value("--param", item, text.strip(), takes_text, settings.notes)
+        table = settings.params.setdefault(names[0], {})
+        for key in names[1:-1]:
+            table = table.setdefault(key, {})
+            if not isinstance(table, dict):
+                raise SettingError(_("--param {item!r}: {key!r} is not a table").format(item=item, key=key))
+        table[names[-1]] = value
+        if len(names) == 2:
+            _check_param_kind(item, names[0], names[1], value, default)
+    return settings
+
+
+def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
+    from .registry import fits_kind, param_kind
+
+    expected = param_kind(default)
+    if expected and not fits_kind(value, expected):
+        raise SettingError(_("--param {item!r}: {key} of reward {name!r} must be {expected}, like its default "
+                             "{default}").format(item=item, key=key, name=reward, expected=_(expected[1]),
+                                                 default=schema.toml_value(default)))
+
+
+def gold_rewards(rewards: list[dict]) -> list[str]:
+    """The chosen rewards that read a gold answer from a dataset column."""
+    from . import plugins
+
+    return [reward["name"] for reward in rewards
+            if any(param in plugins.get_reward(reward["name"]).params for param in GOLD_PARAMS)]
+
+
+def wire_rewards(rewards: list[dict], settings: CliSettings, answer_column: str | None) -> None:
+    """Give each reward its --param values and, for a gold-answer reward, the --answer-column; refuse a --param of
+    a reward that is not chosen and an --answer-column that no reward reads."""
+    from . import plugins
+
+    chosen = [reward["name"] for reward in rewards]
+    for name in settings.params:
+        if name not in chosen:
+            raise SettingError(_("--param {name}.*: {name!r} is not one of the project's rewards ({names}); add "
+                                 "--reward {name}").format(name=name, names=", ".join(chosen)))
+    for reward in rewards:
+        params = dict(reward.get("params") or {})
+        declared = plugins.get_reward(reward["name"]).params
+        if answer_column is not None:
+            for param in GOLD_PARAMS:
+                if param in declared and param not in settings.params.get(reward["name"], {}):
+                    params[param] = answer_column
+        params.update(settings.params.get(reward["name"], {}))
+        if params:
+            reward["params"] = params
+    if answer_column is not None and not gold_rewards(rewards):
+        raise SettingError(_("--answer-column {column}: none of the rewards ({names}) reads a gold answer; add one, "
+                             "e.g. --reward accuracy").format(column=answer_column, names=", ".join(chosen)))
+
+
+def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, dataset_given: bool,
+                     notes: list[str]) -> None:
+    """Merge --set values into the answers copier renders, where config.toml writes each key."""
+    from pathlib import Path
+
+    extra = data.setdefault("settings", {})
+    prompt_room = data["max_seq_length"] - data["grpo"].get("max_completion_length", 0)
+    for table, keys in settings.tables.items():
+        for key, value in keys.items():
+            if table == "model" and key == "name":
+                if model_given:
+                    raise SettingError(_("--set model.name and --model: give the model once"))
+                local = Path(str(value)).expanduser()
+                data["model_name"] = str(local.resolve()) if local.exists() else value
+            elif table == "model" and key in ("backend", "max_seq_length", "load_in_4bit"):
+                data[key] = value
+            elif table == "dataset" and key == "path":
+                if dataset_given:
+                    raise SettingError(_("--set dataset.path and --dataset: give the dataset once"))
+                data["dataset_path"] = value
+            elif table == "dataset" and key == "chat_template_kwargs":
+                data["chat_template_kwargs"] = value
+            elif table in ("lora", "grpo"):
+                data[table] = {**data[table], key: value}
+            else:  # keys the template writes literally (model.compile_decoding, dataset.system_prompt, [sft])
+                extra.setdefault(table, {})[key] = value
+    _room_for_the_prompt(data, settings, prompt_room, notes)
+
+
+def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:
+    """A completion budget set past model.max_seq_length (and max_seq_length not set): raised to keep the preset's
+    room for the prompt, and said."""
+    completion = settings.tables.get("grpo", {}).get("max_completion_length")
+    if not isinstance(completion, int) or isinstance(completion, bool) or "max_seq_length" in settings.tables.get(
+            "model", {}) or completion < data["max_seq_length"] or prompt_room <= 0:
+        return
+    data["max_seq_length"] = completion + prompt_room
+    notes.append(_("model.max_seq_length raised to {length}: grpo.max_completion_length ({completion}) plus the "
+                   "preset's {room} tokens for the prompt (--set model.max_seq_length=N sets it)").format(
+        length=data["max_seq_length"], completion=completion, room=prompt_room))
+
+
+def parse(set_items=(), param_items=()) -> CliSettings:
+    """--set and --param items, checked; a --param's reward must exist (whether it is chosen is checked later)."""
+    return parse_params(param_items, parse_sets(set_items))
+
+
+def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list[str] | None:
+    """The columns of a local data file, after checking that it has the prompt and answer columns; None for a hub
+    dataset (its columns are known only when it loads)."""
+    from pathlib import Path
+
+    from . import project
+    from .errors import shown_path
+
+    path = Path(path).expanduser()
+    if path.suffix not in project.LOCAL_DATA_SUFFIXES or not path.is_file():
+        return None
+    wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
+    return project._scan(path, shown_path(path), wanted).columns
+
+
+def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,
+                       defaults: bool, model_given: bool, notes: list[str]) -> None:
+    """The answers of `new`, completed with what the command line said: a correctness reward when the dataset has
+    a gold column and the preset's rewards are taken, --param and --answer-column in the rewards, --set values."""
+    from . import generator
+
+    settings = settings or CliSettings()
+    if answer_column is not None and not answer_column.strip():
+        raise SettingError(_("--answer-column: give the name of the dataset's column of gold answers"))
+    source = dataset if dataset is not None else generator.template_dir() / generator.SAMPLE_PROMPTS
+    if "dataset" in settings.tables and "path" in settings.tables["dataset"]:
+        source = None  # a hub dataset (or a file the project names itself): checked when it loads
+    columns = dataset_columns(source, data["prompt_column"], answer_column) if source is not None else None
+    gold = answer_column or (DEFAULT_GOLD_COLUMN if columns and DEFAULT_GOLD_COLUMN in columns else None)
+    if defaults and gold and not gold_rewards(data["rewards"]):
+        name, weight = CORRECTNESS_REWARD
+        data["rewards"].append({"name": name, "weight": weight})
+        notes.append(_("added the reward {name}:{weight:g}, which scores each completion against the dataset's "
+                       "{column!r} column (gold answers); --reward chooses the rewards yourself").format(
+            name=name, weight=weight, column=gold))
+    wire_rewards(data["rewards"], settings, answer_column)
+    apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None, notes=notes)
+    notes.extend(settings.notes)
+
+
+def toml_text(value) -> str:
+    """``value`` as a TOML value (the template's ``toml`` filter): inline tables for dicts."""
+    import json
+    import math
+    import re
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
+        return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def plan_preset(preset: str, settings: CliSettings, backend: str | None, prompt_tokens: int | None, processes: int):
+    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
+    and planned; nothing of the user's is written. Returns plan.from_project's (settings, about)."""
+    import tempfile
+
+    from . import generator
+    from . import plan as planner
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
+        planned, about = planner.from_project(rendered.target, backend, prompt_tokens, processes)
+    about.pop("project", None)
+    about["set"] = settings.dotted()
+    about["notes"] = rendered.notes
+    return planned, about

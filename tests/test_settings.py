@@ -1,0 +1,187 @@
+"""`new` and `plan` take settings up front: --set, --param, --answer-column (issue 22, item 1)."""
+
+import json
+import tomllib
+
+import pytest
+
+DATA = '{"question": "What is 2 + 3?", "final": "5"}\n{"question": "What is 4 + 4?", "final": "8"}\n'
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(DATA)
+    return path
+
+
+def config_of(project):
+    return tomllib.loads((project / "config.toml").read_text())
+
+
+def test_new_writes_exactly_the_settings_given_and_check_passes(cli, tmp_path, data_file, english):
+    made = cli("new", "p", "--preset", "tiny", "--dataset", str(data_file), "--prompt-column", "question",
+               "--answer-column", "final", "--reward", "accuracy:1", "--reward", "cosine_length:0.5",
+               "--param", "cosine_length.max_len=300", "--set", "grpo.max_completion_length=64", cwd=tmp_path)
+    assert "note:" not in made.stdout  # the rewards were chosen: nothing added
+    config = config_of(tmp_path / "p")
+    assert config["rewards"] == [
+        {"name": "accuracy", "weight": 1.0, "params": {"answer_column": "final"}},
+        {"name": "cosine_length", "weight": 0.5, "params": {"answer_column": "final", "max_len": 300}},
+    ]
+    assert config["grpo"]["max_completion_length"] == 64
+    assert (config["dataset"]["path"], config["dataset"]["prompt_column"]) == ("data/d.jsonl", "question")
+    text = (tmp_path / "p" / "config.toml").read_text()
+    # written in its place in [grpo], once, not appended at the end
+    assert text.count("max_completion_length") == 1
+    assert text.index("max_completion_length = 64") < text.index("[sft]")
+    checked = cli("check", "p", "--rewards", cwd=tmp_path)
+    assert "OK (preset tiny, rewards accuracy:1, cosine_length:0.5)" in checked.stdout
+
+
+def test_set_writes_into_every_table(cli, tmp_path):
+    cli("new", "p", "--preset", "tiny", "--set", "model.backend=\"trl\"", "--set", "model.compile_decoding=true",
+        "--set", "lora.r=8", "--set", "dataset.system_prompt=Answer in one line. 用中文",
+        "--set", "dataset.chat_template_kwargs={ enable_thinking = false }",
+        "--set", "grpo.generation_kwargs={ max_cache_len = 300 }", "--set", "grpo.learning_rate=1e-4",
+        "--set", "sft.max_steps=7", cwd=tmp_path)
+    config = config_of(tmp_path / "p")
+    assert (config["model"]["backend"], config["model"]["compile_decoding"], config["lora"]["r"]) == ("trl", True, 8)
+    assert config["dataset"]["system_prompt"] == "Answer in one line. 用中文"
+    assert config["dataset"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert config["grpo"]["generation_kwargs"] == {"max_cache_len": 300}
+    assert config["grpo"]["learning_rate"] == 1e-4 and config["sft"]["max_steps"] == 7
+    cli("check", "p", cwd=tmp_path)
+
+
+def test_a_bare_word_is_text_only_where_the_key_takes_text_and_that_is_said(cli, tmp_path, english):
+    made = cli("new", "p", "--preset", "tiny", "--set", "grpo.optim=adamw_torch", cwd=tmp_path)
+    assert "note: --set 'grpo.optim=adamw_torch': taken as the text \"adamw_torch\"" in made.stdout
+    assert config_of(tmp_path / "p")["grpo"]["optim"] == "adamw_torch"
+
+
+def test_the_dataset_gold_column_adds_a_correctness_reward_and_says_so(cli, tmp_path, data_file, english):
+    made = cli("new", "p", "--preset", "tiny", "--dataset", str(data_file), "--prompt-column", "question",
+               "--answer-column", "final", "--json", cwd=tmp_path)
+    result = json.loads(made.stdout)
+    assert any("added the reward accuracy:1" in note and "'final'" in note for note in result["notes"])
+    assert config_of(tmp_path / "p")["rewards"] == [
+        {"name": "thinking", "weight": 1.0}, {"name": "accuracy", "weight": 1.0, "params": {"answer_column": "final"}}]
+    cli("check", "p", cwd=tmp_path)
+
+    plain = tmp_path / "answer.jsonl"  # a column named "answer" is a gold column without being named
+    plain.write_text('{"prompt": "2 + 2?", "answer": "4"}\n')
+    made = cli("new", "q", "--preset", "tiny", "--dataset", str(plain), cwd=tmp_path)
+    assert "added the reward accuracy:1" in made.stdout
+    assert [reward["name"] for reward in config_of(tmp_path / "q")["rewards"]] == ["thinking", "accuracy"]
+
+    made = cli("new", "r", "--preset", "tiny", cwd=tmp_path)  # the sample prompts have no answers
+    assert "added" not in made.stdout and [r["name"] for r in config_of(tmp_path / "r")["rewards"]] == ["thinking"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "grpo.learnig_rate=1"], "--set 'grpo.learnig_rate=1': unknown key in [grpo]; did you mean "
+                                       "`learning_rate`?"),
+    (["--set", "grpo.learning_rate=fast"], "--set 'grpo.learning_rate=fast': 'fast' is not a TOML value"),
+    (["--set", "grpo.learning_rate=\"1e-4\""], "grpo.learning_rate = \"1e-4\" (given on the command line): "
+                                               "must be a number (no quotes)"),
+    (["--set", "model.max_seq_length=128", "--set", "grpo.max_completion_length=4096"],
+     "grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt"),
+    (["--set", "nope=1"], "--set 'nope=1': write SECTION.KEY=VALUE"),
+    (["--set", "model.preset=standard"], "use --preset for it"),
+    (["--set", "rewards.name=x"], "rewards are chosen with --reward"),
+    (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
+                                          "`think_end_token`?"),
+    (["--param", "cosine_length.max_len=300"], "'cosine_length' is not one of the project's rewards (thinking)"),
+    (["-r", "cosine_length", "--param", "cosine_length.max_len=\"300\""], "max_len of reward 'cosine_length' must be "
+                                                                         "a whole number"),
+    (["--answer-column", "final"], "--answer-column: column 'final' is not in prompts.jsonl (it has: prompt)"),
+    (["-r", "length", "--answer-column", "prompt"], "--answer-column prompt: none of the rewards (length) reads a "
+                                                    "gold answer"),
+])
+def test_bad_settings_are_one_line_exit_nonzero_and_write_nothing(cli, tmp_path, english, args, message):
+    result = cli("new", "p", "--preset", "tiny", *args, cwd=tmp_path, check=False)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2 and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_longer_completion_budget_raises_max_seq_length_and_says_so(cli, tmp_path, english):
+    made = cli("new", "p", "--preset", "tiny", "--set", "grpo.max_completion_length=300", cwd=tmp_path)
+    assert "model.max_seq_length raised to 524" in made.stdout  # 300 + the preset's 256 - 32 for the prompt
+    assert config_of(tmp_path / "p")["model"]["max_seq_length"] == 524
+
+
+def plan_json(cli, *args, **kwargs):
+    return json.loads(cli("plan", *args, "--json", **kwargs).stdout)
+
+
+def test_plan_what_if_differs_from_the_default_plan(cli, tmp_path, english):
+    default = plan_json(cli, "--preset", "thinking", cwd=tmp_path)
+    longer = plan_json(cli, "--preset", "thinking", "--set", "grpo.max_completion_length=4096", cwd=tmp_path)
+    assert (default["settings"]["max_completion_length"], longer["settings"]["max_completion_length"]) == (2048, 4096)
+    assert longer["peak_allocated_gib"] > default["peak_allocated_gib"]
+    assert longer["s_per_step"] > default["s_per_step"]
+    assert longer["set"] == {"grpo.max_completion_length": 4096} and longer["max_seq_length"] == 4096 + 512
+    text = cli("plan", "--preset", "thinking", "--set", "grpo.num_generations=8", cwd=tmp_path).stdout
+    assert text.startswith("preset thinking with grpo.num_generations = 8:")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_plan_of_a_project_with_set_touches_no_file(cli, tmp_path):
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    project = tmp_path / "p"
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    what_if = plan_json(cli, "p", "--set", "grpo.per_device_train_batch_size=16", cwd=tmp_path)
+    assert what_if["settings"]["per_device_train_batch_size"] == 16
+    assert plan_json(cli, "p", cwd=tmp_path)["settings"]["per_device_train_batch_size"] == 8
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+    refused = cli("plan", "p", "--set", "grpo.num_generations=3", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "(given on the command line)" in refused.stderr
+
+
+def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny_tokenizer, english):
+    plain = plan_json(cli, "--preset", "tiny", "--set", "grpo.beta=0.04", cwd=tmp_path)
+    system = "You are a careful assistant. Show each step of the arithmetic before the answer."
+    told = plan_json(cli, "--preset", "tiny", "--set", f"dataset.system_prompt={json.dumps(system)}", cwd=tmp_path)
+    assert "measured with grpo-skill/tiny-qwen3's tokenizer and chat template" in plain["prompt_tokens_source"]
+    assert "system prompt included" in told["prompt_tokens_source"]
+    # the longest sample prompt, rendered as train.py renders it, is what the planner counts
+    from importlib import resources
+
+    prompts = [json.loads(line)["prompt"] for line in resources.files("grpo_skill.templates").joinpath(
+        "project/data/prompts.jsonl").read_text().splitlines() if line.strip()]
+    rendered = [tiny_tokenizer.apply_chat_template([{"role": "system", "content": system},
+                                                    {"role": "user", "content": text}],
+                                                   tokenize=False, add_generation_prompt=True) for text in prompts]
+    assert told["settings"]["prompt_tokens"] == max(len(tiny_tokenizer(text).input_ids) for text in rendered)
+    assert told["settings"]["prompt_tokens"] > plain["settings"]["prompt_tokens"]
+
+
+def test_plan_without_a_tokenizer_says_its_prompt_length_is_a_guess(cli, tmp_path, english):
+    text = cli("plan", "--preset", "standard", cwd=tmp_path, env={"HF_HOME": str(tmp_path / "empty")}).stdout
+    assert "prompt length: guessed: ~4 characters a token (1 per CJK character) + 12 for the chat template; no " \
+           "tokenizer for unsloth/Qwen3-4B-unsloth-bnb-4bit on this machine" in text
+
+
+def test_plan_scales_its_times_to_the_gpu_named(cli, tmp_path, english):
+    h200 = plan_json(cli, "--preset", "standard", cwd=tmp_path)
+    l4 = plan_json(cli, "--preset", "standard", "--gpu", "NVIDIA L4", cwd=tmp_path)
+    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 24 and l4["fits"] is not None
+    # generation is memory-bound (16x less bandwidth than an H200), training compute-bound (8x less bf16)
+    assert l4["generation_s_per_cycle"] == pytest.approx(h200["generation_s_per_cycle"] * 4800 / 300, rel=0.02)
+    assert 4 < l4["s_per_step"] / h200["s_per_step"] < 16
+    assert l4["peak_allocated_gib"] == h200["peak_allocated_gib"]  # memory does not depend on the card
+    text = cli("plan", "--preset", "standard", "--gpu", "4090", cwd=tmp_path).stdout
+    assert "scaled to RTX 4090 (--gpu) from spec sheets: decoding x4.8 by memory bandwidth" in text
+    assert "fits in 24.0 GiB" in text
+    from grpo_skill import gpus
+
+    for name, card in (("NVIDIA A100-SXM4-80GB", "A100 80GB"), ("NVIDIA A100-PCIE-40GB", "A100 40GB"),
+                       ("NVIDIA A10", "A10"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H200", "H200"),
+                       ("NVIDIA GeForce RTX 3090", "RTX 3090"), ("NVIDIA L40S", "L40S"), ("l4", "L4")):
+        assert gpus.find(name).name == card, name  # nvidia-smi's names, and short ones
+    refused = cli("plan", "--preset", "tiny", "--gpu", "A100", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "say A100-40 or A100-80" in refused.stderr
+    refused = cli("plan", "--preset", "tiny", "--gpu", "voodoo5", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "--gpu 'voodoo5': not a GPU plan knows" in refused.stderr
