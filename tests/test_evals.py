@@ -141,3 +141,28 @@ def test_the_checker_is_a_script_with_exit_codes(references, tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL task: the project's language is 'en'" in done.stdout
+
+
+# --- trigger queries ---------------------------------------------------------------------------------------------
+
+triggers = load_module(EVALS / "check_triggers.py", "evals_check_triggers")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_trigger_queries_are_half_and_half_and_classified_as_labelled(lang, capsys):
+    report = triggers.classify(lang)
+    labels = [query["trigger"] for query in report["queries"]]
+    assert len(labels) >= 20 and labels.count(True) == labels.count(False)
+    assert triggers.main(["--lang", lang]) == 0, capsys.readouterr().out
+    assert "FAIL" not in capsys.readouterr().out
+
+
+def test_a_description_that_drops_its_terms_fails_the_trigger_check(monkeypatch, capsys):
+    full = triggers.description("en")
+    monkeypatch.setattr(triggers, "description", lambda lang: full.replace("reward function, ", "").replace(
+        "GRPO, RLHF", "RLHF"))
+    assert triggers.main(["--lang", "en"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL en: 'Write a reward function that checks the final answer after </think>' should trigger" in out
+    # a near-miss that names a trigger term is caught as well
+    assert triggers.hits("Train on my preference pairs with GRPOTrainer", triggers.trigger_terms(full, "en"))
