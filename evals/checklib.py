@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 Problems = list[str]
+SMOKE_DIR = "smoke"  # where `python train.py --smoke` runs, inside the output folder
 
 
 @dataclass(frozen=True)
@@ -246,8 +247,11 @@ def check_smoke(config, rows: dict[str, dict], stand_in: str | None) -> Problems
 
     output_dir = config.project_dir / config.grpo["output_dir"]
     hint = "; run a short `python train.py` (a smoke test) in the project"
-    if not (output_dir / metrics.METRICS_FILE).is_file():
-        return [f"smoke: {output_dir} holds no metrics.jsonl: no run" + hint]
+    # a short run writes to the output folder; `train.py --smoke` to its smoke/ folder
+    runs = [folder for folder in (output_dir, output_dir / SMOKE_DIR) if (folder / metrics.METRICS_FILE).is_file()]
+    if not runs:
+        return [f"smoke: {output_dir} holds no metrics.jsonl (nor its {SMOKE_DIR}/ folder): no run" + hint]
+    output_dir = runs[0]
     try:
         logged = [row for row in metrics.read_metrics(output_dir, on_warning=lambda _m: None)
                   if metrics.END_OF_TRAINING_KEY not in row]

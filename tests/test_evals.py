@@ -114,7 +114,7 @@ def test_a_project_without_a_smoke_run_fails(references, tmp_path, capsys):
     project, model = broken_copy(references, "thinking-math-jsonl", tmp_path)
     shutil.rmtree(project / "outputs")
     status, out = check("thinking-math-jsonl", project, model, capsys)
-    assert status == 1 and "holds no metrics.jsonl: no run" in out, out
+    assert status == 1 and "holds no metrics.jsonl (nor its smoke/ folder): no run" in out, out
 
 
 def test_a_smoke_run_of_other_rewards_or_models_fails(references, tmp_path, capsys):
