@@ -10,6 +10,18 @@ Where the CLI cannot say something yet, the config is edited here, as the assist
   config.toml's [[rewards]]; other settings (``new --set`` to come) into their tables;
 - the Chinese task's answer reward and the JSON reward are project rewards in rewards.py until the built-in
   Chinese-aware ``accuracy`` and ``json_match`` are merged; then these references use the built-ins.
+
+Once those are merged, each reference is one command (tried on a merge of the branches, 2026-12-03):
+    new math-grpo --preset thinking --dataset data/problems.jsonl --prompt-column question --answer-column final
+        --reward accuracy:1 --reward thinking:0.5 --reward soft_overlong:0.5 --set lora.gradient_checkpointing=false
+        --set grpo.steps_per_generation=4
+    new invoice-grpo --preset standard --backend trl --dataset data/invoices.json --prompt-column email
+        --answer-column expected --reward json_match:1 --param json_match.strict=true
+        --set 'dataset.system_prompt="..."' --set lora.gradient_checkpointing=false --set grpo.steps_per_generation=4
+    new zh-grpo ... --answer-column 答案 --reward accuracy:1 --reward language:0.3 --param language.language=zh
+        (not yet: that language reward scores a right Chinese answer with a formula in it 0.0, so an English right
+        answer ties it; the zh reference keeps its project reward until it does not)
+and the smoke run is ``python train.py --smoke --model STAND_IN``.
 """
 
 from __future__ import annotations
