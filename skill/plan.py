@@ -545,7 +545,7 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
         return fast, _("needs about {need:.1f} GiB of GPU memory").format(need=need)
     if need <= gpu_gib * FAST_GENERATION_MARGIN:
         return fast, _("plan: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
-    return plain, _("the fast path needs about {need:.1f} GiB, more than 90% of this GPU's {gpu:.0f} GiB").format(
+    return plain, _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
         need=need, gpu=gpu_gib)
 
 

@@ -198,6 +198,6 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert roomy["parts_gib"]["generation_copy"] > 7  # Qwen3-4B again in bf16
     small = json.loads(cli("plan", str(project), "--gpu-memory", str(roomy["needed_gib"] * 0.8), "--json").stdout)
     assert small["generation_path"] == "unsloth" and small["parts_gib"]["generation_copy"] == 0
-    assert "more than 90%" in small["generation_why"]
+    assert "more than nine tenths" in small["generation_why"]
     text = cli("plan", str(project), "--gpu-memory", "141").stdout
     assert "generation: fast (plan: " in text

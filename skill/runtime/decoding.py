@@ -24,7 +24,7 @@ class Generation:
     why: str
 
     def describe(self) -> str:
-        path = _("fast (a merged bf16 copy of the policy, compiled decoding)") if self.fast else _(
+        path = _("fast (a merged copy of the policy, decoding compiled on a GPU)") if self.fast else _(
             "the {backend} backend's own").format(backend=self.backend)
         return _("generation: {path}: {why}").format(path=path, why=self.why)
 

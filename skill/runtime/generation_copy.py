@@ -106,9 +106,10 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
     policy.generate = copy.generate
     if distributed.is_main_process():
         gib = sum(p.numel() * p.element_size() for p in copy.model.parameters()) / 2**30
-        print(_("generation: a merged bf16 copy of the policy ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
+        dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
+        print(_("generation: a merged {dtype} copy of the policy ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
                 "decode step {compiled}").format(
-            gib=gib, tokens=max_cache_len, compiled=_("compiled") if compile_decode else _("not compiled")),
+            dtype=dtype, gib=gib, tokens=max_cache_len, compiled=_("compiled") if compile_decode else _("not compiled")),
             file=sys.stderr)
     return copy
 
