@@ -42,7 +42,7 @@ class Shape:
 
 
 SHAPES = {
-    "tiny": Shape(64, 128, 2, 4, 2, 16, None, 128, 1024, all_bytes=False),
+    "tiny": Shape(64, 128, 2, 4, 2, 16, None, 128, 40960, all_bytes=False),  # Qwen3's positions: a stand-in takes a real config
     # For the arithmetic task (grpo_skill.arithmetic): wider and deeper than tiny, to learn two-digit addition.
     "small": Shape(256, 768, 4, 8, 4, 32, None, 400, 1024),
     "qwen3-4b": Shape(2560, 9728, 36, 32, 8, 128, 151936, 4000, 40960, first_special_id=151643),

@@ -581,7 +581,7 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          mode="script", args=("train.py", "--max-steps", "0")),
     Case("script-train-max-steps-text", "argument --max-steps: invalid int value: 'sixty'", code=2, mode="script",
          args=("train.py", "--max-steps", "sixty")),
-    Case("script-train-config-typo", "error: config.toml:38: grpo.learnin_rate = 0.005: unknown key", mode="script",
+    Case("script-train-config-typo", "error: config.toml:39: grpo.learnin_rate = 0.005: unknown key", mode="script",
          args=("train.py",), edits=edit("learning_rate", "learnin_rate")),
     Case("script-train-hub-offline", "error: model.name (given on the command line): model 'Qwen/Qwen3-4B' is not in "
          "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH", mode="script",
@@ -821,7 +821,7 @@ def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_pr
     result = run_process([sys.executable, "train.py"], cwd=project, check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: config.toml:17: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
+        "error: config.toml:18: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
         "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
     assert not (project / "outputs").exists()
 
@@ -841,8 +841,8 @@ def test_max_seq_length_beyond_the_models_positions_is_refused(template_project,
         else:
             data.check_prompt_lengths([12], projects.load(config, rewards=False))
     assert str(refused.value) == (
-        f"{config}:8: model.max_seq_length: the model reads at most 1024 tokens (max_position_embeddings in its "
-        "config.json); set max_seq_length to 1024 or less")
+        f"{config}:8: model.max_seq_length: the model reads at most 40960 tokens (max_position_embeddings in its "
+        "config.json); set max_seq_length to 40960 or less")
 
 
 def test_rewards_measured_against_the_budget_use_the_projects_max_completion_length(template_project, tmp_path):

@@ -12,7 +12,8 @@ import yaml
 from grpo_skill import plugins
 
 SKILL_FILES = {"SKILL.md", "references/cli.md", "references/grpo-config.md", "references/plugins.md",
-               "references/rewards.md", "references/troubleshooting.md"}
+               "references/rewards.md", "references/troubleshooting.md", "references/presets.md",
+               "references/by-hand.md"}
 PROJECT_FILES = {
     ".copier-answers.yml", ".env.example", ".gitignore", "README.md", "config.toml", "data/prompts.jsonl",
     "data/sft.jsonl", "evaluate.py", "requirements.txt", "rewards.py", "sft.py", "tests/test_project.py", "train.py",

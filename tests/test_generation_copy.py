@@ -1,0 +1,60 @@
+"""The fast generation path: a merged copy of the policy samples what the policy itself would, and never changes it."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def policy():
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from grpo_skill.builtins.presets import build_tiny_model
+
+    path = build_tiny_model()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    # lm_head too, as the tiny preset trains it: the copy must untie it from the input embeddings
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets))
+    torch.manual_seed(0)
+    for name, param in model.named_parameters():  # a trained adapter: B away from its zero start
+        if "lora_B" in name:
+            param.data.normal_(0, 0.5)
+    return model, tokenizer
+
+
+def greedy(generate, tokenizer):
+    from transformers import GenerationConfig
+
+    prompts = ["<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\nhi<|im_end|>\n"]
+    tokenizer.padding_side = "left"
+    inputs = tokenizer(prompts, return_tensors="pt", padding=True)
+    config = GenerationConfig(max_new_tokens=16, do_sample=False, pad_token_id=tokenizer.pad_token_id or 0)
+    return generate(**inputs, generation_config=config)
+
+
+def test_the_copy_generates_what_the_policy_generates_and_leaves_it_unchanged(policy):
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    before = {name: param.detach().clone() for name, param in model.named_parameters()}
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+    sampled = greedy(copy.generate, tokenizer)
+    assert torch.equal(sampled, greedy(model.generate, tokenizer))
+    with model.disable_adapter():  # the adapter matters here: without it the policy answers otherwise
+        assert not torch.equal(greedy(model.generate, tokenizer), sampled)
+    assert all(torch.equal(param, before[name]) for name, param in model.named_parameters())
+
+
+def test_the_copy_follows_the_policy_after_a_training_step(policy):
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_A" in name:
+                param.add_(torch.randn_like(param) * 0.5)
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
