@@ -8,7 +8,7 @@ string may it be written bare (``--set grpo.optim=adamw_torch``), and that is sa
 
 from __future__ import annotations
 
-import tomllib
+from .schema import tomllib  # tomli on Python 3.10
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
