@@ -231,3 +231,13 @@ def test_kimi_length_is_zero_when_a_group_is_all_as_long_and_none_for_unreadable
 
 def test_kimi_length_reads_chinese_answers():
     assert kimi(["</think>答案是42。", "</think>所以一共有41个。"], ["p", "p"], (10, 20), ["42", "42"]) == [0.5, -0.5]
+
+
+def test_language_reads_plain_chinese_as_chinese_at_any_length():
+    # py3langid labels this right answer Wu Chinese ("wuu"): it once scored 0.0 for zh, level with an English answer
+    right = "原有12张，再买8张，合起来是12+8=20（张）。答案：20张。"
+    long_right = "小明原来有12张邮票，又买了8张，12+8=20，所以现在一共有20张。" * 3
+    assert score("language", [right, long_right, "The answer is 20 stamps, twelve plus eight."],
+                 language="zh") == [1.0, 1.0, 0.0]
+    # letters count, digits do not: 3 Han characters of 9 letters
+    assert score("language", ["答案是20 apples"], language="zh") == [pytest.approx(3 / 9)]

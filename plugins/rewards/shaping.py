@@ -206,6 +206,8 @@ def language_factory(context):
         raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
 
     def share_in_language(*parts: str) -> float | None:
+        if language in OWN_SCRIPT:  # py3langid reads much plain Chinese as Wu or Cantonese; the script cannot err
+            return script_share(" ".join(parts), language)
         chunks = [chunk for part in parts for chunk in _chunks(part)]
         if not chunks:  # too short for py3langid: its script may still tell
             return script_share(" ".join(parts), language)
@@ -293,11 +295,11 @@ def register_rewards(register):
     ))
     register(Reward(
         "language", language_factory,
-        N_("Share of the text (thinking and answer, or one of them) written in the target language, by py3langid "
-           "on pieces of at least 40 bytes (about 13 Chinese characters): 0.0 to 1.0. A shorter text is scored by "
-           "its script: the share of letters in the language's script when that script is the language's own (zh, "
-           "ko, ja with kana, el, he, th), 0.0 when no letter is in it; None when the script cannot tell (\"Oui.\" "
-           "for en: Latin, like English) or there are no letters."),
+        N_("Share of the text (thinking and answer, or one of them) written in the target language: 0.0 to 1.0. "
+           "A language with a script of its own (zh, ko, el, he, th, ka, hy) is scored by the share of letters in "
+           "that script, at any length. Others by py3langid on pieces of at least 40 bytes; a shorter text by its "
+           "script: its share of letters in the script when kana show Japanese, 0.0 when no letter is in it, "
+           "None when the script cannot tell (\"Oui.\" for en: Latin, like English) or there are no letters."),
         params={"language": "en", "part": "all", "think_end_token": "</think>"},
         param_help={"language": N_("ISO 639-1 code: en, zh, fr, de, ja, ..."),
                     "part": N_("\"all\", \"thinking\" (before </think>) or \"answer\" (after it)"),
