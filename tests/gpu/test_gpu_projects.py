@@ -21,7 +21,13 @@ from gpu_helpers import set_toml
 from grpo_skill import plugins
 from grpo_skill.runtime import health, metrics
 
-DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"  # tiny builds stand in for the 4B shape
+DRY_RUN = os.environ.get("GRPO_SKILL_GPU_DRY_RUN") == "1"
+
+
+def torch_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()  # tiny builds stand in for the 4B shape
 BACKENDS = ("trl", "unsloth")
 PRESETS = sorted(plugins.presets())
 THINK_END_ID = 151668  # Qwen3's </think>; the 4B-shape build puts it there
@@ -178,3 +184,23 @@ def check_thinking_reward_sees_think_end(model: str, rows: list[dict], record_pr
     closed, unclosed = reward(prompts=["q", "q"], completions=texts, completion_ids=ids)
     assert unclosed == -1.0
     assert closed > 0.0
+
+
+@pytest.mark.gpu
+def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, commands, qwen3_4b, record_property):
+    """A project as `new` makes it (no --backend, no [model] edits) samples from the merged bf16 copy on a GPU
+    where plan says it fits: the user gets the fastest path without knowing its name."""
+    model = str(qwen3_4b["chat"])
+    commands.run([*commands.grpo_skill(), "new", "default", "--preset", "standard", "--model", model,
+                  "-o", tmp_path], name="new")
+    project = tmp_path / "default"
+    set_toml(project / "config.toml", "grpo", "max_completion_length", str(BIG_COMPLETION))
+    trained = commands.run([sys.executable, "train.py", "--max-steps", 2], name="train", cwd=project)
+    record_property("train_seconds", round(trained.seconds, 1))
+    summary = json.loads((project / "outputs" / "summary.json").read_text())
+    said = trained.log.read_text(encoding="utf-8")  # train.py says which path it took, and why
+    if DRY_RUN and not torch_cuda():  # the dry run on a CPU: the fast path is for GPUs
+        assert summary["generation"] == "plain" and "generation: the trl backend's own: no CUDA GPU" in said
+        return
+    assert (summary["generation"], summary["backend"]) == ("fast", "trl"), summary
+    assert "generation: fast" in said
