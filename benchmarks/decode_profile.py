@@ -87,7 +87,8 @@ def profile_step(torch, generate, inputs, config, tokens: int) -> dict:
     top: dict[str, float] = {}
     for event in prof.key_averages():
         device_us = getattr(event, "self_device_time_total", 0) or getattr(event, "self_cuda_time_total", 0)
-        if device_us <= 0 or event.key.startswith(("ProfilerStep", "aten::", "cuda")):
+        # "## Call CompiledFxGraph ..." is a range around a compiled graph's kernels: counting it too counts them twice
+        if device_us <= 0 or event.key.startswith(("ProfilerStep", "aten::", "cuda", "##")):
             continue
         kinds[_kind(event.key)] = kinds.get(_kind(event.key), 0.0) + device_us
         top[event.key[:90]] = top.get(event.key[:90], 0.0) + device_us
@@ -220,6 +221,9 @@ PATHS = {
                                 "compile_decoding: the policy, unmerged LoRA, a compiled static-cache step"},
     "merged copy, sdpa": {"kind": "copy", "attn": "sdpa", "profile": True, "tells": "the generation copy: LoRA "
                           "merged into bf16 weights, static cache, compiled, SDPA attention"},
+    "merged copy, grouped decode": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "profile": True,
+                                    "tells": "the same, its decode attention reading grouped K/V heads in place "
+                                    "(runtime/grouped_decode.py)"},
     "merged copy, flex": {"kind": "copy", "attn": "flex_attention", "profile": True, "tells": "the same with "
                           "flex_attention (grouped KV heads read as they are)"},
     "4-bit policy, dynamic cache": {"kind": "policy", "cache": None, "four_bit": True, "tells": "TRL backend with a "

@@ -58,3 +58,34 @@ def test_the_copy_follows_the_policy_after_a_training_step(policy):
             if "lora_A" in name:
                 param.add_(torch.randn_like(param) * 0.5)
     assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+
+
+def test_grouped_decode_attention_equals_transformers_sdpa_on_a_padded_decode_step():
+    from types import SimpleNamespace
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from grpo_skill.runtime.grouped_decode import grouped_decode_attention
+
+    torch.manual_seed(0)
+    batch, heads, kv_heads, length, dim = 3, 8, 2, 11, 16
+    module = SimpleNamespace(num_key_value_groups=heads // kv_heads, is_causal=True)
+    query = torch.randn(batch, heads, 1, dim)
+    key, value = torch.randn(batch, kv_heads, length, dim), torch.randn(batch, kv_heads, length, dim)
+    mask = torch.ones(batch, 1, 1, length, dtype=torch.bool)
+    mask[0, ..., :4] = False  # left padding
+    mask[2, ..., 7:] = False  # cache slots not written yet
+    expected, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=dim ** -0.5)
+    got, _ = grouped_decode_attention(module, query, key, value, mask, scaling=dim ** -0.5)
+    assert got.shape == expected.shape == (batch, 1, heads, dim)
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_a_copy_with_grouped_decode_attention_generates_what_the_policy_generates(policy):
+    from grpo_skill.runtime import grouped_decode
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, attn_implementation=grouped_decode.NAME)
+    assert copy.model.config._attn_implementation == grouped_decode.NAME
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))

@@ -5,7 +5,9 @@ layer, +60% per decode step on Qwen3-4B's shape, docs/benchmarks.md), and with a
 weight on every token. The copy holds each linear layer as one bf16 matrix, ``W + scale * B @ A``, computed in fp32
 from the policy before each generation and never written back: the policy's own weights stay exactly as trained.
 That is what vLLM's colocate mode does with its own copy, without vLLM. The copy decodes with a static KV cache of
-one size, so transformers compiles the decode step once (on a GPU).
+one size, so transformers compiles the decode step once (on a GPU). Its attention is SDPA; runtime/grouped_decode.py
+reads grouped K/V heads without copying them out per query head, equal on a CPU and not yet measured on a GPU, so
+it is not the default yet.
 
 What changes against sampling from the policy itself: the merged matrix is rounded to bf16 once, where the policy
 rounds the base and the adapter's outputs separately; the samples differ by that rounding, as vLLM's do.
@@ -40,6 +42,11 @@ class GenerationCopy:
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = "sdpa"):
         import torch
         from transformers import AutoModelForCausalLM
+
+        from . import grouped_decode
+
+        if attn_implementation == grouped_decode.NAME:
+            grouped_decode.register()
 
         base = policy.get_base_model()
         self.policy = policy
