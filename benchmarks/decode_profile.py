@@ -245,7 +245,7 @@ def render(results: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
-        step = f"{row['decode_ms']:.2f}" if row["decode_ms"] else (f"failed: {row['error']}" if row["error"]
+        step = f"{row['decode_ms']:.2f}" if row["decode_ms"] else (f"failed: {row['error'].splitlines()[0][:150]}" if row["error"]
                                                                     else "as the bf16 copy")
         ratio = f"{row['x_floor']:.1f}" if row["x_floor"] else "–"
         refresh = f"{row['refresh_ms']:.0f}" if row["refresh_ms"] is not None else "–"

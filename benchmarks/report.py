@@ -3,6 +3,8 @@
     python benchmarks/report.py docs/benchmarks.json      # rewrite docs/benchmarks.md from the JSON (no hand edits)
     python benchmarks/report.py docs/benchmarks.json --merge OUT/bench/benchmarks.json
         # add another run's rows (a row of the same case and name is replaced), then rewrite the page
+    python benchmarks/report.py docs/benchmarks.json --decode OUT/decode/decode.json
+        # the decode-step profile (benchmarks/decode_profile.py) as the page's last section
 """
 
 from __future__ import annotations
@@ -65,9 +67,12 @@ def combined(group: list[dict]) -> dict:
     return line
 
 
-def reference(rows: list[dict], case: str) -> dict | None:
-    return next((row for row in rows if row["case"] == case and row["name"] == "hand-written unsloth"
-                 and row.get("s_per_step")), None)
+def reference(rows: list[dict], case: str, run_date: str | None = None) -> dict | None:
+    """The case's hand-written loop: the one measured in the same run as the row compared, else the newest."""
+    loops = [row for row in rows if row["case"] == case and row["name"].startswith("hand-written unsloth")
+             and row.get("s_per_step")]
+    same_run = [row for row in loops if run_date and row.get("run_date") == run_date]
+    return (same_run or sorted(loops, key=lambda row: row.get("run_date") or "", reverse=True) or [None])[0]
 
 
 def versus(row: dict, ref: dict | None) -> str:
@@ -103,6 +108,8 @@ def seconds_per_step(line: dict) -> str:
 
 def speed_settings(row: dict) -> str:
     settings = row.get("settings", {})
+    if row.get("preset_defaults"):
+        return f"none: the {settings.get('preset')} preset as `new` makes it"
     grpo = settings.get("grpo", {})
     keys = ("steps_per_generation", "generation_batch_size", "cache_implementation", "use_liger_kernel", "beta")
     parts = [f"{key}={grpo[key]}" for key in keys if key in grpo and not (key == "beta" and grpo[key] == 0.1)]
@@ -162,7 +169,6 @@ def markdown(report: dict) -> str:
             continue
         settings = case_rows[0].get("settings", {})
         grpo = settings.get("grpo", {})
-        ref = reference(case_rows, case)
         lines += ["", f"## {CASE_TITLES[case]}: {grpo.get('max_completion_length')} completion tokens, "
                       f"G={grpo.get('num_generations')}, {grpo.get('per_device_train_batch_size')} completions per "
                       f"step, max_seq_length {settings.get('model', {}).get('max_seq_length')}", "",
@@ -172,7 +178,8 @@ def markdown(report: dict) -> str:
         for row in case_rows:
             split = phase_split(row)
             lines.append(
-                f"| {row['name']} | {row['status']} | {seconds_per_step(row)} | {versus(row, ref)} | "
+                f"| {row['name']} | {row['status']} | {seconds_per_step(row)} | "
+                f"{versus(row, reference(case_rows, case, row.get('run_date')))} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
@@ -190,6 +197,11 @@ def markdown(report: dict) -> str:
                      f"{row.get('prompt_tokens_per_sequence', '')} | "
                      f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
                      f"{row.get('exit_status', '')} | {row.get('run_date', '')} |")
+    if report.get("decode"):
+        from decode_profile import render  # benchmarks/: the decode-step profile's own table
+
+        lines += ["", "## Where a decode step goes", ""] + [f"- {note}" for note in report["decode"].get("notes", [])]
+        lines += ["", render(report["decode"]).rstrip()]
     failures = [row for row in rows if row.get("error")]
     if failures:
         lines += ["", "## Failures", ""]
@@ -204,7 +216,7 @@ def table(report: dict) -> str:
             f"{'resv':>6}"]
     lines = contenders(report.get("rows", []))
     for row in lines:
-        ref = reference(lines, row["case"])
+        ref = reference(lines, row["case"], row.get("run_date"))
         rows.append(f"{row['case']:9} {row['name'][:42]:42} {row['status'][:10]:10} "
                     f"{number(row.get('s_per_step')):>7} {versus(row, ref):>7} {number(row.get('tokens_per_s'), 0):>7} "
                     f"{number(row.get('peak_allocated_gib')):>6} {number(row.get('peak_reserved_gib')):>6}")
@@ -248,11 +260,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", type=Path)
     parser.add_argument("--merge", type=Path, action="append", default=[], help="another run's benchmarks.json")
+    parser.add_argument("--decode", type=Path, help="a decode.json of benchmarks/decode_profile.py")
     args = parser.parse_args(argv)
     report = json.loads(args.json.read_text())
     for other in args.merge:
         report = merge(report, json.loads(other.read_text()))
-    if args.merge:
+    if args.decode:
+        report["decode"] = json.loads(args.decode.read_text())
+    if args.merge or args.decode:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     args.json.with_suffix(".md").write_text(markdown(report))
     print(table(report))

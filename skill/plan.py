@@ -439,12 +439,17 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
                       "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
 
 
-def from_benchmark_row(row: dict, shape: ModelShape) -> Settings:
+def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = None) -> Settings:
+    """A benchmark row's settings; a row that left the path to ``backend = "auto"`` is resolved as train.py resolved it
+    on the benchmark's GPU."""
     settings = row["settings"]
     prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
     model = {**settings["model"], "compile_decoding": bool(settings.get("compile_decode"))}
-    return _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
-                          int(round(prompt)), int(settings.get("processes", 1)))
+    resolved = _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
+                              int(round(prompt)), int(settings.get("processes", 1)))
+    if settings["backend"] == "auto" and gpu_gib:
+        resolved, _why = resolve_generation(resolved, gpu_gib)
+    return resolved
 
 
 # -- advice --------------------------------------------------------------------------------------------------------
@@ -695,7 +700,8 @@ TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "dec
 def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
     """(row, settings) for every row of a benchmark report that measured its peak memory."""
     shape = ModelShape.from_config(report["model"]["shape"])
-    return [(row, from_benchmark_row(row, shape)) for row in report.get("rows", [])
+    gpu_gib = (report.get("environment") or {}).get("gpu_memory_gib")
+    return [(row, from_benchmark_row(row, shape, gpu_gib)) for row in report.get("rows", [])
             if row.get("peak_allocated_gib") and row.get("settings")]
 
 
