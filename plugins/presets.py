@@ -41,7 +41,10 @@ STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "steps_per_generatio
 #   recommends 32,768 output tokens); at 128 almost no completion reaches </think> and every one scores -1.
 #   2048 lets most answers to everyday questions close their thinking; 512 more for the prompt.
 #   4 optimizer steps per generation, not 8: its completions are 4x longer, and so is their KV cache.
-THINKING_GRPO = {**SEED_GRPO, "max_completion_length": 2048, "steps_per_generation": 4 * 4}
+#   Groups of 8, not 4 (TRL's default): a thinking model often answers a prompt alike 4 times (all right or all
+#   cut off: no spread, no learning from it). The generation batch stays 16 completions (2 prompts x 8 instead of
+#   4 x 4), so memory and time per step are unchanged; each prompt is seen half as often per step.
+THINKING_GRPO = {**SEED_GRPO, "num_generations": 8, "max_completion_length": 2048, "steps_per_generation": 4 * 4}
 
 
 @hookimpl

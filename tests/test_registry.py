@@ -37,12 +37,12 @@ def test_seed_presets_keep_the_seed_values_but_the_documented_departures():
             "learning_rate", "beta", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
             "optim",
         )} == {
-            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 4,
+            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 8 if preset is thinking else 4,
             "per_device_train_batch_size": 1, "gradient_accumulation_steps": 4, "optim": "adamw_8bit",
         }
     assert thinking.template_opens_think and not standard.template_opens_think
-    # The departures that SKILL.md's preset table justifies: thinking gets room to close </think> (the seed's
-    # 1024 is a floor), standard renders prompts with Qwen3's thinking off and room for whole answers.
+    # The departures that references/presets.md justifies: thinking gets room to close </think> (the seed's
+    # 1024 is a floor) and groups of 8, standard renders prompts with Qwen3's thinking off and room for whole answers.
     assert thinking.grpo["max_completion_length"] >= 1024
     assert thinking.max_seq_length >= thinking.grpo["max_completion_length"] + 256
     assert standard.chat_template_kwargs == {"enable_thinking": False} and not thinking.chat_template_kwargs
@@ -389,5 +389,5 @@ def test_presets_lists_each_presets_grpo_lora_and_template_settings(cli):
     assert listed["standard"]["grpo"] == dict(standard.grpo)  # what `update` keeps: compare a project with it
     assert listed["standard"]["lora"]["r"] == standard.lora.r
     assert listed["standard"]["chat_template_kwargs"] == {"enable_thinking": False}
-    assert listed["thinking"]["grpo_summary"].startswith("lr 1e-05, beta 0.1, G 4, 2048 tokens")
+    assert listed["thinking"]["grpo_summary"].startswith("lr 1e-05, beta 0.1, G 8, 2048 tokens")
     assert "2048 tokens" in cli("presets", env={"COLUMNS": "200"}).stdout

@@ -123,8 +123,8 @@ def test_plan_what_if_differs_from_the_default_plan(cli, tmp_path, english):
     assert longer["peak_allocated_gib"] > default["peak_allocated_gib"]
     assert longer["s_per_step"] > default["s_per_step"]
     assert longer["set"] == {"grpo.max_completion_length": 4096} and longer["max_seq_length"] == 4096 + 512
-    text = cli("plan", "--preset", "thinking", "--set", "grpo.num_generations=8", cwd=tmp_path).stdout
-    assert text.startswith("preset thinking with grpo.num_generations = 8:")
+    text = cli("plan", "--preset", "thinking", "--set", "grpo.num_generations=16", cwd=tmp_path).stdout
+    assert text.startswith("preset thinking with grpo.num_generations = 16:")
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
