@@ -61,7 +61,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     completions and require the same scores.
     """
     from . import plugins
-    from .rewardtry import load_tokenizer, run_tokenizer
+    from .rewardtry import load_tokenizer
 
     config = None
     if project is not None:
@@ -76,17 +76,9 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         preset = preset or dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
         configured = next((dict(choice.params) for choice in config.rewards if choice.name == reward.name), {})
         params = {**configured, **(params or {})}
-    how = None
+    how = None  # what to say about the tokenizer when it was chosen here ("auto")
     if isinstance(tokenizer, str) and tokenizer == "auto":
-        if config is None and preset is None:
-            tokenizer, how = "tiny", _("the tiny tokenizer (no project= or preset= given)")
-        else:
-            tokenizer, how = run_tokenizer(None, preset, config, getattr(preset, "name", None))
-            if tokenizer is None:
-                how = _("no tokenizer: {model} is not on this machine, so no completion_ids are made and the chat "
-                        "template is the preset's ({opens}); pass tokenizer=PATH for a local copy's").format(
-                    model=config.model["name"] if config is not None else preset.model_id,
-                    opens=_("opens <think>") if preset.template_opens_think else _("no <think>"))
+        tokenizer, how = _run_tokenizer(preset, config)
     if isinstance(tokenizer, str):
         tokenizer = load_tokenizer(tokenizer)
     chosen = completions is not None  # the awkward defaults lack </think> on purpose
@@ -110,6 +102,22 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         if how is None:
             raise
         raise RewardError(_("{error} (scored with {tokenizer})").format(error=error, tokenizer=how)) from error
+
+
+def _run_tokenizer(preset, config) -> tuple[str | None, str]:
+    """(what to load, what to say about it): the run's model's tokenizer when a project or preset is given and the
+    model is on this machine, None (the preset's template) when it is not; the tiny one when neither is given."""
+    from .rewardtry import run_tokenizer
+
+    if config is None and preset is None:
+        return "tiny", _("the tiny tokenizer (no project= or preset= given)")
+    spec, how = run_tokenizer(None, preset, config, preset.name)
+    if spec is None:
+        how = _("no tokenizer: {model} is not on this machine, so no completion_ids are made and the chat "
+                "template is the preset's ({opens}); pass tokenizer=PATH for a local copy's").format(
+            model=config.model["name"] if config is not None else preset.model_id,
+            opens=_("opens <think>") if preset.template_opens_think else _("no <think>"))
+    return spec, how
 
 
 def _per_completion(value) -> bool:
