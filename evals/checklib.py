@@ -70,13 +70,10 @@ def check_model(config, task: Task) -> Problems:
 
 
 def _rows(path: Path, prompt_column: str) -> dict[str, dict]:
-    """question -> row, as the datasets library reads the file (train.py's loader)."""
-    import datasets
+    """question -> row, as train.py loads the file (grpo_skill.runtime.data.load_file)."""
+    from grpo_skill.runtime.data import load_file
 
-    from grpo_skill.project import LOCAL_DATA_SUFFIXES
-
-    loaded = datasets.load_dataset(LOCAL_DATA_SUFFIXES[path.suffix], data_files=str(path))["train"]
-    return {row[prompt_column]: row for row in loaded}
+    return {row[prompt_column]: row for row in load_file(path)}
 
 
 def project_rows(config) -> tuple[dict[str, dict], Problems]:

@@ -10,10 +10,19 @@
 GRPOTrainer does, once with the completions as strings and once as chat messages, and raises
 ``RewardError`` when it breaks the contract: a score count that differs from the completions', a score that is
 no finite number or ``None``, an exception, or different scores for the same text in the two forms.
+
+A completion is read differently when the chat template opens the thinking block (a completion without
+``</think>`` then has no answer yet), so scores depend on the tokenizer. ``project=PATH`` scores as that project
+trains: its rewards.py, its [[rewards]] params, its preset with its [grpo], and its model's tokenizer and chat
+template (the preset's template when the model is not on this machine); ``preset=NAME`` does the same for a preset.
+With neither, the tiny tokenizer is used, whose template opens ``<think>``: a ``TokenizerWarning`` says so when
+completions without ``</think>`` are scored that way.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any, Mapping, Sequence
 
 from .i18n import _
@@ -35,36 +44,102 @@ def _as_messages(completion) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": completion_text(completion)}]
 
 
+class TokenizerWarning(UserWarning):
+    """check_reward scored with a tokenizer that may not read completions as the user's run does."""
+
+
 def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None, *, prompts=None,
-                 completion_ids=None, tokenizer: Any = "tiny", params: Mapping[str, Any] | None = None,
-                 preset=None, both_forms: bool = True, **columns) -> list[float | None]:
+                 completion_ids=None, tokenizer: Any = "auto", params: Mapping[str, Any] | None = None,
+                 preset=None, project=None, both_forms: bool = True, **columns) -> list[float | None]:
     """Score ``completions`` (default: a set of awkward ones) with ``reward`` (a registered name or a Reward);
     returns the scores, as floats and Nones, or raises RewardError naming what breaks the contract.
 
-    ``columns`` are dataset columns: a list (one value per completion) or one value for all. ``tokenizer``:
-    "tiny" (the locally built one, the default), a path, a tokenizer object, or None (no completion_ids then,
-    unless given). ``both_forms``: also call with chat-message completions and require the same scores.
+    ``columns`` are dataset columns: a list (one value per completion) or one value for all. ``project``: a
+    project folder (or its config.toml) to score as it trains; ``preset``: a preset name or object. ``tokenizer``:
+    "auto" (the project's or preset's model's when given, else "tiny", the locally built one), "tiny", a path, a
+    tokenizer object, or None (no completion_ids then, unless given). ``both_forms``: also call with chat-message
+    completions and require the same scores.
     """
     from . import plugins
-    from .rewardtry import TrainerLog, call_like_trl, load_tokenizer
+    from .rewardtry import load_tokenizer
 
+    config = None
+    if project is not None:
+        from . import project as projects
+
+        config = projects.load(project)  # registers its rewards.py
     if isinstance(reward, str):
         reward = plugins.get_reward(reward)
     if isinstance(preset, str):
         preset = plugins.get_preset(preset)
+    if config is not None:
+        preset = preset or dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        configured = next((dict(choice.params) for choice in config.rewards if choice.name == reward.name), {})
+        params = {**configured, **(params or {})}
+    how = None  # what to say about the tokenizer when it was chosen here ("auto")
+    if isinstance(tokenizer, str) and tokenizer == "auto":
+        tokenizer, how = _run_tokenizer(preset, config)
     if isinstance(tokenizer, str):
         tokenizer = load_tokenizer(tokenizer)
+    chosen = completions is not None  # the awkward defaults lack </think> on purpose
     completions = list(DEFAULT_COMPLETIONS if completions is None else completions)
     texts = [completion_text(c) for c in completions]
     if completion_ids is None and tokenizer is not None:
         completion_ids = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
     prompts = list(prompts) if prompts is not None else [""] * len(completions)
-    given = {key: list(value) if isinstance(value, (list, tuple)) else [value] * len(completions)
+    given = {key: list(value) if _per_completion(value) else [value] * len(completions)
              for key, value in columns.items()}
     for key, values in given.items():
         if len(values) != len(completions):
             raise ValueError(_("column {key!r} has {count} values for {total} completions").format(
                 key=key, count=len(values), total=len(completions)))
+    if chosen and how is not None and config is None and preset is None:
+        _warn_unfinished_thinking(texts, tokenizer, how)
+    try:
+        return _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms,
+                      texts)
+    except RewardError as error:
+        if how is None:
+            raise
+        raise RewardError(_("{error} (scored with {tokenizer})").format(error=error, tokenizer=how)) from error
+
+
+def _run_tokenizer(preset, config) -> tuple[str | None, str]:
+    """(what to load, what to say about it): the run's model's tokenizer when a project or preset is given and the
+    model is on this machine, None (the preset's template) when it is not; the tiny one when neither is given."""
+    from .rewardtry import run_tokenizer
+
+    if config is None and preset is None:
+        return "tiny", _("the tiny tokenizer (no project= or preset= given)")
+    spec, how = run_tokenizer(None, preset, config, preset.name)
+    if spec is None:
+        how = _("no tokenizer: {model} is not on this machine, so no completion_ids are made and the chat "
+                "template is the preset's ({opens}); pass tokenizer=PATH for a local copy's").format(
+            model=config.model["name"] if config is not None else preset.model_id,
+            opens=_("opens <think>") if preset.template_opens_think else _("no <think>"))
+    return spec, how
+
+
+def _per_completion(value) -> bool:
+    """A list, tuple or dataset column (one value per completion); a string or an object is one value for all."""
+    return (hasattr(value, "__len__") and hasattr(value, "__iter__")
+            and not isinstance(value, (str, bytes, Mapping)))
+
+
+def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
+    """The default tiny tokenizer opens the thinking block: say so when that changes how completions are read."""
+    from .registry import RewardContext
+
+    unfinished = [index for index, text in enumerate(texts) if "</think>" not in text]
+    if unfinished and RewardContext(tokenizer=tokenizer).template_opens_think:
+        warnings.warn(TokenizerWarning(_(
+            "check_reward scored with {tokenizer}, whose chat template opens <think>: completions {indexes} have no "
+            "</think>, so rewards read them as unfinished thinking. Pass project=PATH (or preset=NAME) to score as "
+            "your run does").format(tokenizer=how, indexes=", ".join(map(str, unfinished)))), stacklevel=3)
+
+
+def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts):
+    from .rewardtry import TrainerLog, call_like_trl
 
     func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
     log = TrainerLog()

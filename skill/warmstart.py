@@ -91,16 +91,14 @@ def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
 
-    from .project import LOCAL_DATA_SUFFIXES
-    from .runtime.data import chat_prompt
+    from .runtime.data import chat_prompt, load_file
 
     settings = sft_settings(config)
     path = examples_file(config)
     if path is not None:
-        loaded = datasets.load_dataset(LOCAL_DATA_SUFFIXES[path.suffix], data_files=str(path))
+        rows = load_file(path)  # as train.py reads its prompts: the texts as written
     else:
-        loaded = datasets.load_dataset(settings["path"])
-    rows = loaded[settings.get("split", "train")]
+        rows = datasets.load_dataset(settings["path"])[settings.get("split", "train")]
     prompt, thinking, response = (settings[key] for key in EXAMPLE_COLUMNS)
     for key, column in (("prompt_column", prompt), ("response_column", response)) + (
             (("thinking_column", thinking),) if thinking else ()):

@@ -259,3 +259,63 @@ def test_a_missing_answer_package_is_named_when_the_reward_is_built(monkeypatch,
     monkeypatch.setitem(__import__("sys").modules, module, None)  # import raises ImportError
     with pytest.raises(RewardError, match=f"this reward needs {package}: pip install {package}"):
         plugins.get_reward("accuracy").build()
+
+
+# Times of day and durations are compared in hours and minutes (plugins/rewards/clock.py): a gold of 8点05分 is no 8
+FORMS_CLOCK = [
+    ("答案：8点05分", "8点05分", 1.0),
+    ("答案：8点5分", "8点05分", 1.0),
+    ("7点40分+25分=8点05分\n答案：8点05分", "8点05分", 1.0),
+    ("答：小丽8点05分到校。", "8点05分", 1.0),
+    ("答案：8时5分", "8点05分", 1.0),
+    ("答案：8:05", "8点05分", 1.0),
+    ("答案：８：０５", "8点05分", 1.0),  # full-width digits and colon
+    ("答案：上午8点05分", "8点05分", 1.0),  # the gold leaves the half of the day unsaid
+    ("答案：八点零五分", "8点05分", 1.0),
+    ("答案：8点30分", "8点05分", 0.0),  # the hour alone is not the answer
+    ("答案：8点", "8点05分", 0.0),
+    ("答案：8", "8点05分", 0.0),
+    ("答案：8点05分，不对，是8点10分", "8点05分", 0.0),  # the last time stated
+    ("答案：8点半", "8点30分", 1.0),
+    ("答案：8点半", "8点半", 1.0),
+    ("答案：8点30分", "8点半", 1.0),
+    ("答案：8点一刻", "8点15分", 1.0),
+    ("答案：8点整", "8点", 1.0),
+    ("答案：8点半", "8点", 0.0),
+    ("答案：下午3点", "15点", 1.0),
+    ("答案：2小时30分", "2小时30分", 1.0),
+    ("答案：150分钟", "2小时30分", 1.0),  # a duration is compared in minutes
+    ("答案：2个半小时", "2小时30分", 1.0),
+    ("答案：2小时", "2小时30分", 0.0),
+    ("出发后2小时30分，在10点30分到达。答案：10点30分", "2小时30分", 0.0),  # a time of day is no duration
+    ("The answer is 8:05.", "8:05", 1.0),
+    ("She arrives at 8:05 am.", "8:05 am", 1.0),
+    ("She arrives at 8:05.", "8:05 am", 1.0),
+    ("She arrives at 8:05 pm.", "8:05 am", 0.0),
+    ("She arrives at 8:30 am.", "8:05 am", 0.0),
+    ("She arrives at 8 am.", "8:05 am", 0.0),
+    ("The answer is 8.", "8:05", 0.0),
+    ("\\boxed{8:05}", "8:05", 1.0),
+    ("It takes 2 hours 30 minutes.", "2 hours 30 minutes", 1.0),
+    ("It takes 150 minutes.", "2 h 30 min", 1.0),
+    ("It takes 2 hours.", "2 hours 30 minutes", 0.0),
+    ("答案：45", "45分钟", 1.0),  # one unit: a number with a unit, like 24元
+    ("It takes 2.", "2 hours", 1.0),
+]
+
+
+@pytest.mark.parametrize("answer, gold, expected", FORMS_CLOCK, ids=[f"{a!r}~{g!r}" for a, g, _ in FORMS_CLOCK])
+def test_times_and_durations_compare_in_hours_and_minutes(answer, gold, expected):
+    assert accuracy(["</think>" + answer], [gold]) == [expected]
+
+
+def test_every_gold_of_the_chinese_word_problems_scores_itself_and_only_itself():
+    import csv
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "evals/tasks/zh-csv-word-problems/data/word_problems.csv"
+    golds = [row["答案"] for row in csv.DictReader(data.open(encoding="utf-8"))]
+    assert "8点05分" in golds
+    assert accuracy(["</think>答案：" + gold for gold in golds], golds) == [1.0] * len(golds)
+    shifted = golds[1:] + golds[:1]  # each answer against the next row's gold
+    assert accuracy(["</think>答案：" + gold for gold in shifted], golds) == [0.0] * len(golds)

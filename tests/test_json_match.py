@@ -90,3 +90,26 @@ def test_a_missing_column_and_bad_keys_are_refused():
         plugins.get_reward("json_match").build(params={"answer_column": "record"})(completions=["{}"], answer=["{}"])
     with pytest.raises(RewardError, match="params.keys must be a list of key names"):
         plugins.get_reward("json_match").build(params={"keys": [1, 2]})
+
+
+def test_a_gold_string_and_a_gold_object_score_alike():
+    completions = [answer(GOLD), answer({**GOLD, "age": 37}), "</think>没有"]
+    as_object = json_match(completions, gold=GOLD)
+    assert as_object == [1.0, 0.75, 0.0]
+    assert json_match(completions, gold=json.dumps(GOLD, ensure_ascii=False)) == as_object
+    assert json_match(completions, gold="  " + json.dumps(GOLD, indent=2) + "\n") == as_object
+    assert json_match(completions, gold="```json\n" + json.dumps(GOLD) + "\n```") == as_object
+
+
+def test_a_gold_typed_as_a_date_equals_its_iso_text():
+    import datetime
+
+    # a Parquet or hub column typed as a date or timestamp; JSON answers can only write it as text
+    for date in (datetime.date(2024, 3, 5), datetime.datetime(2024, 3, 5)):
+        gold = {"vendor": "Nordlicht GmbH", "date": date}
+        scores = json_match(["</think>" + json.dumps({"vendor": "Nordlicht GmbH", "date": text})
+                             for text in ("2024-03-05", "2024-03-06", "05.03.2024")], gold=gold)
+        assert scores == [1.0, 0.5, 0.5]
+    at_noon = {"date": datetime.datetime(2024, 3, 5, 12, 30)}
+    assert json_match(['</think>{"date": "2024-03-05T12:30:00"}', '</think>{"date": "2024-03-05"}'],
+                      gold=at_noon) == [1.0, 0.0]

@@ -2,7 +2,9 @@
 
 import asyncio
 import inspect
+import json
 import math
+import warnings
 
 import numpy
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from grpo_skill import Reward, RewardError, completion_text, hookimpl, plugins, prompt_text
 from grpo_skill.errors import UserError
 from grpo_skill.registry import reward_seconds
-from grpo_skill.testing import check_reward
+from grpo_skill.testing import TokenizerWarning, check_reward
 
 
 def reward_returning(value_or_func, name="bad"):
@@ -169,3 +171,55 @@ def test_check_reward_gives_token_ids_from_the_tiny_tokenizer():
     # thinking reads completion_ids: with the tiny tokenizer the </think> token is found in them
     scores = check_reward("thinking", completions=["Let me see.</think>42", "no end"], tokenizer="tiny")
     assert scores[0] > 0 and scores[1] == -1.0
+
+
+# check_reward scores as the project trains (its preset's template): the json and zh assistants' tests failed on a
+# thinking-off project because the tiny tokenizer's template opens <think>
+ZH_ROWS = '{"题目": "小丽早上7点40分出门，走了25分钟到学校，几点几分到校？", "答案": "8点05分"}\n'
+INVOICE = {"vendor": "Nordlicht GmbH", "invoice_number": "INV-2026-1040", "date": "2026-01-01", "total": 75.0}
+
+
+@pytest.fixture
+def projects(cli, tmp_path, english):
+    (tmp_path / "zh.jsonl").write_text(ZH_ROWS, encoding="utf-8")
+    (tmp_path / "invoices.jsonl").write_text(json.dumps({"email": "Invoice INV-2026-1040 ...", "expected": INVOICE}))
+    made = {}
+    for name, preset, data, prompt, gold, reward in (
+            ("zh", "standard", "zh.jsonl", "题目", "答案", "accuracy:1"),
+            ("thinking", "tiny", "zh.jsonl", "题目", "答案", "accuracy:1"),
+            ("invoice", "standard", "invoices.jsonl", "email", "expected", "json_match:1")):
+        cli("new", name, "--preset", preset, "--dataset", str(tmp_path / data), "--prompt-column", prompt,
+            "--answer-column", gold, "--reward", reward, cwd=tmp_path)
+        made[name] = tmp_path / name
+    return made
+
+
+def test_check_reward_with_project_reads_completions_as_the_projects_template_does(projects):
+    answers = ["7点40分+25分=8点05分\n答案：8点05分", "答案：8点30分", "The answer is 8:05."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about: this is how the project scores
+        # the project's own answer_column: no params needed
+        assert check_reward("accuracy", completions=answers, project=projects["zh"], 答案="8点05分") == [1.0, 0.0, 1.0]
+        assert check_reward("accuracy", completions=answers, preset="standard", params={"answer_column": "答案"},
+                            答案="8点05分") == [1.0, 0.0, 1.0]
+    # a project whose template opens <think> (tiny): an answer needs the </think> that ends the thinking
+    thinking = check_reward("accuracy", completions=answers + ["想一想。</think>答案：8点05分"],
+                            project=projects["thinking"], 答案="8点05分")
+    assert thinking == [0.0, 0.0, 0.0, 1.0]
+    bare = json.dumps(INVOICE)
+    assert check_reward("json_match", completions=[bare, bare.replace("1040", "1041")], project=projects["invoice"],
+                        expected=INVOICE) == [1.0, 0.75]
+
+
+def test_check_reward_without_a_project_says_when_the_tiny_template_changes_the_reading():
+    with pytest.warns(TokenizerWarning, match=r"the tiny tokenizer .*opens <think>: completions 0, 2 have no "
+                                              r"</think>.*Pass project=PATH"):
+        scores = check_reward("accuracy", completions=["答案：20张", "好。</think>答案：20张", "20"], answer="20张")
+    assert scores == [0.0, 1.0, 0.0]
+
+
+def test_check_reward_names_the_tokenizer_when_a_reward_needs_one_it_lacks(projects):
+    # the standard preset's model is not on this machine: no completion_ids, and the error says why
+    with pytest.raises(RewardError, match=r"this reward counts tokens.*\(scored with no tokenizer: "
+                                          r"unsloth/Qwen3-.* is not on this machine.*pass tokenizer=PATH"):
+        check_reward("thinking", completions=["a</think>b"], project=projects["zh"])

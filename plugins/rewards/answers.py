@@ -7,7 +7,8 @@ Chinese characters the last stated answer is found first (``cjk.stated_answer``:
 
 A gold answer that is a number in words is read as that number, its words still accepted as text: English words
 by text2num ("forty two", "one hundred and five"), Chinese numerals by cn2an ("二十", "3万"). A gold sentence
-("Answer is forty two.") stays text.
+("Answer is forty two.") stays text. A gold that is a time of day or a duration ("8点05分", "8:05 am", "2小时30分")
+is compared in hours and minutes (``clock``), never as its first number.
 
 math-verify bounds its work with ``signal.alarm``, which works only in the main thread; TRL runs async rewards
 in another thread, so there the timeouts are off (as TRL's own accuracy reward does).
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from . import cjk
+from . import cjk, clock
 
 TIMEOUT_SECONDS = 5
 
@@ -118,6 +119,7 @@ class Gold:
     text: str
     parsed: Any = None  # math-verify's parse of a maths gold; None for a text gold
     words: bool = False  # a number written in words: its text matches too
+    when: clock.Clock | None = None  # a time of day or a duration: compared in hours and minutes
 
     @property
     def is_maths(self) -> bool:
@@ -150,6 +152,9 @@ def parse_gold(gold) -> Gold | None:
     text = normalise(str(gold)).strip()
     if not text:
         return None
+    when = clock.read_gold(text)
+    if when is not None:
+        return Gold(text, None, when=when)
     in_words = _number_in_words(text)
     if in_words is not None:
         parsed = parse(in_words, [ExprExtractionConfig()], parsing_timeout=_timeouts(), fallback_mode="no_fallback")
@@ -221,6 +226,8 @@ def _sum_still_to_do(answer, gold) -> bool:
 
 def matches(answer: str, gold: Gold) -> bool:
     """True when the final answer in ``answer`` (the text after the thinking) is the gold answer."""
+    if gold.when is not None:
+        return clock.matches(answer, gold.when)
     if gold.is_maths:
         from math_verify import verify
 

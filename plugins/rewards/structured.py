@@ -12,11 +12,16 @@ value equals the gold's; a missing key earns nothing, an extra key costs nothing
 - numbers: 1 == 1.0, floats within a relative 1e-6; a bool is no number (true != 1); "42" (a string) != 42;
 - strings: equal after stripping surrounding spaces; ``ignore_case = true`` also ignores case;
 - null equals only null; lists are equal item by item, in order; nested objects are equal when every key of the
-  gold's is there and equal (all or nothing: partial credit is for the top-level keys).
+  gold's is there and equal (all or nothing: partial credit is for the top-level keys);
+- a gold date, time or datetime (a Parquet or hub column typed as one) equals its ISO text ("2024-03-05"; a datetime
+  at midnight also its date alone), since JSON has no dates.
+
+A gold string is read as JSON only when it holds an object (after spaces and a ```json fence around it).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -66,8 +71,19 @@ def extract_object(answer: str, strict: bool) -> dict | None:
     return objects[0] if len(objects) == 1 else None
 
 
+def _iso_texts(gold: datetime.date | datetime.time) -> set[str]:
+    texts = {gold.isoformat()}
+    if isinstance(gold, datetime.datetime):
+        texts.add(gold.isoformat(sep=" "))
+        if gold.time() == datetime.time(0) and gold.tzinfo is None:
+            texts.add(gold.date().isoformat())
+    return texts
+
+
 def equal(value, gold, ignore_case: bool) -> bool:
     """The type rules of the module's docstring."""
+    if isinstance(gold, (datetime.date, datetime.time)):
+        return isinstance(value, str) and value.strip() in _iso_texts(gold)
     if isinstance(gold, bool) or isinstance(value, bool):
         return isinstance(gold, bool) and isinstance(value, bool) and value == gold
     if isinstance(gold, (int, float)):
@@ -100,8 +116,9 @@ class GoldObjects:
         if key not in self._read:
             value = gold
             if isinstance(gold, str):
+                fenced = FENCE.findall(gold)
                 try:
-                    value = json.loads(gold)
+                    value = json.loads(fenced[-1] if fenced else gold)
                 except json.JSONDecodeError:
                     value = None
             self._read[key] = dict(value) if isinstance(value, Mapping) else None

@@ -1,6 +1,17 @@
-"""The project's prompts: loading the dataset and checking that prompts fit the model."""
+"""The project's prompts: loading the dataset and checking that prompts fit the model.
+
+A local file reaches the rewards as it is written: datasets' own readers guess types (pyarrow reads "2024-03-05" in
+a JSON file as a timestamp, pandas reads 007 in a CSV file as 7, and objects in a column get one another's keys),
+so a gold answer would no longer equal the text or object the user wrote. Here JSON is parsed by ``json`` (a column
+of objects or lists, or of mixed kinds, is a ``datasets.Json`` column), CSV cells stay text, Parquet keeps its own
+types. train.py, evaluate.py, sft.py and the probe all load through ``load_file``.
+"""
 
 from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
 
 from ..i18n import _
 from ..project import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
@@ -32,10 +43,63 @@ def load_dataset(config: ProjectConfig):
 
     data_file = config.dataset_file()
     if data_file:
-        loaded = datasets.load_dataset(LOCAL_DATA_SUFFIXES[data_file.suffix], data_files=str(data_file))
-    else:
-        loaded = datasets.load_dataset(config.dataset["path"])
-    return loaded[config.dataset.get("split", "train")]
+        return load_file(data_file)
+    return datasets.load_dataset(config.dataset["path"])[config.dataset.get("split", "train")]
+
+
+def load_file(path: Path):
+    """A local .jsonl, .json, .csv or .parquet file as a datasets.Dataset, every value as the file has it."""
+    import datasets
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return datasets.load_dataset(LOCAL_DATA_SUFFIXES[path.suffix], data_files=str(path))["train"]
+    if path.suffix == ".csv":  # every cell as text, an empty one "" (pandas would read 007 as 7, NA as missing)
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle, strict=True)
+            rows = [row for row in reader if any(row.values())]
+            columns = reader.fieldnames or []
+        return datasets.Dataset.from_list(rows, features=datasets.Features(
+            {column: datasets.Value("string") for column in columns}))
+    rows = json_rows(path)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    features = datasets.Features({column: _feature([row.get(column) for row in rows]) for column in columns})
+    if any(isinstance(feature, _JsonText) for feature in features.values()):  # datasets without Json: JSON text
+        rows = [{key: json.dumps(value, ensure_ascii=False) if isinstance(features[key], _JsonText) else value
+                 for key, value in row.items()} for row in rows]
+        features = datasets.Features({key: datasets.Value("string") if isinstance(feature, _JsonText) else feature
+                                      for key, feature in features.items()})
+    return datasets.Dataset.from_list([{column: row.get(column) for column in columns} for row in rows],
+                                      features=features)
+
+
+class _JsonText:
+    """A column of objects for a datasets release without the Json feature: each value goes as its JSON text."""
+
+
+def json_rows(path: Path) -> list[dict]:
+    """The rows of a JSON Lines file, or of a JSON file holding a list of objects or a mapping of columns."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    loaded = json.loads(text)
+    if isinstance(loaded, dict):  # {"column": [values], ...}
+        return [dict(zip(loaded, values)) for values in zip(*loaded.values())]
+    return loaded
+
+
+def _feature(values: list):
+    """The column's type, from Python's values: a plain Value when they are all one scalar kind, else Json (objects,
+    lists, or a mix: 5 and "five") so that each arrives as written."""
+    import datasets
+
+    kinds = {type(value) for value in values if value is not None}
+    if kinds and not kinds & {dict, list} and (len(kinds) == 1 or kinds == {int, float}):
+        kind = kinds.pop() if len(kinds) == 1 else float
+        return datasets.Value({str: "string", bool: "bool", int: "int64", float: "float64"}[kind])
+    if not kinds:
+        return datasets.Value("null")
+    return datasets.Json() if hasattr(datasets, "Json") else _JsonText()
 
 
 def chat_prompt(config: ProjectConfig, tokenizer, question: str) -> str:
