@@ -53,6 +53,6 @@ def draw_problem(grpo: dict, rows: int | None, processes: int = 1) -> str | None
     else:
         fix = _("lower grpo.per_device_train_batch_size, or add rows")
     return _("one generation draws {drawn} distinct prompts {where} (generation batch {batch} / num_generations "
-             "{generations}), but the dataset has {rows} rows: TRL would train 0 steps; {fix}").format(
+             "{generations}), but the dataset has {rows} row(s): TRL would train 0 steps; {fix}").format(
         drawn=drawn, where=where, batch=generation_batch(grpo, processes), generations=grpo["num_generations"],
         rows=rows, fix=fix)

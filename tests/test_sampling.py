@@ -29,7 +29,7 @@ def test_the_fix_names_the_largest_steps_per_generation_that_fits():
     assert sampling.draw_problem(grpo, rows=64, processes=2) is None
     problem = sampling.draw_problem(grpo, rows=24, processes=2)
     assert problem.startswith("one generation draws 64 distinct prompts on 2 processes (generation batch 512 / "
-                              "num_generations 8), but the dataset has 24 rows: TRL would train 0 steps")
+                              "num_generations 8), but the dataset has 24 row(s): TRL would train 0 steps")
     assert problem.endswith("--set grpo.steps_per_generation=12)")
     assert sampling.prompts_per_generation({**grpo, "steps_per_generation": 12}, 2) == 24
     # num_generations 3 with a batch of 2 per process: the steps must make the batch a multiple of 3
@@ -44,14 +44,14 @@ def test_new_and_check_refuse_a_generation_larger_than_the_dataset(cli, tmp_path
     done = cli("new", "p", "--dataset", str(data), cwd=tmp_path, check=False)  # the standard preset draws 8
     assert done.returncode == 1 and not (tmp_path / "p").exists()
     assert ("one generation draws 8 distinct prompts on one process (generation batch 32 / num_generations 4), but "
-            "the dataset has 6 rows: TRL would train 0 steps; set grpo.steps_per_generation = 24 (grpo-skill new: "
+            "the dataset has 6 row(s): TRL would train 0 steps; set grpo.steps_per_generation = 24 (grpo-skill new: "
             "--set grpo.steps_per_generation=24)") in done.stderr
     cli("new", "p", "--dataset", str(data), "--set", "grpo.steps_per_generation=24", cwd=tmp_path)
     assert "OK" in cli("check", "p", cwd=tmp_path).stdout
     write_rows(tmp_path / "p" / "data" / "small.jsonl", 5)  # the user's data shrinks
     done = cli("check", "p", cwd=tmp_path, check=False)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "config.toml:" in done.stderr and "the dataset has 5 rows" in done.stderr
+    assert "config.toml:" in done.stderr and "the dataset has 5 row(s)" in done.stderr
     assert "set grpo.steps_per_generation = 20" in done.stderr
     # under accelerate launch on 2 processes the draw doubles: train.py's load refuses it before any model loads
     write_rows(tmp_path / "p" / "data" / "small.jsonl", 6)
