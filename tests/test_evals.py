@@ -2,8 +2,8 @@
 right reason; the trigger queries are checked against SKILL.md's description.
 
 The references are each one `grpo-skill new` command (evals/reference.py), run for one step with a local stand-in
-model (no hub here; one step costs half of ``train.py --smoke``, and the checker needs no more); the broken variants are copies of a reference with one thing wrong in its
-config.toml, so they need no run of their own.
+model (no hub here; one step costs half of ``train.py --smoke``, and the checker needs no more); the broken
+variants are copies of a reference with one thing wrong in its config.toml, so they need no run of their own.
 """
 
 from __future__ import annotations
