@@ -173,8 +173,20 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     check_registry(config, declared)
     check_model(config)
     check_positions(config, model_positions(config))
-    check_dataset(config)
+    check_draw(config, check_dataset(config).rows)
     return config
+
+
+def check_draw(config: ProjectConfig, rows: int | None) -> None:
+    """One generation must draw no more distinct prompts than the dataset has (under accelerate launch, on all
+    its processes), else TRL trains 0 steps and exits 0."""
+    from . import sampling
+
+    problem = sampling.draw_problem(config.grpo, rows, int(os.environ.get("WORLD_SIZE", "1")))
+    if problem:
+        key = next((key for key in ("generation_batch_size", "steps_per_generation") if key in config.grpo),
+                   "steps_per_generation")
+        raise config.error(("grpo", key), problem)
 
 
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:

@@ -1,9 +1,9 @@
 """The skill evals in evals/: each task checker passes its reference solution and fails broken ones, for the
 right reason; the trigger queries are checked against SKILL.md's description.
 
-The references are made by the real CLI (evals/reference.py) and smoke-run for one step with a local stand-in
-model (no hub here); the broken variants are copies of a reference with one thing
-wrong, so they need no run of their own.
+The references are each one `grpo-skill new` command (evals/reference.py), run for one step with a local stand-in
+model (no hub here; one step costs half of ``train.py --smoke``, and the checker needs no more); the broken
+variants are copies of a reference with one thing wrong in its config.toml, so they need no run of their own.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ checkers = {name: load_module(EVALS / "tasks" / name / "check.py", f"evals_check
 
 @pytest.fixture(scope="module")
 def references(tmp_path_factory):
-    """task -> (project folder, stand-in model): made by the CLI, smoke-run for one step."""
+    """task -> (project folder, stand-in model): made by the CLI, run for one step."""
     made = {}
     for task in TASK_NAMES:
         project = reference.make(task, tmp_path_factory.mktemp(task))
@@ -61,6 +61,36 @@ def broken_copy(references, task: str, tmp_path: Path) -> tuple[Path, str]:
     return copy, model
 
 
+def set_key(text: str, table: str, key: str, value) -> str:
+    """config.toml's ``key = value`` in ``[table]``: the existing line replaced, else a line added under the header
+    (how a user breaks a copy by hand)."""
+    from grpo_skill.schema import toml_value
+
+    header = re.search(rf"^\[{re.escape(table)}\][^\n]*\n", text, re.MULTILINE)
+    end = re.search(r"^\[", text[header.end():], re.MULTILINE)
+    body_end = header.end() + (end.start() if end else len(text) - header.end())
+    body = text[header.end():body_end]
+    line = f"{key} = {toml_value(value)}\n"
+    existing = re.compile(rf"^{re.escape(key)}\s*=.*\n", re.MULTILINE)
+    body = existing.sub(line.replace("\\", "\\\\"), body, count=1) if existing.search(body) else line + body
+    return text[:header.end()] + body + text[body_end:]
+
+
+def set_rewards(text: str, rewards) -> str:
+    """config.toml's [[rewards]] replaced by ``rewards`` ((name, weight, params), ...), before [grpo]."""
+    from grpo_skill.schema import toml_value
+
+    text = re.sub(r"^\[\[rewards\]\]\n(?:(?!\[)[^\n]*\n)*", "", text, flags=re.MULTILINE)
+    blocks = ""
+    for name, weight, params in rewards:
+        blocks += f"[[rewards]]\nname = {toml_value(name)}\nweight = {weight!r}\n"
+        if params:
+            blocks += "params = { " + ", ".join(f"{key} = {toml_value(v)}" for key, v in params.items()) + " }\n"
+        blocks += "\n"
+    at = re.search(r"^\[grpo\]", text, re.MULTILINE).start()
+    return text[:at] + blocks + text[at:]
+
+
 def edit_config(project: Path, edit) -> None:
     config = project / "config.toml"
     config.write_text(edit(config.read_text(encoding="utf-8")), encoding="utf-8")
@@ -80,20 +110,20 @@ BROKEN = {
         (lambda text: text.replace('answer_column = "final"', 'answer_column = "solution"'),
          "no reward with a positive weight reads the gold column 'final'"),
         # the seed's 128 tokens: every completion is cut while the model still thinks
-        (lambda text: reference.set_key(text, "grpo", "max_completion_length", 128), "max_completion_length = 128"),
+        (lambda text: set_key(text, "grpo", "max_completion_length", 128), "max_completion_length = 128"),
     ],
     "zh-csv-word-problems": [
         # the built-ins as they were before Chinese answers were read, beside the seed's length and format
-        (lambda text: reference.set_rewards(text, [("accuracy", 1.0, {"answer_column": "答案"}),
+        (lambda text: set_rewards(text, [("accuracy", 1.0, {"answer_column": "答案"}),
                                                    ("length", 0.2, {}), ("format", 0.2, {})]),
          "format (weight 0.2) scores 'The answer is 20 stamps.'"),
         # thinking left on
         (lambda text: re.sub(r"^chat_template_kwargs = .*\n", "", text, flags=re.MULTILINE), "enable_thinking"),
     ],
     "json-extraction-2gpu": [
-        (lambda text: reference.set_key(text, "model", "backend", "unsloth"), "trains on one GPU only"),
+        (lambda text: set_key(text, "model", "backend", "unsloth"), "trains on one GPU only"),
         # G = 16 completions of 4096 tokens generated 32 sequences at a time: more than 24 GiB
-        (lambda text: reference.set_key(reference.set_key(text, "grpo", "max_completion_length", 4096),
+        (lambda text: set_key(set_key(text, "grpo", "max_completion_length", 4096),
                                         "model", "max_seq_length", 4608), "plan: needs"),
     ],
 }
@@ -119,8 +149,8 @@ def test_a_project_without_a_smoke_run_fails(references, tmp_path, capsys):
 
 def test_a_smoke_run_of_other_rewards_or_models_fails(references, tmp_path, capsys):
     project, model = broken_copy(references, "json-extraction-2gpu", tmp_path)
-    edit_config(project, lambda text: reference.set_rewards(
-        text, [("json_fields", 1.0, {"answer_column": "expected"}), ("repetition", 0.1, {})]))
+    edit_config(project, lambda text: set_rewards(
+        text, [("json_match", 1.0, {"answer_column": "expected"}), ("repetition", 0.1, {})]))
     status, out = check("json-extraction-2gpu", project, model, capsys)
     assert status == 1 and "the run logged no score for repetition" in out, out
     # without --model the stand-in the run used is not the project's model

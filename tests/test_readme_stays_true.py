@@ -8,7 +8,8 @@ import pytest
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_the_readme_repeats_nothing_config_toml_decides(cli, tmp_path, lang):
     data = tmp_path / "d.jsonl"
-    data.write_text('{"question": "2 + 3?", "final": "5"}\n')
+    # 8 rows: one generation of this layout draws 8 prompts (fewer rows and TRL would train 0 steps)
+    data.write_text("".join(json.dumps({"question": f"2 + {n}?", "final": str(2 + n)}) + "\n" for n in range(8)))
     cli("new", "p", "--preset", "tiny", "--lang", lang, "-o", str(tmp_path / "a"), cwd=tmp_path)
     cli("new", "p", "--preset", "tiny", "--lang", lang, "-o", str(tmp_path / "b"), "--dataset", str(data),
         "--prompt-column", "question", "--answer-column", "final", "-r", "accuracy:0.7", "-r", "length:0",

@@ -42,3 +42,27 @@ def test_smoke_samples_scores_saves_and_resumes_then_says_what_it_verified(cli, 
 
     refused = run([sys.executable, "train.py", "--smoke", "--max-steps", "3"], cwd=project, check=False)
     assert refused.returncode != 0 and "--smoke chooses --max-steps itself; leave them out" in refused.stderr
+
+
+def test_a_stand_in_whose_prompts_do_not_fit_gets_a_larger_max_seq_length_for_that_run_only(
+        cli, tmp_path, tiny_model, english, capsys):
+    from grpo_skill import project as projects
+    from grpo_skill.schema import ConfigError
+
+    cli("new", "p", "--preset", "standard", "--set", "model.max_seq_length=512",
+        "--set", "grpo.max_completion_length=128", cwd=tmp_path)
+    config_file = tmp_path / "p" / "config.toml"
+    before = config_file.read_text(encoding="utf-8")
+    # the tiny tokenizer makes the JSON task's longest email prompt 434 tokens (Qwen3's: about 130)
+    configured = projects.load(config_file)
+    with pytest.raises(ConfigError, match=r"max_seq_length \(512\) is below the longest prompt \(434 tokens\)"):
+        smoke.fit_prompts(configured, [300, 434], stand_in=False)  # the configured model: refused as before
+    stand_in = projects.load(config_file, {"model.name": str(tiny_model)})
+    smoke.fit_prompts(stand_in, [300, 434], stand_in=True)
+    assert stand_in.model["max_seq_length"] == 562
+    assert ("the stand-in model's tokenizer makes the longest prompt 434 tokens, so max_seq_length is 562 for this "
+            "run only (config.toml keeps 512") in capsys.readouterr().err
+    assert config_file.read_text(encoding="utf-8") == before
+    # beyond the stand-in's own positions it is refused: the run could not work
+    with pytest.raises(ConfigError, match="raise max_seq_length to 41088"):
+        smoke.fit_prompts(projects.load(config_file, {"model.name": str(tiny_model)}), [40960], stand_in=True)

@@ -6,6 +6,10 @@ TRL samples a new batch of completions every ``steps_per_generation x num_iterat
 smoke test reads the layout from config.toml and runs train.py twice, in ``<output_dir>/smoke``: to the step where the
 first generation's batch is used up, saving a checkpoint there, then resumed from that checkpoint for as many steps
 again (so a second generation happens). Then it checks the run's own records and says what it verified.
+
+A stand-in model (``--model PATH``, e.g. ``grpo-skill build-model --shape tiny --chat``) brings its own tokenizer,
+which may count a prompt in far more tokens than the configured model's (the tiny one: a 130-token email in 434). Its
+prompts then get the max_seq_length they need for that run only; config.toml stays as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..i18n import _
 from ..schema import grpo_value
-from . import distributed, metrics, resume
+from . import data, distributed, metrics, resume
 
 SMOKE_DIR = "smoke"  # inside grpo.output_dir: ignored by git like the rest of it, never taken for the real run
 # train.py's options that --smoke chooses itself
@@ -63,6 +67,25 @@ def overrides(save_steps: int | None) -> dict:
         return {}
     return {"grpo.save_steps": save_steps, "grpo.save_strategy": "steps", "grpo.logging_steps": 1,
             "grpo.report_to": []}
+
+
+def fit_prompts(config, prompt_lengths: list[int], stand_in: bool) -> None:
+    """Prompts plus a full completion must fit max_seq_length (else a one-line refusal). A stand-in model's
+    tokenizer says nothing about the configured model's prompt lengths, so for it max_seq_length is raised for this
+    run only, and one line says so."""
+    from ..project import model_positions
+
+    needed = max(prompt_lengths) + config.grpo["max_completion_length"]
+    limit = config.model["max_seq_length"]
+    positions = model_positions(config, config.model_path()) if stand_in else None
+    if stand_in and needed > limit and (positions is None or needed <= positions):
+        if distributed.is_main_process():
+            print(_("note: the stand-in model's tokenizer makes the longest prompt {longest} tokens, so "
+                    "max_seq_length is {needed} for this run only (config.toml keeps {limit}; grpo-skill plan "
+                    "counts the prompts with the configured model)").format(
+                longest=max(prompt_lengths), needed=needed, limit=limit), file=sys.stderr)
+        config.model["max_seq_length"] = needed
+    data.check_prompt_lengths(prompt_lengths, config)
 
 
 def _phase(script: str, kept: list[str], smoke: SmokePlan, max_steps: int, start: str) -> int:

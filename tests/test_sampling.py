@@ -1,0 +1,59 @@
+"""A generation that draws more distinct prompts than the dataset has: TRL's RepeatSampler then yields nothing and
+training ends at step 0 with exit 0, so check, new and train.py refuse it in one line with the fix."""
+
+import json
+
+import pytest
+
+from grpo_skill import sampling
+
+
+def write_rows(path, count):
+    path.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(count)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("grpo, processes, drawn", [
+    ({"per_device_train_batch_size": 1, "gradient_accumulation_steps": 4, "steps_per_generation": 32,
+      "num_generations": 4}, 1, 8),  # the standard preset
+    ({"per_device_train_batch_size": 8, "steps_per_generation": 32, "num_generations": 8}, 2, 64),
+    ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "num_generations": 4}, 1, 2),
+    ({"per_device_train_batch_size": 2, "generation_batch_size": 48, "num_generations": 4}, 3, 12),
+])
+def test_prompts_per_generation_as_trl_works_it_out(grpo, processes, drawn):
+    assert sampling.prompts_per_generation(grpo, processes) == drawn
+
+
+def test_the_fix_names_the_largest_steps_per_generation_that_fits():
+    grpo = {"per_device_train_batch_size": 8, "steps_per_generation": 32, "num_generations": 8}
+    assert sampling.draw_problem(grpo, rows=64, processes=2) is None
+    problem = sampling.draw_problem(grpo, rows=24, processes=2)
+    assert problem.startswith("one generation draws 64 distinct prompts on 2 processes (generation batch 512 / "
+                              "num_generations 8), but the dataset has 24 row(s): TRL would train 0 steps")
+    assert problem.endswith("--set grpo.steps_per_generation=12)")
+    assert sampling.prompts_per_generation({**grpo, "steps_per_generation": 12}, 2) == 24
+    # num_generations 3 with a batch of 2 per process: the steps must make the batch a multiple of 3
+    odd = {"per_device_train_batch_size": 2, "steps_per_generation": 30, "num_generations": 3}
+    assert sampling.fitting_steps(odd, rows=7, processes=1) == 9  # 18 completions: 6 prompts
+    assert "lower grpo.per_device_train_batch_size" in sampling.draw_problem(
+        {"per_device_train_batch_size": 16, "steps_per_generation": 1, "num_generations": 2}, rows=3)
+
+
+def test_new_and_check_refuse_a_generation_larger_than_the_dataset(cli, tmp_path, english):
+    data = write_rows(tmp_path / "small.jsonl", 6)
+    done = cli("new", "p", "--dataset", str(data), cwd=tmp_path, check=False)  # the standard preset draws 8
+    assert done.returncode == 1 and not (tmp_path / "p").exists()
+    assert ("one generation draws 8 distinct prompts on one process (generation batch 32 / num_generations 4), but "
+            "the dataset has 6 row(s): TRL would train 0 steps; set grpo.steps_per_generation = 24 (grpo-skill new: "
+            "--set grpo.steps_per_generation=24)") in done.stderr
+    cli("new", "p", "--dataset", str(data), "--set", "grpo.steps_per_generation=24", cwd=tmp_path)
+    assert "OK" in cli("check", "p", cwd=tmp_path).stdout
+    write_rows(tmp_path / "p" / "data" / "small.jsonl", 5)  # the user's data shrinks
+    done = cli("check", "p", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "config.toml:" in done.stderr and "the dataset has 5 row(s)" in done.stderr
+    assert "set grpo.steps_per_generation = 20" in done.stderr
+    # under accelerate launch on 2 processes the draw doubles: train.py's load refuses it before any model loads
+    write_rows(tmp_path / "p" / "data" / "small.jsonl", 6)
+    done = cli("check", "p", cwd=tmp_path, env={"WORLD_SIZE": "2"}, check=False)
+    assert done.returncode == 1 and "12 distinct prompts on 2 processes" in done.stderr
