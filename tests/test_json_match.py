@@ -113,3 +113,30 @@ def test_a_gold_typed_as_a_date_equals_its_iso_text():
     at_noon = {"date": datetime.datetime(2024, 3, 5, 12, 30)}
     assert json_match(['</think>{"date": "2024-03-05T12:30:00"}', '</think>{"date": "2024-03-05"}'],
                       gold=at_noon) == [1.0, 0.0]
+
+
+def json_format(completions, gold=GOLD, **params):
+    reward = plugins.get_reward("json_format").build(params=params)
+    return reward(prompts=[""] * len(completions), completions=completions, answer=[gold] * len(completions))
+
+
+WRONG_VALUES = {"name": "Bo", "age": 41, "langs": [], "admin": True}
+
+
+@pytest.mark.parametrize("completion,expected", [
+    (answer(WRONG_VALUES), 1.0),  # the form is right whatever the values: json_match scores those
+    (answer(GOLD, before="```json\n", after="\n```"), 2 / 3),  # fenced: not bare
+    (answer(GOLD, before="Here it is: "), 2 / 3),  # text around it
+    (answer({**GOLD, "id": 7}), 2 / 3),  # a key the task did not ask for
+    (answer({"name": "Ada", "age": 36}), (1 + 0 + 0.5) / 3),  # two keys missing: half the types, keys not exact
+    (answer({**GOLD, "age": "36", "admin": "no"}), (1 + 1 + 0.5) / 3),  # two values of the wrong JSON type
+    ("Let me fill it in.</think>Ada, 36", 0.0),  # no object
+    (answer(GOLD, after=json.dumps(GOLD)), 0.0),  # two objects: which one?
+])
+def test_json_format_scores_the_form_of_the_answer(completion, expected):
+    assert json_format([completion]) == [pytest.approx(expected)]
+
+
+def test_json_format_reads_a_gold_in_a_string_and_chosen_keys():
+    completion = answer({"name": "Ada", "age": 36})
+    assert json_format([completion], gold=json.dumps(GOLD), keys=["name", "age"]) == [1.0]

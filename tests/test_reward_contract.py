@@ -181,8 +181,10 @@ INVOICE = {"vendor": "Nordlicht GmbH", "invoice_number": "INV-2026-1040", "date"
 
 @pytest.fixture
 def projects(cli, tmp_path, english):
-    (tmp_path / "zh.jsonl").write_text(ZH_ROWS, encoding="utf-8")
-    (tmp_path / "invoices.jsonl").write_text(json.dumps({"email": "Invoice INV-2026-1040 ...", "expected": INVOICE}))
+    # 8 rows: the standard preset draws 8 prompts a generation, and `new` refuses a dataset smaller than that
+    (tmp_path / "zh.jsonl").write_text(ZH_ROWS * 8, encoding="utf-8")
+    (tmp_path / "invoices.jsonl").write_text(
+        (json.dumps({"email": "Invoice INV-2026-1040 ...", "expected": INVOICE}) + "\n") * 8)
     made = {}
     for name, preset, data, prompt, gold, reward in (
             ("zh", "standard", "zh.jsonl", "题目", "答案", "accuracy:1"),

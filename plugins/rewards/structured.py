@@ -1,4 +1,4 @@
-"""json_match: structured output, one JSON object scored key by key against a gold object.
+"""json_match: structured output, one JSON object scored key by key against a gold object; json_format: its form.
 
 How the object is found in the final answer (after ``</think>``): the last fenced block (```json ... ``` or
 ``` ... ```) when there is one, else the whole answer; in that text every top-level ``{...}`` that ``json`` decodes
@@ -161,6 +161,53 @@ def json_match_factory(context):
     return json_match
 
 
+def json_type(value) -> str:
+    """A value's JSON type; a gold date or time is text in JSON."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, (str, datetime.date, datetime.time)):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def json_format_factory(context):
+    """The form json_match leaves alone: the object bare, its keys exactly the expected ones, each value of the
+    gold's JSON type; each a third of the score, whatever the values."""
+    params = context.params
+    keys = params["keys"]
+    if not all(isinstance(key, str) for key in keys):
+        raise UserError(_("params.keys must be a list of key names, e.g. [\"name\", \"age\"]"))
+    think_end, opened = params["think_end_token"], opens_think(context)
+    columns = Checker("json_format", params["answer_column"])
+    golds = GoldObjects(params["answer_column"])
+
+    def json_format(completions, prompts=None, **kwargs):
+        scores: list[float | None] = []
+        for completion, gold_value in zip(completions, columns.golds(kwargs)):
+            gold = golds.read(gold_value)
+            expected = list(keys) or list(gold or ())
+            if gold is None or not expected:
+                scores.append(None)
+                continue
+            answer = final_answer(completion_text(completion), think_end, opened)
+            found = extract_object(answer, strict=False) if answer is not None else None
+            if found is None:
+                scores.append(0.0)
+                continue
+            bare = extract_object(answer.strip(), strict=True) == found and not FENCE.search(answer)
+            exact_keys = set(found) == set(expected)
+            typed = sum(key in found and key in gold and json_type(found[key]) == json_type(gold[key])
+                        for key in expected) / len(expected)
+            scores.append((bare + exact_keys + typed) / 3)
+        return scores
+
+    return json_format
+
+
 @hookimpl
 def register_rewards(register):
     register(Reward(
@@ -179,4 +226,19 @@ def register_rewards(register):
         example=("--completion", "</think>{\"name\": \"Ada\", \"age\": 36}",
                  "--completion", "</think>{\"name\": \"Ada\", \"age\": \"36\"}",
                  "--column", "answer={\"name\": \"Ada\", \"age\": 36}"),
+    ))
+    register(Reward(
+        "json_format", json_format_factory,
+        N_("The form of a structured answer, whatever its values (pair it with json_match): a third each for the "
+           "answer being one JSON object alone (no ``` fence, no text around it), for its keys being exactly the "
+           "expected ones, and for the share of expected keys whose value has the gold's JSON type (number, string, "
+           "boolean, null, array, object); 0.0 without one object; None for a gold that is no object."),
+        params={**ANSWER_PARAMS, "keys": []},
+        param_help={**ANSWER_HELP,
+                    "answer_column": N_("the dataset column with the gold object (a JSON object or a string holding "
+                                        "one)"),
+                    "keys": N_("the keys that count; empty: every key of the gold object")},
+        example=("--completion", "</think>{\"name\": \"Ada\", \"age\": 36}",
+                 "--completion", "</think>Here it is: {\"name\": \"Ada\", \"age\": \"36\", \"id\": 7}",
+                 "--column", "answer={\"name\": \"Bo\", \"age\": 41}"),
     ))
