@@ -15,8 +15,8 @@ import unicodedata
 
 import click
 
-from . import i18n
-from .i18n import LANGS, N_, _
+from .core import i18n
+from .core.i18n import LANGS, N_, _
 
 
 def fail(message: str) -> None:
@@ -31,7 +31,7 @@ def emit(data, as_json: bool, render_text) -> None:
 
 
 def warn_broken_plugins() -> None:
-    from . import plugins
+    from .core import plugins
 
     for line in plugins.warnings():
         click.echo(_("warning: {problem}").format(problem=line), err=True)
@@ -163,7 +163,7 @@ class Group(_TranslatedHelp, click.Group):
     def invoke(self, ctx):
         """A mistake the user can fix (UserError, a path they cannot write, a broken JSON file, Ctrl-C) ends in
         one line and a non-zero exit; --debug or GRPO_SKILL_DEBUG=1 shows the traceback instead."""
-        from . import errors
+        from .core import errors
 
         try:
             return super().invoke(ctx)
@@ -208,7 +208,7 @@ def _lang_before_command(args) -> str | None:
 
 
 def _debug(ctx) -> bool:
-    from .errors import debug_wanted
+    from .core.errors import debug_wanted
 
     return bool(ctx.find_root().meta.get("grpo_skill.debug")) or debug_wanted()
 
@@ -264,8 +264,8 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_column, set_items, param_items, lang,
         output_dir, force, as_json):
-    from . import settings as given
-    from .generator import render_project
+    from .scaffold import settings as given
+    from .scaffold.generator import render_project
 
     lang = lang or i18n.current()
     warn_broken_plugins()
@@ -273,7 +273,7 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
                               backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column,
                               settings=given.parse(set_items, param_items), answer_column=answer_column)
     target, files = rendered.target, rendered.files
-    from .update import start_repository
+    from .scaffold.update import start_repository
 
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
@@ -313,7 +313,7 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
 @click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def update(project, dry_run, as_json):
-    from .update import UpdateError, update as update_project
+    from .scaffold.update import UpdateError, update as update_project
 
     try:
         result = update_project(project, dry_run=dry_run)
@@ -351,11 +351,11 @@ def update(project, dry_run, as_json):
 @main.command(help=N_("List the model presets."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def presets(as_json):
-    from . import plugins
+    from .core import plugins
 
     from dataclasses import asdict
 
-    from .registry import grpo_summary
+    from .core.registry import grpo_summary
 
     rows = [
         {"name": name, "model": reg.item.model_id, "max_seq_length": reg.item.max_seq_length,
@@ -378,7 +378,7 @@ def presets(as_json):
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 @click.pass_context
 def rewards(ctx, project, as_json):
-    from . import plugins
+    from .core import plugins
 
     ctx.obj = {"project": project}  # `rewards --project DIR try ...` works as `rewards try --project DIR ...`
     if ctx.invoked_subcommand is not None:
@@ -426,8 +426,8 @@ def rewards(ctx, project, as_json):
 @click.pass_context
 def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, tokenizer, preset, project,
                 scale_rewards, aggregation, as_json):
-    from . import rewardtry
-    from .errors import UserError
+    from .advisors import rewardtry
+    from .core.errors import UserError
 
     try:
         samples = rewardtry.gather_samples(completions, samples_file, columns, prompt)
@@ -447,8 +447,8 @@ def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, 
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 @click.pass_context
 def rewards_show(ctx, name, project, as_json):
-    from . import rewardtry
-    from .errors import UserError
+    from .advisors import rewardtry
+    from .core.errors import UserError
 
     try:
         shown = rewardtry.show_reward(name, project=project or (ctx.obj or {}).get("project"))
@@ -462,7 +462,7 @@ def rewards_show(ctx, name, project, as_json):
 def plugins_command(as_json):
     from dataclasses import asdict
 
-    from . import plugins
+    from .core import plugins
 
     warn_broken_plugins()
     rows = [asdict(info) for info in plugins.plugin_infos()]
@@ -487,7 +487,7 @@ def plugin_group():
               help=N_("Where to create the package folder."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plugin_new(name, output_dir, as_json):
-    from .scaffold import ScaffoldError, new_plugin
+    from .scaffold.plugin import ScaffoldError, new_plugin
 
     try:
         target, files = new_plugin(name, output_dir)
@@ -508,8 +508,8 @@ def plugin_new(name, output_dir, as_json):
               help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
                       "would (a local judge loads its model); --no-rewards only reads rewards.py."))
 def check(project, run_rewards):
-    from . import project as projects
-    from .update import refuse_conflicts
+    from .core import project as projects
+    from .scaffold.update import refuse_conflicts
 
     refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
     loaded = projects.load(project, rewards=run_rewards)
@@ -545,8 +545,8 @@ def check(project, run_rewards):
                                                         "a hub id), as train.py's --model."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def probe(project, prompts, model, as_json):
-    from . import probe as probing
-    from .errors import UserError
+    from .advisors import probe as probing
+    from .core.errors import UserError
 
     try:
         result = probing.run(project, prompts=prompts, model=model)
@@ -631,10 +631,10 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
     "Scale the times (measured on an H200) to this card, e.g. 4090, L4, A10, A100-80; default: the detected GPU."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
-    from . import gpus as cards
-    from . import plan as planner
-    from . import settings as given
-    from .errors import UserError
+    from .advisors import gpus as cards
+    from .advisors import plan as planner
+    from .scaffold import settings as given
+    from .core.errors import UserError
 
     if project and preset:
         fail(_("give a project folder or --preset, not both"))
@@ -680,7 +680,7 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
               help=N_("A template that does not open <think> (like Qwen3-4B, not Thinking-2507)."))
 @click.option("--out", type=click.Path(file_okay=False), help=N_("Folder to write; default: the cache."))
 def build_model(shape, chat, out):
-    from . import modelbuild
+    from .runtime import modelbuild
 
     click.echo(modelbuild.build(shape, opens_think=not chat, dest=out))
 
@@ -692,7 +692,7 @@ def build_model(shape, chat, out):
 @click.argument("project", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def doctor(project, as_json):
-    from . import doctor as checks
+    from .advisors import doctor as checks
 
     facts = checks.collect(project)
     problems = checks.diagnose(facts)
@@ -751,7 +751,7 @@ def skill_group():
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("The English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
 def skill_path(lang):
-    from . import skillfiles
+    from .scaffold import skillfiles
 
     try:
         files = skillfiles.skill_files(lang or i18n.current())
@@ -772,7 +772,7 @@ def skill_path(lang):
 @click.option("--force", is_flag=True, help=N_("Replace a copy that differs from this one, or a link elsewhere."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def skill_install(dest, lang, copy, force, as_json):
-    from . import skillfiles
+    from .scaffold import skillfiles
 
     try:
         installed = skillfiles.install(dest, lang or i18n.current(), copy=copy, force=force)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .i18n import _
-from .registry import Reward, RewardError, completion_text
+from .core.i18n import _
+from .core.registry import Reward, RewardError, completion_text
 
 # Completions that trip careless rewards: empty, whitespace, unclosed thinking, unicode, very long.
 DEFAULT_COMPLETIONS = (
@@ -45,8 +45,8 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     "tiny" (the locally built one, the default), a path, a tokenizer object, or None (no completion_ids then,
     unless given). ``both_forms``: also call with chat-message completions and require the same scores.
     """
-    from . import plugins
-    from .rewardtry import TrainerLog, call_like_trl, load_tokenizer
+    from .core import plugins
+    from .advisors.rewardtry import TrainerLog, call_like_trl, load_tokenizer
 
     if isinstance(reward, str):
         reward = plugins.get_reward(reward)

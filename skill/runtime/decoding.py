@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..i18n import _
+from ..core.i18n import _
 from . import distributed
 
 
@@ -32,7 +32,7 @@ class Generation:
 def choose(config, backend: str, cuda: bool) -> Generation:
     """``[model] generation`` made concrete for this machine. ``backend`` is what ``machine.choose_backend`` took;
     "auto" takes the fast path (training with TRL) on a CUDA GPU where `grpo-skill plan` says it fits."""
-    from .. import plan
+    from ..advisors import plan
 
     requested = config.model.get("generation", "auto")
     if requested == "plain":

@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..i18n import _
-from ..project import ConfigError, ProjectConfig
+from ..core.i18n import _
+from ..core.project import ConfigError, ProjectConfig
 from . import machine
 
 

@@ -17,9 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..i18n import _
-from ..schema import grpo_value
+from ..core.errors import UserError
+from ..core.i18n import _
+from ..core.schema import grpo_value
 from . import distributed, metrics, resume
 
 SMOKE_DIR = "smoke"  # inside grpo.output_dir: ignored by git like the rest of it, never taken for the real run

@@ -777,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(table_keys(), indent=1))
         return 0
     text = grpo_fields_json(derive_grpo_fields())
-    target = Path(__file__).resolve().parent / "data" / GRPO_FIELDS_FILE
+    target = Path(__file__).resolve().parents[1] / "data" / GRPO_FIELDS_FILE
     if args.check:
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         if current != text:

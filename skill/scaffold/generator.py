@@ -13,12 +13,14 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from .errors import UserError
-from . import __version__, i18n, plugins, skillfiles
+from ..core.errors import UserError
+from .. import __version__
+from ..core import i18n, plugins
+from . import skillfiles
 from . import update as updates
-from . import project as config
-from .i18n import LANGS, _
-from .registry import RegistryError
+from ..core import project as config
+from ..core.i18n import LANGS, _
+from ..core.registry import RegistryError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
@@ -58,7 +60,7 @@ def template_dir() -> Path:
 
 def parse_reward(option: str) -> tuple[str, float]:
     """"name" or "name:weight"."""
-    from .schema import parse_reward_spec
+    from ..core.schema import parse_reward_spec
 
     try:
         return parse_reward_spec(option)

@@ -8,14 +8,14 @@ string may it be written bare (``--set grpo.optim=adamw_torch``), and that is sa
 
 from __future__ import annotations
 
-from .schema import tomllib  # tomli on Python 3.10
+from ..core.schema import tomllib  # tomli on Python 3.10
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import schema
-from .errors import UserError
-from .i18n import _
+from ..core import schema
+from ..core.errors import UserError
+from ..core.i18n import _
 
 # Keys that have an option of their own; --set would give two ways to say one thing.
 OWN_OPTIONS = {"model.preset": "--preset", "dataset.prompt_column": "--prompt-column"}
@@ -98,8 +98,8 @@ def parse_sets(items) -> CliSettings:
 
 def parse_params(items, settings: CliSettings) -> CliSettings:
     """``--param REWARD.PARAM=VALUE`` items (``REWARD.TABLE.KEY=VALUE`` inside a table param)."""
-    from . import plugins
-    from .registry import RegistryError
+    from ..core import plugins
+    from ..core.registry import RegistryError
 
     for item in items:
         path, sep, text = item.partition("=")
@@ -132,7 +132,7 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
 
 
 def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
-    from .registry import fits_kind, param_kind
+    from ..core.registry import fits_kind, param_kind
 
     expected = param_kind(default)
     if expected and not fits_kind(value, expected):
@@ -143,7 +143,7 @@ def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
 
 def gold_rewards(rewards: list[dict]) -> list[str]:
     """The chosen rewards that read a gold answer from a dataset column."""
-    from . import plugins
+    from ..core import plugins
 
     return [reward["name"] for reward in rewards
             if any(param in plugins.get_reward(reward["name"]).params for param in GOLD_PARAMS)]
@@ -152,7 +152,7 @@ def gold_rewards(rewards: list[dict]) -> list[str]:
 def wire_rewards(rewards: list[dict], settings: CliSettings, answer_column: str | None) -> None:
     """Give each reward its --param values and, for a gold-answer reward, the --answer-column; refuse a --param of
     a reward that is not chosen and an --answer-column that no reward reads."""
-    from . import plugins
+    from ..core import plugins
 
     chosen = [reward["name"] for reward in rewards]
     for name in settings.params:
@@ -226,8 +226,8 @@ def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list
     dataset (its columns are known only when it loads)."""
     from pathlib import Path
 
-    from . import project
-    from .errors import shown_path
+    from ..core import project
+    from ..core.errors import shown_path
 
     path = Path(path).expanduser()
     if path.suffix not in project.LOCAL_DATA_SUFFIXES or not path.is_file():
@@ -289,7 +289,7 @@ def plan_preset(preset: str, settings: CliSettings, backend: str | None, prompt_
     import tempfile
 
     from . import generator
-    from . import plan as planner
+    from ..advisors import plan as planner
 
     with tempfile.TemporaryDirectory() as scratch:
         rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import UserError
-from .i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 THINK_START, THINK_END = "<think>", "</think>"
 EXAMPLE_COLUMNS = ("prompt_column", "thinking_column", "response_column")
@@ -69,7 +69,7 @@ def sft_settings(config) -> dict:
 
 def _raw_table(config, section: str) -> dict:
     """A table of config.toml that ProjectConfig does not hold as an attribute (read again, cheap)."""
-    from .schema import tomllib  # tomli on Python 3.10
+    from ..core.schema import tomllib  # tomli on Python 3.10
 
     return tomllib.loads(config.path.read_text(encoding="utf-8")).get(section, {})
 
@@ -77,7 +77,7 @@ def _raw_table(config, section: str) -> dict:
 def examples_file(config) -> Path | None:
     """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
     hub dataset id."""
-    from .project import LOCAL_DATA_SUFFIXES
+    from ..core.project import LOCAL_DATA_SUFFIXES
 
     path = config.project_dir / sft_settings(config)["path"]
     if path.suffix not in LOCAL_DATA_SUFFIXES:
@@ -91,8 +91,8 @@ def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
 
-    from .project import LOCAL_DATA_SUFFIXES
-    from .runtime.data import chat_prompt
+    from ..core.project import LOCAL_DATA_SUFFIXES
+    from .data import chat_prompt
 
     settings = sft_settings(config)
     path = examples_file(config)

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 DEBUG_ENV = "GRPO_SKILL_DEBUG"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # Under accelerate launch the processes of a machine read the same settings, data and output folder: a mistake
 # found before training is found by all of them alike, and the machine's first process reports it (one line per
 # machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
@@ -139,7 +139,7 @@ def reported_by_the_main_process(error: BaseException) -> bool:
     """True on the other processes of a launch for a mistake that their machine's first process reports."""
     if _training["started"] or not isinstance(error, UserError):
         return False
-    from .runtime import distributed
+    from ..runtime import distributed
 
     return distributed.is_launched() and distributed.local_rank() != 0
 

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .errors import UserError
-from .i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 
 @dataclass(frozen=True)

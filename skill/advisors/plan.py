@@ -20,9 +20,9 @@ import subprocess
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from .errors import UserError
-from .i18n import N_, _
-from .runtime import decoding
+from ..core.errors import UserError
+from ..core.i18n import N_, _
+from ..runtime import decoding
 
 GIB = 2**30
 
@@ -389,7 +389,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
 
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
                  processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
-    from . import project
+    from ..core import project
 
     return from_config(project.load(path, overrides), backend, prompt_tokens, processes)  # overrides: `plan --set`
 
@@ -425,7 +425,7 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
     from dataclasses import asdict as as_dict
     from importlib import resources
 
-    from . import plugins
+    from ..core import plugins
 
     preset = plugins.get_preset(name)
     shape, source = shape_for(preset.model_id)

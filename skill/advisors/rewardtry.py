@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import plugins
-from .errors import MissingColumn, UserError, one_line
-from .i18n import _
-from .registry import RegistryError, Reward, RewardError, completion_text
+from ..core import plugins
+from ..core.errors import MissingColumn, UserError, one_line
+from ..core.i18n import _
+from ..core.registry import RegistryError, Reward, RewardError, completion_text
 
 SCALE_REWARDS = ("group", "batch", "none")
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
@@ -57,7 +57,7 @@ def literal(text: str):
 
 def parse_specs(specs) -> list[tuple[str, float]]:
     """``NAME[:WEIGHT]`` -> (name, weight), as config.toml bounds a weight."""
-    from .schema import parse_reward_spec
+    from ..core.schema import parse_reward_spec
 
     parsed = []
     for spec in specs:
@@ -153,7 +153,7 @@ def load_tokenizer(spec: str | None):
     from transformers import AutoTokenizer
 
     if spec == "tiny":
-        from . import modelbuild
+        from ..runtime import modelbuild
 
         spec = str(modelbuild.build("tiny"))
     if not Path(spec).is_dir() and _cached(spec):  # a hub id in the Hugging Face cache: no download
@@ -186,7 +186,7 @@ def _cached(model_id: str) -> bool:
 def run_tokenizer(tokenizer: str | None, preset, config, preset_name: str | None) -> tuple[str | None, str]:
     """(what to load, what to say about it): --tokenizer, else the tokenizer of the model the project or preset
     trains when it is on this machine (local, built, or cached), else none."""
-    from .i18n import N_
+    from ..core.i18n import N_
 
     if tokenizer:
         run_model = config.model["name"] if config is not None else preset.model_id if preset is not None else None
@@ -349,7 +349,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     """Score ``samples`` with the rewards ``specs`` (NAME[:WEIGHT]); returns what `rewards try --json` prints."""
     config = None
     if project:
-        from . import project as projects
+        from ..core import project as projects
 
         config = projects.load(project)  # its config.toml, with its rewards.py registered
     chosen = parse_specs(specs)
@@ -411,7 +411,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     computed = advantages(scores, [w for _n, w in chosen], group_ids, scale_rewards, aggregation)
     constant = [entry["name"] for entry, column in zip(rewards, scores_by_reward)
                 if len({score for score in column if score is not None}) <= 1]
-    from .registry import RewardContext
+    from ..core.registry import RewardContext
 
     opens = RewardContext(tokenizer=token_source, preset=preset_item).template_opens_think
     return {
@@ -466,7 +466,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
         "example": shlex.join(["grpo-skill", "rewards", "try", name, *reward.example]) if reward.example else None,
     }
     if name == "llm_judge":
-        from .judges import judges
+        from ..core.judges import judges
 
         shown["judges"] = [
             {"name": judge_name, "plugin": reg.plugin, "description": reg.item.description,
