@@ -12,6 +12,7 @@ import importlib.abc
 import importlib.util
 import sys
 
+from .core import __version__
 from .core.hookspecs import hookimpl
 from .core.plugins import derive_preset
 from .core.registry import (
@@ -26,7 +27,6 @@ from .core.registry import (
     prompt_text,
 )
 
-__version__ = "0.1.0"
 __all__ = [
     "hookimpl", "derive_preset", "Judge", "JudgeRequest", "LoraSettings", "Preset", "Reward", "RewardContext",
     "RewardError", "completion_text", "prompt_text", "__version__",
@@ -38,9 +38,9 @@ __all__ = [
 MOVED = {
     **{name: f"core.{name}" for name in
        ("errors", "hookspecs", "i18n", "judges", "plugins", "project", "registry", "schema")},
-    **{name: f"runtime.{name}" for name in ("arithmetic", "modelbuild", "warmstart")},
+    **{name: f"runtime.{name}" for name in ("arithmetic", "modelbuild", "promptlength", "warmstart")},
     **{name: f"scaffold.{name}" for name in ("docs", "generator", "history", "settings", "skillfiles", "update")},
-    **{name: f"advisors.{name}" for name in ("doctor", "gpus", "plan", "probe", "promptlength", "rewardtry")},
+    **{name: f"advisors.{name}" for name in ("doctor", "gpus", "plan", "probe", "rewardtry")},
 }
 
 

@@ -651,7 +651,7 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
             fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
                 count=processes, most=MAX_PLANNED_GPUS))
         if preset and set_items:
-            settings, about = given.plan_preset(preset, what_if, backend, prompt_tokens, processes)
+            settings, about = planner.plan_preset(preset, what_if, backend, prompt_tokens, processes)
         elif preset:
             settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
         else:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import __version__
+from ..core import __version__
 from ..core.i18n import _
 
 DISTRIBUTION = "grpo-skill"
@@ -118,7 +118,7 @@ def _git() -> str | None:
 def project_model(path: str | Path) -> dict:
     """A project's model as the disk check sees it: where it comes from, and what downloading it takes (a hub id
     that is not cached, of a known shape: its weights at 4 or 16 bits). Raises ConfigError for a broken project."""
-    from . import plan
+    from ..runtime import estimate as plan
     from ..core import project
 
     config = project.load(path, rewards=False)

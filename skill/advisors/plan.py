@@ -14,456 +14,23 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import shutil
-import subprocess
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from ..core.errors import UserError
 from ..core.i18n import N_, _
-from ..runtime import decoding
+from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
+                                Settings, estimate, known_shape, needed_gib)
+from ..runtime.planning import (from_benchmark_row, from_config, from_preset, from_project, generation_path,
+                                gpu_memory_gib, processes_from_accelerate_config, resolve_generation)
 
-GIB = 2**30
-
-# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark: H200s,
-# 2026-12-01 and 02). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
-CALIBRATION: dict[str, float] = {
-    "fixed_gib": 0.279,  # CUDA workspaces, buffers, the allocator's rounding
-    "activation_factor": 1.15,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
-    "logit_bytes_unsloth": 0.6,  # per completion token x vocabulary entry in a training micro-batch
-    "logit_bytes_trl": 6.01,
-    "logit_bytes_liger": 0.1,
-    "generation_logit_bytes_unsloth": 0.334,  # per generated token x vocabulary entry, held for the whole generation batch
-    "generation_logit_bytes_trl": 0,
-    "kv_factor": 1.1,
-    "reserved_ratio_unsloth": 1.2,  # reserved / allocated at the peak
-    "reserved_ratio_trl": 1.15,
-    "decode_base_s_unsloth": 0.00676,  # one decoding step for the whole generation batch: base + per sequence
-    "decode_per_sequence_s_unsloth": 0.0007,
-    "decode_base_s_trl": 0.107,
-    "decode_per_sequence_s_trl": 6.29e-06,
-    "train_flops_per_s_unsloth": 7.27e+13,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 1.24e+15,
-    # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
-    "decode_base_s_trl_4bit": 0.09,
-    "decode_per_sequence_s_trl_4bit": 2.49e-05,
-    "train_flops_per_s_trl_4bit": 2.2e+14,
-    # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
-    # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
-    "decode_base_s_trl_compiled": 0.0446,
-    "decode_per_sequence_s_trl_compiled": 9.43e-06,
-    # The fast generation path (a merged bf16 copy, compiled static-cache decoding): from the decode-step table in
-    # docs/benchmarks.md (2026-12-02: 6.6 ms at 8 sequences, 13.4 at 64), until a full-run row re-fits it
-    "decode_base_s_copy": 0.00563,
-    "decode_per_sequence_s_copy": 0.000121,
-    "step_overhead_s": 0.328,
-    # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
-    # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
-    "ddp_step_overhead_s": 0.1,
-    # ...and the all-reduce of the LoRA gradients (bytes per second through NVLink, ring all-reduce).
-    "allreduce_bytes_per_s": 5e+10,
-}
-# Unsloth sizes its decode buffers in multiples of this many tokens when it replays CUDA graphs (unsloth 2026.10).
-UNSLOTH_KV_BUCKET = 256
-# bitsandbytes NF4: 4 bits a weight plus its block scales (Unsloth double-quantizes them; transformers' default not).
-QUANT_OVERHEAD_BYTES = {"unsloth": 1 / 64 + 4 / (64 * 256), "trl": 4 / 64}
-OPTIMIZER_BYTES = {"adamw_8bit": 2, "paged_adamw_8bit": 2, "adamw_bnb_8bit": 2, "sgd": 0, "adafactor": 4}
-DEFAULT_OPTIMIZER_BYTES = 8  # two fp32 moments
-CUDA_CONTEXT_GIB = 0.6  # what the driver takes besides PyTorch's allocations
-CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
-CHAT_TEMPLATE_TOKENS = 12  # <|im_start|>user ... <|im_end|> <|im_start|>assistant (and <think>)
-
-
-class PlanError(UserError):
-    """Settings that cannot be planned; the message says what to give instead."""
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    tie_word_embeddings: bool = True
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ModelShape":
-        config = config.get("text_config", config)
-        try:
-            heads = config["num_attention_heads"]
-            return cls(
-                vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
-                intermediate_size=config["intermediate_size"], num_hidden_layers=config["num_hidden_layers"],
-                num_attention_heads=heads, num_key_value_heads=config.get("num_key_value_heads") or heads,
-                head_dim=config.get("head_dim") or config["hidden_size"] // heads,
-                tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-            )
-        except KeyError as missing:
-            raise PlanError(_("the model's config.json has no {key}; it is not a decoder model this planner knows").format(
-                key=missing)) from None
-
-    def linear_shapes(self) -> dict[str, tuple[int, int]]:
-        """(in, out) features of each projection of one decoder layer."""
-        h, i, q, kv = self.hidden_size, self.intermediate_size, self.num_attention_heads * self.head_dim, \
-            self.num_key_value_heads * self.head_dim
-        return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, i),
-                "up_proj": (h, i), "down_proj": (i, h)}
-
-    @property
-    def linear_params(self) -> int:
-        return self.num_hidden_layers * sum(a * b for a, b in self.linear_shapes().values())
-
-    @property
-    def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
-
-    @property
-    def params(self) -> int:
-        return self.linear_params + self.embedding_params
-
-
-# Shapes of the models the presets name (their Hugging Face config.json), keyed by a name found in the model id.
-KNOWN_SHAPES = {
-    "qwen3-0.6b": ModelShape(151936, 1024, 3072, 28, 16, 8, 128, True),
-    "qwen3-1.7b": ModelShape(151936, 2048, 6144, 28, 16, 8, 128, True),
-    "qwen3-4b": ModelShape(151936, 2560, 9728, 36, 32, 8, 128, True),
-    "qwen3-8b": ModelShape(151936, 4096, 12288, 36, 32, 8, 128, False),
-    "qwen3-14b": ModelShape(151936, 5120, 17408, 40, 40, 8, 128, False),
-    "tiny-qwen3": ModelShape(154, 64, 128, 2, 4, 2, 16, True),  # grpo_skill.modelbuild's "tiny"
-}
-
-
-def known_shape(model_id: str) -> tuple[str, ModelShape] | None:
-    name = model_id.lower()
-    for key in sorted(KNOWN_SHAPES, key=len, reverse=True):
-        if re.search(rf"(^|[/_-]){re.escape(key)}($|[/_-])", name):
-            return key, KNOWN_SHAPES[key]
-    return None
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the estimate depends on."""
-
-    shape: ModelShape
-    backend: str = "unsloth"  # "unsloth" or "trl"
-    load_in_4bit: bool = True
-    lora_r: int = 16
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    gradient_checkpointing: str | bool = "unsloth"
-    num_generations: int = 8
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    steps_per_generation: int | None = None
-    generation_batch_size: int | None = None
-    max_completion_length: int = 256
-    prompt_tokens: int = 40
-    beta: float = 0.0
-    optim: str = "adamw_8bit"
-    use_liger_kernel: bool = False
-    static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
-    compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
-    generation: str = "plain"  # [model] generation: "fast" (a merged bf16 copy), "plain", or "auto" (not resolved)
-    max_seq_length: int = 512  # the fast path's static cache holds this many tokens per sequence
-    processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
-
-    @property
-    def generation_steps(self) -> int:
-        """Optimizer micro-steps one generation serves."""
-        if self.steps_per_generation:
-            return self.steps_per_generation
-        if self.generation_batch_size:
-            return max(self.generation_batch_size // self.per_device_train_batch_size, 1)
-        return self.gradient_accumulation_steps
-
-    @property
-    def generation_batch(self) -> int:
-        return self.generation_batch_size or self.per_device_train_batch_size * self.generation_steps
-
-    @property
-    def sequence_tokens(self) -> int:
-        return self.prompt_tokens + self.max_completion_length
-
-    @property
-    def global_batch(self) -> int:
-        """Completions trained on per optimizer step, over all processes."""
-        return self.per_device_train_batch_size * self.gradient_accumulation_steps * self.processes
-
-
-@dataclass
-class Estimate:
-    peak_allocated_gib: float
-    peak_reserved_gib: float
-    parts_gib: dict[str, float]
-    s_per_step: float
-    generation_s_per_cycle: float
-    train_s_per_step: float
-    communication_s_per_step: float = 0.0
-
-
-def _lora_params(settings: Settings) -> int:
-    shapes = settings.shape.linear_shapes()
-    per_layer = sum(settings.lora_r * sum(shapes[name]) for name in settings.lora_targets if name in shapes)
-    if "lm_head" in settings.lora_targets:
-        return settings.shape.num_hidden_layers * per_layer + settings.lora_r * (
-            settings.shape.hidden_size + settings.shape.vocab_size)
-    return settings.shape.num_hidden_layers * per_layer
-
-
-def _backend(settings: Settings) -> str:
-    return "unsloth" if settings.backend == "unsloth" else "trl"
-
-
-def _time_backend(settings: Settings) -> str:
-    backend = _backend(settings)
-    if settings.generation == "fast":
-        return "copy"
-    if backend == "trl" and settings.load_in_4bit:
-        return "trl_4bit"
-    return "trl_compiled" if backend == "trl" and settings.compiled_decoding else backend
-
-
-def estimate(settings: Settings, calibration: dict[str, float] | None = None) -> Estimate:
-    k = {**CALIBRATION, **(calibration or {})}
-    shape, backend = settings.shape, _backend(settings)
-    if settings.load_in_4bit:
-        weights = shape.linear_params * (0.5 + QUANT_OVERHEAD_BYTES[backend]) + shape.embedding_params * 2
-    else:
-        weights = shape.params * 2
-    lora = _lora_params(settings) * (4 + 4 + OPTIMIZER_BYTES.get(settings.optim, DEFAULT_OPTIMIZER_BYTES))
-
-    # Training one micro-batch: activations (all layers, or one layer being recomputed plus the checkpoints).
-    tokens = settings.per_device_train_batch_size * settings.sequence_tokens
-    per_token_layer = 2 * (10 * shape.hidden_size + 4 * shape.intermediate_size) * k["activation_factor"]
-    if settings.gradient_checkpointing:
-        activations = tokens * per_token_layer
-        if backend == "trl":  # plain gradient checkpointing keeps each layer's input on the GPU; Unsloth's offloads it
-            activations += tokens * shape.hidden_size * 2 * shape.num_hidden_layers
-    else:
-        activations = tokens * per_token_layer * shape.num_hidden_layers
-    completion_logits = settings.per_device_train_batch_size * settings.max_completion_length * shape.vocab_size
-    logit_key = "logit_bytes_liger" if settings.use_liger_kernel and backend == "trl" else f"logit_bytes_{backend}"
-    logits = completion_logits * k[logit_key]
-
-    # Generating: the KV cache of the whole generation batch, and what scoring it holds.
-    kv_tokens = max(settings.sequence_tokens, settings.static_cache_tokens or 0)
-    if backend == "unsloth":
-        kv_tokens = math.ceil(kv_tokens / UNSLOTH_KV_BUCKET) * UNSLOTH_KV_BUCKET
-    kv = (settings.generation_batch * kv_tokens * shape.num_hidden_layers * 2 * shape.num_key_value_heads
-          * shape.head_dim * 2 * k["kv_factor"])
-    generation_logits = (settings.generation_batch * settings.max_completion_length * shape.vocab_size
-                         * k[f"generation_logit_bytes_{backend}"])
-
-    copy = 0.0
-    if settings.generation == "fast":  # every weight again in bf16, and a static cache of max_seq_length tokens
-        copy = shape.params * 2
-        kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
-    fixed = k["fixed_gib"] * GIB
-    peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
-    parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
-             "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
-             "generation_scoring": generation_logits, "other": fixed}
-
-    # Time: decoding steps for the generation batch, amortized over the steps it serves, plus training FLOPs.
-    timing = _time_backend(settings)
-    decode_step = k[f"decode_base_s_{timing}"] + k[f"decode_per_sequence_s_{timing}"] * settings.generation_batch
-    generation_cycle = settings.max_completion_length * decode_step
-    step_tokens = tokens * settings.gradient_accumulation_steps
-    passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
-                                                else 0)  # forward + backward (2) + reference + old log-probs
-    training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
-        "trl_4bit" if settings.load_in_4bit else "trl")
-    train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
-    per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
-    # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
-    # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
-    communication = 0.0
-    if settings.processes > 1:
-        ring = 2 * (settings.processes - 1) / settings.processes
-        communication = k["ddp_step_overhead_s"] + ring * _lora_params(settings) * 4 / k["allreduce_bytes_per_s"]
-    per_step += communication
-    return Estimate(
-        peak_allocated_gib=peak / GIB,
-        peak_reserved_gib=peak * k[f"reserved_ratio_{backend}"] / GIB,
-        parts_gib={name: value / GIB for name, value in parts.items()},
-        s_per_step=per_step,
-        generation_s_per_cycle=generation_cycle,
-        train_s_per_step=train,
-        communication_s_per_step=communication,
-    )
-
-
-# -- settings from a project, a preset or a benchmark row ---------------------------------------------------------
-
-def prompt_tokens_of(dataset_file: Path | None, column: str = "prompt") -> int:
-    """The longest prompt, in tokens, guessed from its characters (no tokenizer here)."""
-    longest = 0
-    if dataset_file and dataset_file.suffix == ".jsonl" and dataset_file.is_file():
-        for line in dataset_file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                value = json.loads(line).get(column, "")
-                longest = max(longest, len(value if isinstance(value, str) else json.dumps(value)))
-    else:
-        longest = 160
-    return math.ceil(longest / CHARS_PER_TOKEN) + CHAT_TEMPLATE_TOKENS
-
-
-def shape_for(model_name: str) -> tuple[ModelShape, str]:
-    """(shape, where it came from): a local folder's config.json, else the table of known shapes."""
-    folder = Path(model_name).expanduser()
-    if (folder / "config.json").is_file():
-        return ModelShape.from_config(json.loads((folder / "config.json").read_text())), str(folder / "config.json")
-    found = known_shape(model_name)
-    if found is None:
-        raise PlanError(_("no shape known for model {model!r}; point model.name at a local folder with its "
-                          "config.json, or plan a preset: {known}").format(
-            model=model_name, known=", ".join(sorted(KNOWN_SHAPES))))
-    return found[1], _("known shape {name}").format(name=found[0])
-
-
-def backend_for(backend: str, processes: int) -> str:
-    """The backend train.py takes: auto is Unsloth on one GPU, TRL on several (Unsloth trains on one GPU only)."""
-    if processes > 1:
-        if backend == "unsloth":
-            raise PlanError(_("backend unsloth trains on one GPU only; plan {n} GPUs with --backend trl").format(
-                n=processes))
-        return "trl"
-    return "unsloth" if backend in ("unsloth", "auto") else "trl"
-
-
-def processes_from_accelerate_config(path: str | Path) -> int:
-    """How many processes (GPUs) an accelerate config file launches; only data-parallel (DDP) runs are planned."""
-    import yaml
-
-    path = Path(path)
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise PlanError(_("cannot read the accelerate config {path}: {reason}").format(
-            path=path, reason=getattr(error, "strerror", None) or str(error).splitlines()[0])) from None
-    if not isinstance(config, dict):
-        raise PlanError(_("{path} is not an accelerate config file (a YAML mapping)").format(path=path))
-    kind = str(config.get("distributed_type", "NO"))
-    if kind == "NO":
-        return 1
-    if kind != "MULTI_GPU":
-        raise PlanError(_("{path}: distributed_type {kind} shards the model's memory, which plan does not estimate; "
-                          "plan data-parallel runs (accelerate/ddp.yaml) or give --gpus N").format(path=path, kind=kind))
-    processes = config.get("num_processes")
-    if not isinstance(processes, int) or processes < 1:
-        raise PlanError(_("{path}: num_processes must be a whole number of GPUs; give --gpus N").format(path=path))
-    return processes
-
-
-def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
-                   processes: int = 1) -> Settings:
-    gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
-    generation = model.get("generation", "auto")
-    if backend == "unsloth" or grpo.get("use_vllm") or model.get("compile_decoding"):
-        generation = "plain"
-    backend = "trl" if generation == "fast" else backend_for(backend, processes)
-    compiled = bool(model.get("compile_decoding")) and backend == "trl"
-    if compiled:  # what train.py sets for it
-        grpo = decoding.with_static_cache(grpo, model)
-    return Settings(
-        shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
-        max_seq_length=int(model.get("max_seq_length", 512)),
-        load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
-        lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
-        gradient_checkpointing=gradient_checkpointing,
-        num_generations=int(grpo.get("num_generations", 8)),
-        per_device_train_batch_size=int(grpo.get("per_device_train_batch_size", 8)),
-        gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 1)),
-        steps_per_generation=grpo.get("steps_per_generation"), generation_batch_size=grpo.get("generation_batch_size"),
-        max_completion_length=int(grpo.get("max_completion_length", 256)), prompt_tokens=prompt_tokens,
-        beta=float(grpo.get("beta", 0.0)), optim=str(grpo.get("optim", "adamw_torch")),
-        use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
-        static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
-                             if grpo.get("cache_implementation") == "static" else None),
-    )
-
-
-def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
-                 processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
-    from ..core import project
-
-    return from_config(project.load(path, overrides), backend, prompt_tokens, processes)  # overrides: `plan --set`
-
-
-def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,
-                processes: int = 1) -> tuple[Settings, dict]:
-    """Settings of a loaded project (``project.ProjectConfig``)."""
-    local = config.local_model_dir()
-    shape, source = shape_for(str(local) if local is not None else config.model["name"])
-    tokens, how = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
-                                 config.model_path() if config.builds_its_model() or local else None)
-    settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
-                              shape, tokens, processes)
-    return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
-                      "model": config.model["name"], "shape_source": source,
-                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how}
-
-
-def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, model: str,
-                   tokenizer_folder: str | None) -> tuple[int, str]:
-    """(the longest prompt in tokens, how that was found): given, measured with the model's tokenizer, or guessed."""
-    from . import promptlength
-
-    if given:
-        return given, _("given with --prompt-tokens")
-    found = promptlength.longest(data_file, dataset.get("prompt_column", "prompt"), dataset.get("system_prompt", ""),
-                                 dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
-    return found.tokens, found.how
-
-
-def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
-                processes: int = 1) -> tuple[Settings, dict]:
-    from dataclasses import asdict as as_dict
-    from importlib import resources
-
-    from ..core import plugins
-
-    preset = plugins.get_preset(name)
-    shape, source = shape_for(preset.model_id)
-    sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
-    tokens, how = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
-                                 preset.model_id, preset.build_model() if preset.build_model else None)
-    model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
-    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
-                              processes)
-    return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
-                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
-
-
-def from_benchmark_row(row: dict, shape: ModelShape) -> Settings:
-    settings = row["settings"]
-    prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
-    model = {**settings["model"], "compile_decoding": bool(settings.get("compile_decode"))}
-    return _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
-                          int(round(prompt)), int(settings.get("processes", 1)))
+# The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
+# settings reading moved to the runtime, which train.py's generation choice needs.
+__all__ = ["CALIBRATION", "CUDA_CONTEXT_GIB", "GIB", "KNOWN_SHAPES", "Estimate", "ModelShape", "PlanError", "Settings",
+           "estimate", "known_shape", "needed_gib", "from_config", "from_preset", "from_project", "gpu_memory_gib",
+           "processes_from_accelerate_config", "resolve_generation", "plan", "render_text", "calibrate", "main"]
 
 
 # -- advice --------------------------------------------------------------------------------------------------------
-
-def gpu_memory_gib() -> float | None:
-    """The first GPU's memory from nvidia-smi, if there is one (no torch)."""
-    if not shutil.which("nvidia-smi"):
-        return None
-    try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=20)
-        return float(done.stdout.split()[0]) / 1024 if done.returncode == 0 and done.stdout.strip() else None
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
-
-
-def needed_gib(result: Estimate) -> float:
-    return result.peak_reserved_gib + CUDA_CONTEXT_GIB
-
 
 def valid_generation_steps(settings: Settings, spg: int) -> bool:
     """TRL generates whole groups of completions: the generation batch of all processes together must be a multiple
@@ -517,36 +84,6 @@ def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | 
             best = {"change": {"steps_per_generation": spg}, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
                     "s_per_step": round(result.s_per_step, 2)}
     return best
-
-
-FAST_GENERATION_MARGIN = 0.9  # the fast path is chosen when its estimate leaves a tenth of the GPU's memory free
-
-
-def generation_path(settings: Settings) -> str:
-    """How completions are sampled: "fast" (a merged bf16 copy), "unsloth", "trl" or "trl compiled"."""
-    if settings.generation == "fast":
-        return "fast"
-    if settings.backend == "unsloth":
-        return "unsloth"
-    return "trl compiled" if settings.compiled_decoding else "trl"
-
-
-def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
-    """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits,
-    otherwise the backend's own generation. Without a known GPU size, the fast path, with what it needs said."""
-    if settings.generation != "auto":
-        return settings, _("set in config.toml")
-    plain = replace(settings, generation="plain")
-    if not cuda:
-        return plain, _("no CUDA GPU: the fast path compiles on a GPU only")
-    fast = replace(settings, generation="fast", backend="trl", compiled_decoding=False)
-    need = needed_gib(estimate(fast))
-    if gpu_gib is None:
-        return fast, _("needs about {need:.1f} GiB of GPU memory").format(need=need)
-    if need <= gpu_gib * FAST_GENERATION_MARGIN:
-        return fast, _("plan: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
-    return plain, _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
-        need=need, gpu=gpu_gib)
 
 
 def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
@@ -679,6 +216,22 @@ def render_text(result: dict) -> str:
         else:
             lines.append(_("no single change makes it fit: use a smaller model, or a GPU with more memory"))
     return "\n".join(lines)
+
+
+def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int | None, processes: int):
+    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
+    and planned; nothing of the user's is written. Returns from_project's (settings, about)."""
+    import tempfile
+
+    from ..scaffold import generator
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
+        planned, about = from_project(rendered.target, backend, prompt_tokens, processes)
+    about.pop("project", None)
+    about["set"] = settings.dotted()
+    about["notes"] = rendered.notes
+    return planned, about
 
 
 # -- calibration ---------------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ import time
 import traceback
 from pathlib import Path
 
+from . import launch
+
 DEBUG_ENV = "GRPO_SKILL_DEBUG"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # Under accelerate launch the processes of a machine read the same settings, data and output folder: a mistake
@@ -139,9 +141,7 @@ def reported_by_the_main_process(error: BaseException) -> bool:
     """True on the other processes of a launch for a mistake that their machine's first process reports."""
     if _training["started"] or not isinstance(error, UserError):
         return False
-    from ..runtime import distributed
-
-    return distributed.is_launched() and distributed.local_rank() != 0
+    return launch.is_launched() and launch.local_rank() != 0
 
 
 def install() -> None:

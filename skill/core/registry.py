@@ -415,15 +415,17 @@ class ContractedReward:
         return f"<reward {self.__name__!r}>"
 
 
+def find_project_reward(name: str, project_dir: str) -> Reward:
+    """A reward of a project's rewards.py, registered again; the plugin manager (plugins.py, which sits above the
+    registry) puts its own lookup here when it is imported."""
+    raise RegistryError(f"reward {name!r} of {project_dir}: no plugin manager to find it with")
+
+
 def _rebuild_reward(reward, tokenizer, preset, params):
     """Unpickling a ContractedReward: build it again. A project's rewards.py is found again by its folder (its
     module cannot be imported by name), so that reward travels as (name, project folder)."""
     if isinstance(reward, tuple):
-        from . import plugins  # only here: the registry sits below the plugin manager
-
-        name, project_dir = reward
-        plugins.register_project(project_dir)
-        reward = plugins.get_reward(name)
+        reward = find_project_reward(*reward)
     return reward.build(tokenizer=tokenizer, preset=preset, params=params)
 
 

@@ -14,9 +14,10 @@ from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
 from ..core.errors import UserError
-from .. import __version__
+from ..core import __version__
 from ..core import i18n, plugins
 from . import skillfiles
+from .settings import SAMPLE_PROMPTS
 from . import update as updates
 from ..core import project as config
 from ..core.i18n import LANGS, _
@@ -68,7 +69,6 @@ def parse_reward(option: str) -> tuple[str, float]:
         raise GenerateError(_("--reward {error}").format(error=error)) from None
 
 
-SAMPLE_PROMPTS = "data/prompts.jsonl"
 BACKUP_DIR = ".grpo-skill-backup"
 ANSWERS_FILE = ".copier-answers.yml"
 

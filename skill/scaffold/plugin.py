@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import __version__
+from ..core import __version__
 from . import history
 from ..core import plugins
 from ..core.errors import UserError

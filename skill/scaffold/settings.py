@@ -24,6 +24,8 @@ GOLD_PARAMS = ("answer_column",)
 # The reward `new` adds to a preset's defaults when the dataset has a gold column.
 CORRECTNESS_REWARD = ("accuracy", 1.0)
 DEFAULT_GOLD_COLUMN = "answer"
+# The template's sample prompts: the dataset of a project made without --dataset.
+SAMPLE_PROMPTS = "data/prompts.jsonl"
 
 
 class SettingError(UserError):
@@ -240,12 +242,12 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
                        defaults: bool, model_given: bool, notes: list[str]) -> None:
     """The answers of `new`, completed with what the command line said: a correctness reward when the dataset has
     a gold column and the preset's rewards are taken, --param and --answer-column in the rewards, --set values."""
-    from . import generator
+    from . import history
 
     settings = settings or CliSettings()
     if answer_column is not None and not answer_column.strip():
         raise SettingError(_("--answer-column: give the name of the dataset's column of gold answers"))
-    source = dataset if dataset is not None else generator.template_dir() / generator.SAMPLE_PROMPTS
+    source = dataset if dataset is not None else history.template_dir() / SAMPLE_PROMPTS
     if "dataset" in settings.tables and "path" in settings.tables["dataset"]:
         source = None  # a hub dataset (or a file the project names itself): checked when it loads
     columns = dataset_columns(source, data["prompt_column"], answer_column) if source is not None else None
@@ -281,20 +283,3 @@ def toml_text(value) -> str:
         keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
         return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
     return repr(value) if isinstance(value, float) else str(value)
-
-
-def plan_preset(preset: str, settings: CliSettings, backend: str | None, prompt_tokens: int | None, processes: int):
-    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
-    and planned; nothing of the user's is written. Returns plan.from_project's (settings, about)."""
-    import tempfile
-
-    from . import generator
-    from ..advisors import plan as planner
-
-    with tempfile.TemporaryDirectory() as scratch:
-        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
-        planned, about = planner.from_project(rendered.target, backend, prompt_tokens, processes)
-    about.pop("project", None)
-    about["set"] = settings.dotted()
-    about["notes"] = rendered.notes
-    return planned, about

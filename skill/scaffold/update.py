@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from ..core import __version__
 from . import history, skillfiles
 from ..core.errors import UserError, shown_path
 from ..core.i18n import _
