@@ -13,24 +13,15 @@ import importlib.util
 import sys
 
 from .core import __version__
-from .core.hookspecs import hookimpl
-from .core.plugins import derive_preset
-from .core.registry import (
-    Judge,
-    JudgeRequest,
-    LoraSettings,
-    Preset,
-    Reward,
-    RewardContext,
-    RewardError,
-    completion_text,
-    prompt_text,
-)
 
-__all__ = [
-    "hookimpl", "derive_preset", "Judge", "JudgeRequest", "LoraSettings", "Preset", "Reward", "RewardContext",
-    "RewardError", "completion_text", "prompt_text", "__version__",
-]
+# The names plugin authors import from the package (``from grpo_skill import Reward, hookimpl``), each from its home;
+# imported when first asked for, so that `grpo-skill --help` loads no plugin machinery.
+PUBLIC = {
+    "hookimpl": "core.hookspecs", "derive_preset": "core.plugins",
+    **{name: "core.registry" for name in ("Judge", "JudgeRequest", "LoraSettings", "Preset", "Reward", "RewardContext",
+                                          "RewardError", "completion_text", "prompt_text")},
+}
+__all__ = [*PUBLIC, "__version__"]
 
 # Where the modules of the flat layout live now. ``grpo_skill.<old name>`` is the same module object as its new home
 # (``from grpo_skill import project``, ``import grpo_skill.errors``, ``python -m grpo_skill.plan``): generated projects,
@@ -75,3 +66,17 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
 
 if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModules())
+
+
+def __getattr__(name: str):
+    if name in PUBLIC:
+        value = getattr(importlib.import_module(f"{__name__}.{PUBLIC[name]}"), name)
+        globals()[name] = value
+        return value
+    if name in MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *PUBLIC, *MOVED})

@@ -378,11 +378,11 @@ def presets(as_json):
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 @click.pass_context
 def rewards(ctx, project, as_json):
-    from .core import plugins
-
     ctx.obj = {"project": project}  # `rewards --project DIR try ...` works as `rewards try --project DIR ...`
     if ctx.invoked_subcommand is not None:
         return
+    from .core import plugins
+
     if project:
         plugins.register_project(project)
     rows = [

@@ -285,9 +285,10 @@ class Reward:
         if not callable(func):
             raise RewardError(_("{where}: its factory returned {value}, not a function").format(
                 where=where, value=_short(repr(func))))
-        # a project's rewards.py is no importable module: its rewards travel by name and folder
+        # a project's rewards.py is no importable module: its rewards travel by name and folder, with the function
+        # that registers that rewards.py again (the plugin manager's, which sits above: pickled by its name)
         project = self.source.startswith(PROJECT_PLUGIN_PREFIX)
-        reward = (self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project else self
+        reward = (find_project_reward, self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project else self
         return _with_contract(func, self.name, where, (reward, tokenizer, preset, dict(params or {})))
 
 
@@ -416,16 +417,17 @@ class ContractedReward:
 
 
 def find_project_reward(name: str, project_dir: str) -> Reward:
-    """A reward of a project's rewards.py, registered again; the plugin manager (plugins.py, which sits above the
-    registry) puts its own lookup here when it is imported."""
-    raise RegistryError(f"reward {name!r} of {project_dir}: no plugin manager to find it with")
+    """A reward of a project's rewards.py, registered again: the plugin manager (plugins.py) puts its own here when it
+    loads, before any project's rewards.py can be."""
+    raise NotImplementedError("grpo_skill.core.plugins sets this")
 
 
 def _rebuild_reward(reward, tokenizer, preset, params):
     """Unpickling a ContractedReward: build it again. A project's rewards.py is found again by its folder (its
     module cannot be imported by name), so that reward travels as (name, project folder)."""
     if isinstance(reward, tuple):
-        reward = find_project_reward(*reward)
+        find, name, project_dir = reward
+        reward = find(name, project_dir)
     return reward.build(tokenizer=tokenizer, preset=preset, params=params)
 
 
