@@ -29,9 +29,8 @@ from ..core import plugins
 from ..core.errors import MissingColumn, UserError, one_line
 from ..core.i18n import _
 from ..core.registry import RegistryError, Reward, RewardError, completion_text
+from ..core.schema import toml_text
 
-SCALE_REWARDS = ("group", "batch", "none")
-AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 STD_EPSILON = 1e-4  # GRPOTrainer: advantages / (std + 1e-4)
 
 
@@ -433,18 +432,6 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     }
 
 
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{key} = {_toml(item)}" for key, item in value.items()) + " }" if value else "{}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return repr(value)
-
-
 def show_reward(name: str, project: str | None = None) -> dict:
     """What `rewards show NAME` prints: description, params with defaults, a config snippet, an example."""
     import shlex
@@ -453,9 +440,9 @@ def show_reward(name: str, project: str | None = None) -> dict:
         plugins.register_project(project)
     registered = plugins.rewards()
     reward = find_reward(name, project)
-    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
+    config = ["[[rewards]]", f"name = {toml_text(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
     if reward.params:
-        config.append(f"params = {_toml(dict(reward.params))}")
+        config.append(f"params = {toml_text(dict(reward.params))}")
     shown = {
         "name": name,
         "plugin": registered[name].plugin,
@@ -554,7 +541,7 @@ def render_show(shown: dict) -> None:
             console.print("  " + escape(_("no params")))
         for param in params:
             help_text = f"  {_(param['help'])}" if param["help"] else ""
-            console.print(escape(f"  {param['name']} = {_toml(param['default'])}{help_text}"))
+            console.print(escape(f"  {param['name']} = {toml_text(param['default'])}{help_text}"))
 
     console.print()
     console.print(escape(_("Params (defaults):")))

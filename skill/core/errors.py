@@ -176,19 +176,6 @@ def _wait_for_the_main_process_to_report() -> None:
         os._exit(130)
 
 
-def run_main(main, *args, **kwargs):
-    """Call ``main``; an error the user can fix ends the process with one line, as ``install`` does."""
-    try:
-        return main(*args, **kwargs)
-    except (UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
-            KeyboardInterrupt) as error:
-        message = None if debug_wanted() else user_message(error)
-        if message is None:
-            raise
-        print(_error_line(message), file=sys.stderr)
-        raise SystemExit(exit_code(error)) from None
-
-
 def _error_line(message: str) -> str:
     from .i18n import _
 

@@ -347,11 +347,6 @@ def plugin_infos() -> list[PluginInfo]:
     return infos + list(_failures)
 
 
-def failures() -> list[PluginInfo]:
-    manager()
-    return list(_failures)
-
-
 def warnings() -> list[str]:
     """One line per problem the listings should mention: broken plugins, clashing names, a
     GRPO_SKILL_PLUGINS entry that names no installed plugin."""

@@ -155,7 +155,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     overridden = set()
     for dotted, value in (overrides or {}).items():
         table, key = dotted.split(".", 1)
-        if dotted == "model.name" and isinstance(value, str) and _looks_local(value):
+        if dotted == "model.name" and isinstance(value, str) and looks_local(value):
             value = str(Path(value).expanduser().resolve())  # a folder given on the command line: from here
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
@@ -313,7 +313,8 @@ def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, decla
 
 # ---- the model ------------------------------------------------------------------------------------------
 
-def _looks_local(name: str) -> bool:
+def looks_local(name: str) -> bool:
+    """A model name written as a path (./m, ~/m, /m, a/b/c), not a hub id."""
     return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
 
 
@@ -321,7 +322,7 @@ def _local_folder(name: str, project_dir: Path) -> Path | None:
     candidate = Path(name).expanduser()
     if not candidate.is_absolute():
         candidate = project_dir / candidate
-    if _looks_local(name) or candidate.exists():
+    if looks_local(name) or candidate.exists():
         return candidate.resolve()
     return None
 
@@ -553,7 +554,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
         if suffix in OTHER_FILE_SUFFIXES:
             raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(
                 suffix=suffix))
-        if _looks_local(path) or not HUB_ID.match(path):
+        if looks_local(path) or not HUB_ID.match(path):
             raise config.error(loc, _("{path} does not exist; point it at your prompts file or a hub dataset "
                                       "id").format(path=folder))
         return DatasetInfo(local=False)

@@ -31,8 +31,7 @@ from ..core.i18n import _
 
 THINK_START, THINK_END = "<think>", "</think>"
 EXAMPLE_COLUMNS = ("prompt_column", "thinking_column", "response_column")
-SFT_DEFAULTS = {"path": "data/sft.jsonl", "split": "train", "prompt_column": "prompt",
-                "thinking_column": "thinking", "response_column": "response"}
+SFT_DATA_KEYS = ("path", "split", *EXAMPLE_COLUMNS)  # [sft]'s keys that SFTConfig does not take
 
 
 class ExamplesError(UserError):
@@ -64,7 +63,10 @@ def completion_for(prompt_text: str, thinking: str, response: str) -> str:
 
 def sft_settings(config) -> dict:
     """``[sft]`` with its defaults: data keys (path, split, columns) and SFTConfig fields."""
-    return {**SFT_DEFAULTS, **(getattr(config, "sft", None) or _raw_table(config, "sft"))}
+    from ..core.schema import SftTable  # the defaults' one home
+
+    defaults = {key: SftTable.model_fields[key].default for key in SFT_DATA_KEYS}
+    return {**defaults, **(getattr(config, "sft", None) or _raw_table(config, "sft"))}
 
 
 def _raw_table(config, section: str) -> dict:

@@ -38,7 +38,7 @@ class TemplateTranslations(InternationalizationExtension):
     def __init__(self, environment):
         super().__init__(environment)
         environment.install_gettext_callables(_template_gettext, _template_ngettext, newstyle=False)
-        from .settings import toml_text
+        from ..core.schema import toml_text
 
         environment.filters["toml"] = toml_text
 
@@ -70,11 +70,6 @@ def parse_reward(option: str) -> tuple[str, float]:
 
 
 BACKUP_DIR = ".grpo-skill-backup"
-ANSWERS_FILE = ".copier-answers.yml"
-
-
-def _looks_local(model: str) -> bool:
-    return model.startswith(("/", ".", "~")) or "\\" in model or model.count("/") > 1
 
 
 def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en", dataset=None,
@@ -101,7 +96,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
     if model and Path(model).expanduser().exists():
         model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
-    elif model and _looks_local(model):
+    elif model and config.looks_local(model):
         raise GenerateError(_("--model {model}: no such folder; give a model folder or a hub id").format(model=model))
     if dataset is not None:
         dataset = Path(dataset).expanduser()
@@ -231,7 +226,7 @@ def _previous_generation(target: Path, scratch: Path) -> Path | None:
     from . import history
 
     try:
-        recorded = yaml.safe_load((target / ANSWERS_FILE).read_text(encoding="utf-8"))
+        recorded = yaml.safe_load((target / updates.ANSWERS_FILE).read_text(encoding="utf-8"))
         data = {key: value for key, value in recorded.items() if not key.startswith("_")}
         _copy_template(scratch, data)
     except Exception:  # no answers, or answers this template cannot use: every differing file is backed up

@@ -261,25 +261,3 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
     wire_rewards(data["rewards"], settings, answer_column)
     apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None, notes=notes)
     notes.extend(settings.notes)
-
-
-def toml_text(value) -> str:
-    """``value`` as a TOML value (the template's ``toml`` filter): inline tables for dicts."""
-    import json
-    import math
-    import re
-
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_text(item) for item in value) + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
-        return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
-    return repr(value) if isinstance(value, float) else str(value)
