@@ -12,7 +12,6 @@ teaches nothing: that is shown loudly.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import json
 import math
@@ -360,7 +359,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     if preset:
         preset_item = plugins.get_preset(preset)
     elif config is not None:  # the project's preset with its [grpo], and its rewards' params, as train.py builds them
-        preset_item = dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        preset_item = config.run_preset()
         configured = {choice.name: choice.params for choice in config.rewards}
         params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
     else:

@@ -116,14 +116,16 @@ class ProjectConfig:
         system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
         return system + [{"role": "user", "content": question}]
 
-    def build_rewards(self, tokenizer) -> list:
-        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order.
-
-        Factories see the preset with this run's [grpo] settings over the preset's (soft_overlong and
-        cosine_length read max_completion_length from it); a factory that fails raises a RewardError
-        naming the reward and its plugin (see ``Reward.build``)."""
+    def run_preset(self) -> Preset:
+        """The preset as reward factories see it: this run's [grpo] settings over the preset's (soft_overlong and
+        cosine_length read max_completion_length from ``context.preset.grpo``)."""
         preset = self.preset
-        run_preset = dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
+        return dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
+
+    def build_rewards(self, tokenizer) -> list:
+        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order; a factory that
+        fails raises a RewardError naming the reward and its plugin (see ``Reward.build``)."""
+        run_preset = self.run_preset()
         return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=run_preset, params=choice.params)
                 for choice in self.rewards]
 
