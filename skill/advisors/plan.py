@@ -1,13 +1,8 @@
-"""`grpo-skill plan`: the peak GPU memory and the seconds per step of a GRPO run, estimated from its settings.
+"""`grpo-skill plan`: the peak GPU memory and the seconds per step of a GRPO run, what fits a GPU, what is faster.
 
-No GPU and no torch: a first-principles sum (4-bit or 16-bit weights, LoRA weights with their gradients and optimizer
-state, training activations with or without gradient checkpointing, the logits of the ~151k-token vocabulary over
-the completion tokens, the KV cache of generation), each term scaled by a constant in CALIBRATION. The constants
-are fitted to measured runs (benchmarks/run.py writes docs/benchmarks.json):
+The estimate itself is runtime/estimate.py (train.py's generation choice uses it too). Its constants are refitted with
 
-    python -m grpo_skill.plan --calibrate docs/benchmarks.json    # fits them and prints CALIBRATION to paste here
-
-tests/test_plan.py checks every measured row of docs/benchmarks.json against the estimate (within 25%).
+    python -m grpo_skill.plan --calibrate docs/benchmarks.json    # prints CALIBRATION for runtime/estimate.py
 """
 
 from __future__ import annotations
