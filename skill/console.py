@@ -4,6 +4,7 @@ messages translated. cli.py holds the verbs."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import sys
@@ -76,8 +77,22 @@ def _translated(*items):
 # Wide (CJK) characters take two columns; click measures every character as one, so Chinese help would run
 # past the terminal's edge. Such text is wrapped here, by display width, and handed to click unwrapped ("\b").
 _WIDE = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
-_HAS_WIDE = re.compile(f"[{_WIDE}]")
-_TOKENS = re.compile(f"[{_WIDE}]| |[^ {_WIDE}]+")
+
+
+def _has_wide(text: str) -> bool:
+    return not text.isascii() and _wide_pattern().search(text) is not None
+
+
+@functools.cache
+def _wide_pattern() -> re.Pattern:  # compiled on first use: its character classes take milliseconds to compile
+    return re.compile(f"[{_WIDE}]")
+
+
+@functools.cache
+def _tokens() -> re.Pattern:
+    return re.compile(f"[{_WIDE}]| |[^ {_WIDE}]+")
+
+
 _NO_LINE_START = set("，。、；：！？）】」』》〉,.;:!?)]")
 
 
@@ -91,7 +106,7 @@ def _wrap_wide(text: str, width: int) -> str:
     paragraphs = []
     for paragraph in text.split("\n\n"):
         lines, line = [], []
-        for token in _TOKENS.findall(" ".join(paragraph.split())):
+        for token in _tokens().findall(" ".join(paragraph.split())):
             if line and token != " " and _width("".join(line) + token) > width:
                 carry = [token]
                 while carry[0] in _NO_LINE_START and len(line) > 1:
@@ -106,7 +121,7 @@ def _wrap_wide(text: str, width: int) -> str:
 
 class _HelpFormatter(click.HelpFormatter):
     def write_text(self, text: str) -> None:
-        if _HAS_WIDE.search(text):
+        if _has_wide(text):
             text = _wrap_wide(text, self.width - self.current_indent)
         super().write_text(text)
 
@@ -114,7 +129,7 @@ class _HelpFormatter(click.HelpFormatter):
         rows = list(rows)
         first_col = min(max((click.formatting.term_len(first) for first, _second in rows), default=0), col_max)
         width = max(self.width - first_col - col_spacing - 2, 10)  # as click computes it
-        rows = [(first, _wrap_wide(second, width) if second and _HAS_WIDE.search(second) else second)
+        rows = [(first, _wrap_wide(second, width) if second and _has_wide(second) else second)
                 for first, second in rows]
         super().write_dl(rows, col_max, col_spacing)
 
