@@ -26,7 +26,7 @@ RewardFunc = Callable[..., "list[float | None]"]
 # A judge backend grades answers: f(requests) -> one grade in [0, 1] (or None) per JudgeRequest.
 JudgeFunc = Callable[[Sequence["JudgeRequest"]], "list[float | None]"]
 
-# A project's rewards.py registers as this prefix + its folder (skill/plugins.py)
+# A project's rewards.py registers as this prefix + its folder (core/plugins.py)
 PROJECT_PLUGIN_PREFIX = "project:"
 
 # Qwen3's id for </think>: used only when a reward is built without a tokenizer to ask.
