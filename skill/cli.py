@@ -7,222 +7,13 @@ marked with N_() and translated when shown, in the language of `--lang` (before 
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
 import sys
-import unicodedata
 
 import click
 
-from . import i18n
-from .i18n import LANGS, N_, _
-
-
-def fail(message: str) -> None:
-    raise click.ClickException(message)
-
-
-def emit(data, as_json: bool, render_text) -> None:
-    if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        render_text(data)
-
-
-def warn_broken_plugins() -> None:
-    from . import plugins
-
-    for line in plugins.warnings():
-        click.echo(_("warning: {problem}").format(problem=line), err=True)
-
-
-# Table headers: the JSON keys, translated for the text listings.
-HEADERS = {
-    "name": N_("name"), "model": N_("model"), "max_seq_length": N_("max_seq_length"), "rewards": N_("rewards"),
-    "plugin": N_("plugin"), "description": N_("description"), "source": N_("source"), "version": N_("version"),
-    "hooks": N_("hooks"), "error": N_("error"), "package": N_("package"), "installed": N_("installed"),
-    "tested": N_("tested with"), "grpo_summary": N_("GRPO defaults"),
-}
-
-
-def table(rows: list[dict], columns: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    view = Table(show_lines=False)
-    for column in columns:
-        view.add_column(_(HEADERS.get(column, column)), overflow="fold")  # fold: CJK text has no spaces to wrap at
-    for row in rows:
-        view.add_row(*(str(row.get(column, "")) for column in columns))
-    Console(width=max(100, Console().width)).print(view)
-
-
-@contextlib.contextmanager
-def _translated(*items):
-    """Show ``items``' help (and a textual show_default) in the current language while a help page is drawn."""
-    saved = [(item, getattr(item, "help", None), getattr(item, "show_default", None)) for item in items]
-    try:
-        for item, help_text, show_default in saved:
-            if help_text:
-                item.help = _(help_text)
-            if isinstance(show_default, str):
-                item.show_default = _(show_default)
-        yield
-    finally:
-        for item, help_text, show_default in saved:
-            if help_text:
-                item.help = help_text
-            if isinstance(show_default, str):
-                item.show_default = show_default
-
-
-# Wide (CJK) characters take two columns; click measures every character as one, so Chinese help would run
-# past the terminal's edge. Such text is wrapped here, by display width, and handed to click unwrapped ("\b").
-_WIDE = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
-_HAS_WIDE = re.compile(f"[{_WIDE}]")
-_TOKENS = re.compile(f"[{_WIDE}]| |[^ {_WIDE}]+")
-_NO_LINE_START = set("，。、；：！？）】」』》〉,.;:!?)]")
-
-
-def _width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
-
-
-def _wrap_wide(text: str, width: int) -> str:
-    """Each paragraph wrapped to ``width`` columns, breaking at spaces and between wide characters (never
-    before a closing mark such as "，" or "）")."""
-    paragraphs = []
-    for paragraph in text.split("\n\n"):
-        lines, line = [], []
-        for token in _TOKENS.findall(" ".join(paragraph.split())):
-            if line and token != " " and _width("".join(line) + token) > width:
-                carry = [token]
-                while carry[0] in _NO_LINE_START and len(line) > 1:
-                    carry.insert(0, line.pop())
-                lines.append("".join(line).rstrip())
-                line = carry[1:] if carry[0] == " " else carry
-            elif line or token != " ":
-                line.append(token)
-        paragraphs.append("\b\n" + "\n".join(lines + ["".join(line).rstrip()]))
-    return "\n\n".join(paragraphs)
-
-
-class _HelpFormatter(click.HelpFormatter):
-    def write_text(self, text: str) -> None:
-        if _HAS_WIDE.search(text):
-            text = _wrap_wide(text, self.width - self.current_indent)
-        super().write_text(text)
-
-    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
-        rows = list(rows)
-        first_col = min(max((click.formatting.term_len(first) for first, _second in rows), default=0), col_max)
-        width = max(self.width - first_col - col_spacing - 2, 10)  # as click computes it
-        rows = [(first, _wrap_wide(second, width) if second and _HAS_WIDE.search(second) else second)
-                for first, second in rows]
-        super().write_dl(rows, col_max, col_spacing)
-
-
-class _Context(click.Context):
-    formatter_class = _HelpFormatter
-
-
-class _TranslatedHelp:
-    """Commands whose help texts are msgids, translated when a help page or the command list is drawn."""
-
-    context_class = _Context
-
-    def get_help_option(self, ctx):
-        option = super().get_help_option(ctx)
-        if option is not None and not getattr(option, "_msgid_help", False):
-            # click makes it once and translates its help then: keep the msgid, translated when shown
-            option.help, option._msgid_help = N_("Show this message and exit."), True
-        return option
-
-    def format_help_text(self, ctx, formatter):
-        with _translated(self):
-            super().format_help_text(ctx, formatter)
-
-    def get_short_help_str(self, limit: int = 45) -> str:
-        with _translated(self):
-            return super().get_short_help_str(limit)
-
-    def format_options(self, ctx, formatter):
-        with _translated(*self.get_params(ctx)):
-            super().format_options(ctx, formatter)
-
-
-class Command(_TranslatedHelp, click.Command):
-    pass
-
-
-class Group(_TranslatedHelp, click.Group):
-    command_class = Command
-    group_class = type  # subgroups are Groups too
-
-    def invoke(self, ctx):
-        """A mistake the user can fix (UserError, a path they cannot write, a broken JSON file, Ctrl-C) ends in
-        one line and a non-zero exit; --debug or GRPO_SKILL_DEBUG=1 shows the traceback instead."""
-        from . import errors
-
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as error:  # click's own would add the usage line: two lines are enough
-            if _debug(ctx) or error.ctx is None:
-                raise
-            failure = click.ClickException(error.format_message() + "\n" + _("Try '{command} {option}' for help.").format(
-                command=error.ctx.command_path, option="-h"))
-            failure.exit_code = error.exit_code
-            raise failure from None
-        except (errors.UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
-                KeyboardInterrupt) as error:
-            message = None if _debug(ctx) else errors.user_message(error)
-            if message is None:
-                raise
-            failure = click.ClickException(message)
-            failure.exit_code = errors.exit_code(error)
-            raise failure from None
-
-    def main(self, args=None, *rest, **kwargs):
-        """Choose the language before parsing, so that `--help` and parse errors already speak it."""
-        previous = i18n.chosen()
-        lang = _lang_before_command(sys.argv[1:] if args is None else args)
-        if lang:
-            i18n.set_language(lang)
-        try:
-            return super().main(args, *rest, **kwargs)
-        finally:
-            i18n.set_language(previous)
-
-
-def _lang_before_command(args) -> str | None:
-    """The group's --lang, if given before the command name (after it, options are the command's own)."""
-    args = list(args)
-    for index, arg in enumerate(args):
-        if arg == "--lang" or arg.startswith("--lang="):
-            value = arg.partition("=")[2] or (args[index + 1] if index + 1 < len(args) else "")
-            return value if value in LANGS else None
-        if arg == "--" or not arg.startswith("-"):
-            return None
-    return None
-
-
-def _debug(ctx) -> bool:
-    from .errors import debug_wanted
-
-    return bool(ctx.find_root().meta.get("grpo_skill.debug")) or debug_wanted()
-
-
-def _set_debug(ctx, param, value):
-    if value:
-        ctx.find_root().meta["grpo_skill.debug"] = True
-    return value
-
-
-def _set_language(ctx, param, value):
-    if value:
-        i18n.set_language(value)
-    return value
+from .core import i18n
+from .core.i18n import LANGS, N_, _
+from .console import Group, _set_debug, _set_language, emit, fail, table, warn_broken_plugins
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
@@ -264,8 +55,8 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_column, set_items, param_items, lang,
         output_dir, force, as_json):
-    from . import settings as given
-    from .generator import render_project
+    from .scaffold import settings as given
+    from .scaffold.generator import render_project
 
     lang = lang or i18n.current()
     warn_broken_plugins()
@@ -273,7 +64,7 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
                               backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column,
                               settings=given.parse(set_items, param_items), answer_column=answer_column)
     target, files = rendered.target, rendered.files
-    from .update import start_repository
+    from .scaffold.update import start_repository
 
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
@@ -313,12 +104,9 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
 @click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def update(project, dry_run, as_json):
-    from .update import UpdateError, update as update_project
+    from .scaffold.update import update as update_project
 
-    try:
-        result = update_project(project, dry_run=dry_run)
-    except UpdateError as error:
-        fail(str(error))
+    result = update_project(project, dry_run=dry_run)
     data = {"project": str(result.project.resolve()), "from": result.old, "to": result.new, "status": result.status,
             "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts,
             "first_conflict": result.first_conflict}
@@ -351,11 +139,11 @@ def update(project, dry_run, as_json):
 @main.command(help=N_("List the model presets."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def presets(as_json):
-    from . import plugins
+    from .core import plugins
 
     from dataclasses import asdict
 
-    from .registry import grpo_summary
+    from .core.registry import grpo_summary
 
     rows = [
         {"name": name, "model": reg.item.model_id, "max_seq_length": reg.item.max_seq_length,
@@ -378,11 +166,11 @@ def presets(as_json):
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 @click.pass_context
 def rewards(ctx, project, as_json):
-    from . import plugins
-
     ctx.obj = {"project": project}  # `rewards --project DIR try ...` works as `rewards try --project DIR ...`
     if ctx.invoked_subcommand is not None:
         return
+    from .core import plugins
+
     if project:
         plugins.register_project(project)
     rows = [
@@ -426,16 +214,12 @@ def rewards(ctx, project, as_json):
 @click.pass_context
 def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, tokenizer, preset, project,
                 scale_rewards, aggregation, as_json):
-    from . import rewardtry
-    from .errors import UserError
+    from .advisors import rewardtry
 
-    try:
-        samples = rewardtry.gather_samples(completions, samples_file, columns, prompt)
-        result = rewardtry.try_rewards(
-            specs, samples, params_items=params, tokenizer=tokenizer, preset=preset,
-            project=project or (ctx.obj or {}).get("project"), scale_rewards=scale_rewards, aggregation=aggregation)
-    except UserError as error:
-        fail(str(error))
+    samples = rewardtry.gather_samples(completions, samples_file, columns, prompt)
+    result = rewardtry.try_rewards(
+        specs, samples, params_items=params, tokenizer=tokenizer, preset=preset,
+        project=project or (ctx.obj or {}).get("project"), scale_rewards=scale_rewards, aggregation=aggregation)
     emit(result, as_json, rewardtry.render_try)
 
 
@@ -447,13 +231,9 @@ def rewards_try(ctx, specs, completions, samples_file, columns, prompt, params, 
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 @click.pass_context
 def rewards_show(ctx, name, project, as_json):
-    from . import rewardtry
-    from .errors import UserError
+    from .advisors import rewardtry
 
-    try:
-        shown = rewardtry.show_reward(name, project=project or (ctx.obj or {}).get("project"))
-    except UserError as error:
-        fail(str(error))
+    shown = rewardtry.show_reward(name, project=project or (ctx.obj or {}).get("project"))
     emit(shown, as_json, rewardtry.render_show)
 
 
@@ -462,7 +242,7 @@ def rewards_show(ctx, name, project, as_json):
 def plugins_command(as_json):
     from dataclasses import asdict
 
-    from . import plugins
+    from .core import plugins
 
     warn_broken_plugins()
     rows = [asdict(info) for info in plugins.plugin_infos()]
@@ -487,12 +267,9 @@ def plugin_group():
               help=N_("Where to create the package folder."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plugin_new(name, output_dir, as_json):
-    from .scaffold import ScaffoldError, new_plugin
+    from .scaffold.plugin import new_plugin
 
-    try:
-        target, files = new_plugin(name, output_dir)
-    except ScaffoldError as error:
-        fail(str(error))
+    target, files = new_plugin(name, output_dir)
     result = {"package": str(target.resolve()), "files": files}
 
     def text(data):
@@ -508,8 +285,8 @@ def plugin_new(name, output_dir, as_json):
               help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
                       "would (a local judge loads its model); --no-rewards only reads rewards.py."))
 def check(project, run_rewards):
-    from . import project as projects
-    from .update import refuse_conflicts
+    from .core import project as projects
+    from .scaffold.update import refuse_conflicts
 
     refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
     loaded = projects.load(project, rewards=run_rewards)
@@ -545,13 +322,9 @@ def check(project, run_rewards):
                                                         "a hub id), as train.py's --model."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def probe(project, prompts, model, as_json):
-    from . import probe as probing
-    from .errors import UserError
+    from .advisors import probe as probing
 
-    try:
-        result = probing.run(project, prompts=prompts, model=model)
-    except UserError as error:
-        fail(str(error))
+    result = probing.run(project, prompts=prompts, model=model)
     emit(result, as_json, lambda data: click.echo("\n".join(probing.report_lines(data))))
 
 
@@ -631,10 +404,9 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
     "Scale the times (measured on an H200) to this card, e.g. 4090, L4, A10, A100-80; default: the detected GPU."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
-    from . import gpus as cards
-    from . import plan as planner
-    from . import settings as given
-    from .errors import UserError
+    from .advisors import gpus as cards
+    from .advisors import plan as planner
+    from .scaffold import settings as given
 
     if project and preset:
         fail(_("give a project folder or --preset, not both"))
@@ -644,22 +416,19 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         fail(_("--gpu-memory: give the GPU's memory in GiB, e.g. 80"))
     card = cards.card_for(gpu) if gpu else None
     detected = None if gpu else cards.detected_name()
-    try:
-        what_if = given.parse_sets(set_items)
-        processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
-        if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
-            fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
-                count=processes, most=MAX_PLANNED_GPUS))
-        if preset and set_items:
-            settings, about = given.plan_preset(preset, what_if, backend, prompt_tokens, processes)
-        elif preset:
-            settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
-        else:
-            settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes,
-                                                   what_if.dotted() or None)
-            about["set"] = what_if.dotted()
-    except UserError as error:
-        fail(str(error))
+    what_if = given.parse_sets(set_items)
+    processes = planner.processes_from_accelerate_config(accelerate_config) if accelerate_config else gpus or 1
+    if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
+        fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
+            count=processes, most=MAX_PLANNED_GPUS))
+    if preset and set_items:
+        settings, about = planner.plan_preset(preset, what_if, backend, prompt_tokens, processes)
+    elif preset:
+        settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
+    else:
+        settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes,
+                                               what_if.dotted() or None)
+        about["set"] = what_if.dotted()
     card = card or (cards.find(detected) if detected else None)
     if gpu_memory is None:
         gpu_memory = card.memory_gib if gpu else planner.gpu_memory_gib()
@@ -680,7 +449,7 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
               help=N_("A template that does not open <think> (like Qwen3-4B, not Thinking-2507)."))
 @click.option("--out", type=click.Path(file_okay=False), help=N_("Folder to write; default: the cache."))
 def build_model(shape, chat, out):
-    from . import modelbuild
+    from .runtime import modelbuild
 
     click.echo(modelbuild.build(shape, opens_think=not chat, dest=out))
 
@@ -692,7 +461,7 @@ def build_model(shape, chat, out):
 @click.argument("project", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def doctor(project, as_json):
-    from . import doctor as checks
+    from .advisors import doctor as checks
 
     facts = checks.collect(project)
     problems = checks.diagnose(facts)
@@ -751,12 +520,9 @@ def skill_group():
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
               help=N_("The English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
 def skill_path(lang):
-    from . import skillfiles
+    from .scaffold import skillfiles
 
-    try:
-        files = skillfiles.skill_files(lang or i18n.current())
-    except skillfiles.InstallError as error:
-        fail(str(error))
+    files = skillfiles.skill_files(lang or i18n.current())
     click.echo(str(files[skillfiles.SKILL_FILE]))
 
 
@@ -772,12 +538,9 @@ def skill_path(lang):
 @click.option("--force", is_flag=True, help=N_("Replace a copy that differs from this one, or a link elsewhere."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def skill_install(dest, lang, copy, force, as_json):
-    from . import skillfiles
+    from .scaffold import skillfiles
 
-    try:
-        installed = skillfiles.install(dest, lang or i18n.current(), copy=copy, force=force)
-    except skillfiles.InstallError as error:
-        fail(str(error))
+    installed = skillfiles.install(dest, lang or i18n.current(), copy=copy, force=force)
     result = {"name": installed.name, "lang": installed.lang, "source": str(installed.source),
               "files": installed.files,
               "places": [{"path": str(p.path), "mode": p.mode, "status": p.status} for p in installed.places],
@@ -803,55 +566,6 @@ def skill_install(dest, lang, copy, force, as_json):
     emit(result, as_json, text)
 
 
-def _translate_click() -> None:
-    """Send click's own messages (Usage:, Options, Error: ...) through our catalog and language too."""
-    import click.core
-    import click.decorators
-    import click.exceptions
-    import click.formatting
-    import click.parser
-    import click.types
-
-    for module in (click.core, click.decorators, click.exceptions, click.formatting, click.parser, click.types):
-        if hasattr(module, "_"):
-            module._ = _
-        if hasattr(module, "ngettext"):
-            module.ngettext = i18n.ngettext
-
-
-def _click_messages():  # never called: marks the click messages our catalog translates (see tests/test_i18n.py)
-    _("Usage:")
-    _("Options")
-    _("Commands")
-    _("Error: {message}")
-    _("Try '{command} {option}' for help.")
-    _("Missing command.")
-    _("Missing argument")
-    _("Missing option")
-    _("Missing parameter")
-    _("Missing parameter: {param_name}")
-    _("No such option {name!r}.")
-    _("No such command {name!r}.")
-    _("Invalid value: {message}")
-    _("Invalid value for {param_hint}: {message}")
-    _("Option {name!r} does not take a value.")
-    _("{value!r} is not a valid {number_type}.")
-    _("{name} {filename!r} does not exist.")
-    _("{name} {filename!r} is a file.")
-    _("{name} {filename!r} is a directory.")
-    _("file")
-    _("directory")
-    _("path")
-    _("default: {default}")
-    _("required")
-    _("Aborted!")
-    i18n.ngettext("Got unexpected extra argument ({args})", "Got unexpected extra arguments ({args})", 1)
-    i18n.ngettext("Did you mean {possibility}?", "(Did you mean one of: {possibilities}?)", 1)
-    i18n.ngettext("Option {name!r} requires an argument.", "Option {name!r} requires {nargs} arguments.", 1)
-    i18n.ngettext("{value!r} is not {choice}.", "{value!r} is not one of {choices}.", 1)
-
-
-_translate_click()
 
 
 if __name__ == "__main__":

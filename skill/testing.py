@@ -25,8 +25,8 @@ import dataclasses
 import warnings
 from typing import Any, Mapping, Sequence
 
-from .i18n import _
-from .registry import Reward, RewardError, completion_text
+from .core.i18n import _
+from .core.registry import Reward, RewardError, completion_text
 
 # Completions that trip careless rewards: empty, whitespace, unclosed thinking, unicode, very long.
 DEFAULT_COMPLETIONS = (
@@ -60,12 +60,12 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     tokenizer object, or None (no completion_ids then, unless given). ``both_forms``: also call with chat-message
     completions and require the same scores.
     """
-    from . import plugins
-    from .rewardtry import load_tokenizer
+    from .advisors.rewardtry import load_tokenizer
+    from .core import plugins
 
     config = None
     if project is not None:
-        from . import project as projects
+        from .core import project as projects
 
         config = projects.load(project)  # registers its rewards.py
     if isinstance(reward, str):
@@ -107,7 +107,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
 def _run_tokenizer(preset, config) -> tuple[str | None, str]:
     """(what to load, what to say about it): the run's model's tokenizer when a project or preset is given and the
     model is on this machine, None (the preset's template) when it is not; the tiny one when neither is given."""
-    from .rewardtry import run_tokenizer
+    from .advisors.rewardtry import run_tokenizer
 
     if config is None and preset is None:
         return "tiny", _("the tiny tokenizer (no project= or preset= given)")
@@ -128,7 +128,7 @@ def _per_completion(value) -> bool:
 
 def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
     """The default tiny tokenizer opens the thinking block: say so when that changes how completions are read."""
-    from .registry import RewardContext
+    from .core.registry import RewardContext
 
     unfinished = [index for index, text in enumerate(texts) if "</think>" not in text]
     if unfinished and RewardContext(tokenizer=tokenizer).template_opens_think:
@@ -139,7 +139,7 @@ def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
 
 
 def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts):
-    from .rewardtry import TrainerLog, call_like_trl
+    from .advisors.rewardtry import TrainerLog, call_like_trl
 
     func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
     log = TrainerLog()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grpo_skill import cli, i18n, plugins
+from grpo_skill import cli, console, i18n, plugins
 from grpo_skill.generator import render
 
 REPO = Path(__file__).resolve().parents[1]
@@ -266,7 +266,7 @@ def test_our_click_messages_are_clicks():
     import click
 
     keywords = {"_": None, "ngettext": (1, 2)}
-    source = inspect.getsource(cli._click_messages)
+    source = inspect.getsource(console._click_messages)
     ours = {message for _line, message, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords)}
     click_dir = Path(click.__file__).parent
     modules = ("core", "exceptions", "formatting", "parser", "types", "decorators")

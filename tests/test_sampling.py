@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from grpo_skill import sampling
+from grpo_skill.core import sampling
 
 
 def write_rows(path, count):

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import grpo_skill
 from grpo_skill import cli, i18n, skillfiles
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ def entries(dest: Path, name: str) -> list[Path]:
 @pytest.mark.parametrize("lang", i18n.LANGS)
 def test_the_packaged_skill_is_the_sources(lang):
     folder = skillfiles.skill_dir(lang)
-    assert folder == Path(skillfiles.__file__).resolve().parent / ".agents" / "skills" / NAMES[lang]
+    assert folder == Path(grpo_skill.__file__).resolve().parent / ".agents" / "skills" / NAMES[lang]
     assert tree(folder) == source_tree(lang)
     assert set(skillfiles.skill_files(lang)) == set(source_tree(lang))
 

@@ -1,4 +1,5 @@
-"""What a generated project's train.py uses while it runs: the machine, the data, callbacks, metrics.
+"""What a generated project imports while it runs: the machine, the model and data, callbacks, metrics, resuming,
+the tiny model builder, SFT warm start and the arithmetic task. Imports only the core.
 
 Light enough to import before unsloth, except ``callbacks`` (it imports transformers).
 """

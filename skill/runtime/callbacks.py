@@ -14,8 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from .. import registry
-from ..i18n import _
+from ..core import registry
+from ..core.i18n import _
 from . import distributed, health, resume, traces
 
 

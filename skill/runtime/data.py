@@ -13,14 +13,14 @@ import csv
 import json
 from pathlib import Path
 
-from ..i18n import _
-from ..project import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
+from ..core.i18n import _
+from ..core.project import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
 
 
 def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> None:
     """TRL does not truncate prompts: the longest prompt plus a full completion must fit the model, and
     max_seq_length the model's positions (a built model's are known only now)."""
-    from ..project import check_positions, model_positions
+    from ..core.project import check_positions, model_positions
 
     if config.builds_its_model():
         check_positions(config, model_positions(config, config.model_path()))

@@ -13,8 +13,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..i18n import _
+from ..core.i18n import _
 from . import distributed
+from .estimate import with_static_cache  # noqa: F401  (train.py calls decoding.with_static_cache)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Generation:
 def choose(config, backend: str, cuda: bool) -> Generation:
     """``[model] generation`` made concrete for this machine. ``backend`` is what ``machine.choose_backend`` took;
     "auto" takes the fast path (training with TRL) on a CUDA GPU where `grpo-skill plan` says it fits."""
-    from .. import plan
+    from . import planning as plan  # reads the project's model shape and presets: only when asked
 
     requested = config.model.get("generation", "auto")
     if requested == "plain":
@@ -55,13 +56,6 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     if settings.generation == "fast":
         return Generation("trl", True, why)
     return Generation(backend, False, why)
-
-
-def with_static_cache(grpo: dict, model: dict) -> dict:
-    """[grpo] with a static KV cache of one size for every generation (the compiled graph is then built once):
-    ``max_cache_len`` is ``model.max_seq_length`` unless ``generation_kwargs`` sets it."""
-    generation_kwargs = {"max_cache_len": model["max_seq_length"], **(grpo.get("generation_kwargs") or {})}
-    return {**grpo, "cache_implementation": "static", "generation_kwargs": generation_kwargs}
 
 
 def wanted(model: dict, backend: str, cuda: bool) -> bool:

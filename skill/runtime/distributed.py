@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from ..core.launch import is_launched, is_main_process, local_rank, rank, world_size  # noqa: F401  (the run's face)
+
 # Launchers as a user types them: a program (the parent process of a worker), or python -m MODULE.
 LAUNCHER_PROGRAMS = {"accelerate": ["accelerate"], "torchrun": ["torchrun"]}
 LAUNCHER_MODULES = {
@@ -18,29 +20,6 @@ LAUNCHER_MODULES = {
     "accelerate.commands.accelerate_cli": ["accelerate"],
     "torch.distributed.run": ["torchrun"],
 }
-
-
-def world_size() -> int:
-    """How many processes train together (1 without a launcher)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def rank() -> int:
-    return int(os.environ.get("RANK", "0"))
-
-
-def local_rank() -> int:
-    """The process's index on its machine: its GPU."""
-    return int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def is_main_process() -> bool:
-    """Rank 0 of a multi-process launch, or a single process: the one that writes the output folder."""
-    return rank() == 0
-
-
-def is_launched() -> bool:
-    return world_size() > 1
 
 
 def bind_device() -> None:

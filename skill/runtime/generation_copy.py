@@ -19,7 +19,7 @@ import copy as copying
 import sys
 import time
 
-from ..i18n import _
+from ..core.i18n import _
 from . import distributed
 
 

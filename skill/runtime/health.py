@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.text import Text
 from transformers import TrainerCallback
 
-from ..errors import UserError
-from ..i18n import N_, _
+from ..core.errors import UserError
+from ..core.i18n import N_, _
 
 HEALTH_KEY = "health"
 

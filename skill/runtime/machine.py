@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from ..i18n import _
-from ..project import ConfigError, ProjectConfig
+from ..core.i18n import _
+from ..core.project import ConfigError, ProjectConfig
 from . import distributed
 
 

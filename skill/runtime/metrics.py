@@ -9,8 +9,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from ..errors import UserError
-from ..i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 METRICS_FILE = "metrics.jsonl"
 # Trainer's last log of a train() call (train_runtime, train_loss, ...): not a training step.

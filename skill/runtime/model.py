@@ -11,18 +11,16 @@ import json
 import sys
 from pathlib import Path
 
-from ..i18n import _
-from ..project import ConfigError, ProjectConfig
+from ..core.i18n import _
+from ..core.project import ConfigError, ProjectConfig
 from . import machine
 
 
 def adapter_dir(config: ProjectConfig) -> Path | None:
     """``model.adapter``: a LoRA adapter folder (e.g. sft.py's) that training continues from, or None."""
-    adapter = config.model.get("adapter")
-    if not adapter:
+    path = config.adapter_dir()  # the one place that resolves model.adapter
+    if path is None:
         return None
-    path = Path(adapter).expanduser()
-    path = path if path.is_absolute() else config.project_dir / path
     if not (path / "adapter_config.json").is_file():
         raise ConfigError(
             _("model.adapter: {path} holds no LoRA adapter (adapter_config.json); run `python sft.py` first "

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import errors
-from ..errors import UserError
-from ..i18n import _
+from ..core import errors
+from ..core.errors import UserError
+from ..core.i18n import _
 from . import distributed, metrics, traces
 
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")  # what transformers' Trainer names them

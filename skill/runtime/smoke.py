@@ -21,9 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..i18n import _
-from ..schema import grpo_value
+from ..core.errors import UserError
+from ..core.i18n import _
+from ..core.schema import grpo_value
 from . import data, distributed, metrics, resume
 
 SMOKE_DIR = "smoke"  # inside grpo.output_dir: ignored by git like the rest of it, never taken for the real run
@@ -73,7 +73,7 @@ def fit_prompts(config, prompt_lengths: list[int], stand_in: bool) -> None:
     """Prompts plus a full completion must fit max_seq_length (else a one-line refusal). A stand-in model's
     tokenizer says nothing about the configured model's prompt lengths, so for it max_seq_length is raised for this
     run only, and one line says so."""
-    from ..project import model_positions
+    from ..core.project import model_positions
 
     needed = max(prompt_lengths) + config.grpo["max_completion_length"]
     limit = config.model["max_seq_length"]

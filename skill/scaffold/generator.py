@@ -13,12 +13,15 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from .errors import UserError
-from . import __version__, i18n, plugins, skillfiles
+from ..core.errors import UserError
+from ..core import __version__
+from ..core import i18n, plugins
+from . import skillfiles
+from .settings import SAMPLE_PROMPTS
 from . import update as updates
-from . import project as config
-from .i18n import LANGS, _
-from .registry import RegistryError
+from ..core import project as config
+from ..core.i18n import LANGS, _
+from ..core.registry import RegistryError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
@@ -35,7 +38,7 @@ class TemplateTranslations(InternationalizationExtension):
     def __init__(self, environment):
         super().__init__(environment)
         environment.install_gettext_callables(_template_gettext, _template_ngettext, newstyle=False)
-        from .settings import toml_text
+        from ..core.schema import toml_text
 
         environment.filters["toml"] = toml_text
 
@@ -58,7 +61,7 @@ def template_dir() -> Path:
 
 def parse_reward(option: str) -> tuple[str, float]:
     """"name" or "name:weight"."""
-    from .schema import parse_reward_spec
+    from ..core.schema import parse_reward_spec
 
     try:
         return parse_reward_spec(option)
@@ -66,13 +69,7 @@ def parse_reward(option: str) -> tuple[str, float]:
         raise GenerateError(_("--reward {error}").format(error=error)) from None
 
 
-SAMPLE_PROMPTS = "data/prompts.jsonl"
 BACKUP_DIR = ".grpo-skill-backup"
-ANSWERS_FILE = ".copier-answers.yml"
-
-
-def _looks_local(model: str) -> bool:
-    return model.startswith(("/", ".", "~")) or "\\" in model or model.count("/") > 1
 
 
 def answers(name, preset_name, reward_options=(), backend="auto", model=None, lang="en", dataset=None,
@@ -99,7 +96,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
     if model and Path(model).expanduser().exists():
         model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
-    elif model and _looks_local(model):
+    elif model and config.looks_local(model):
         raise GenerateError(_("--model {model}: no such folder; give a model folder or a hub id").format(model=model))
     if dataset is not None:
         dataset = Path(dataset).expanduser()
@@ -229,7 +226,7 @@ def _previous_generation(target: Path, scratch: Path) -> Path | None:
     from . import history
 
     try:
-        recorded = yaml.safe_load((target / ANSWERS_FILE).read_text(encoding="utf-8"))
+        recorded = yaml.safe_load((target / updates.ANSWERS_FILE).read_text(encoding="utf-8"))
         data = {key: value for key, value in recorded.items() if not key.startswith("_")}
         _copy_template(scratch, data)
     except Exception:  # no answers, or answers this template cannot use: every differing file is backed up

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .errors import UserError
-from .i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Card:
     bf16_tflops: float  # dense bf16 tensor throughput (fp32 accumulate), without sparsity
 
 
-# The card the calibration was measured on (plan.CALIBRATION).
+# The card the calibration was measured on (runtime/estimate.py: CALIBRATION).
 REFERENCE = "H200"
 CARDS = {card.name: card for card in (
     Card("H200", 141, 4800, 989),

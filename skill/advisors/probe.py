@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .i18n import N_, _
-from .project import ProjectConfig
+from ..core.i18n import N_, _
+from ..core.project import ProjectConfig
 
 LOOKAHEAD = 4  # clipped completions are sampled on to this many times max_completion_length, to see where they end
 MIN_LOOKAHEAD = 256  # ... and to at least this many tokens
@@ -49,8 +49,8 @@ class Finding:
 def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str | None = None) -> dict:
     """Probe the project in ``project`` (with ``model`` in place of model.name, as train.py's --model); returns
     every figure, the findings and the verdict as a dict."""
-    from . import project as projects
-    from .runtime import machine
+    from ..core import project as projects
+    from ..runtime import machine
 
     say = progress or (lambda message: print(message, file=sys.stderr))
     # as train.py: a model that is neither cached nor reachable is one line now, not a minute of hub retries
@@ -61,7 +61,7 @@ def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str |
     say(_("loading {model} ({backend}) ...").format(model=config.model_path(), backend=backend))
     if backend == "unsloth":
         import unsloth  # noqa: F401  (before transformers, as in train.py)
-    from .runtime import data, model as model_loading
+    from ..runtime import data, model as model_loading
 
     model, tokenizer = model_loading.load(config, backend)
     if backend == "unsloth":
@@ -85,7 +85,7 @@ def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str |
 def _first_rows(dataset, config: ProjectConfig, count: int) -> list[dict]:
     column = config.dataset["prompt_column"]
     if column not in dataset.column_names:
-        from .project import ConfigError
+        from ..core.project import ConfigError
 
         raise ConfigError(_("dataset.prompt_column: no column {column!r} (columns: {columns})").format(
             column=column, columns=", ".join(dataset.column_names)))
@@ -223,7 +223,7 @@ def measure(config: ProjectConfig, tokenizer, rows: list[dict], prompt_texts: li
 
 def _thinking(tokenizer, prompt_texts: list[str], seen: list[list[int]], clipped: list[bool], group: int) -> dict:
     """Share of thinking completions that close it with </think> (by token id), and how thinking is set."""
-    from .warmstart import THINK_END, THINK_START, knows_think_end, thinking_state
+    from ..runtime.warmstart import THINK_END, THINK_START, knows_think_end, thinking_state
 
     if not knows_think_end(tokenizer):
         return {"mode": "none", "closed_ratio": None, "thinking_completions": 0, "unclosed_clipped": 0.0}

@@ -21,12 +21,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
-from .i18n import LANGS, _
+from ..core.errors import UserError
+from ..core.i18n import LANGS, _
 
 SKILL_FILE = "SKILL.md"
 REFERENCES = "references"
-SKILLS_DIR = Path(__file__).resolve().parent / ".agents" / "skills"
+SKILLS_DIR = Path(__file__).resolve().parents[1] / ".agents" / "skills"
 SKILL_NAMES = {"en": "grpo-skill", "zh-CN": "grpo-skill-zh-cn"}
 # Where assistants read a project's skills: Claude Code reads only .claude/skills; others read .agents/skills.
 TARGETS = (".claude/skills", ".agents/skills")

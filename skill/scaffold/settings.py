@@ -8,14 +8,14 @@ string may it be written bare (``--set grpo.optim=adamw_torch``), and that is sa
 
 from __future__ import annotations
 
-from .schema import tomllib  # tomli on Python 3.10
+from ..core.schema import tomllib  # tomli on Python 3.10
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import schema
-from .errors import UserError
-from .i18n import _
+from ..core import schema
+from ..core.errors import UserError
+from ..core.i18n import _
 
 # Keys that have an option of their own; --set would give two ways to say one thing.
 OWN_OPTIONS = {"model.preset": "--preset", "dataset.prompt_column": "--prompt-column"}
@@ -24,6 +24,8 @@ GOLD_PARAMS = ("answer_column",)
 # The reward `new` adds to a preset's defaults when the dataset has a gold column.
 CORRECTNESS_REWARD = ("accuracy", 1.0)
 DEFAULT_GOLD_COLUMN = "answer"
+# The template's sample prompts: the dataset of a project made without --dataset.
+SAMPLE_PROMPTS = "data/prompts.jsonl"
 
 
 class SettingError(UserError):
@@ -98,8 +100,8 @@ def parse_sets(items) -> CliSettings:
 
 def parse_params(items, settings: CliSettings) -> CliSettings:
     """``--param REWARD.PARAM=VALUE`` items (``REWARD.TABLE.KEY=VALUE`` inside a table param)."""
-    from . import plugins
-    from .registry import RegistryError
+    from ..core import plugins
+    from ..core.registry import RegistryError
 
     for item in items:
         path, sep, text = item.partition("=")
@@ -132,7 +134,7 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
 
 
 def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
-    from .registry import fits_kind, param_kind
+    from ..core.registry import fits_kind, param_kind
 
     expected = param_kind(default)
     if expected and not fits_kind(value, expected):
@@ -143,7 +145,7 @@ def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
 
 def gold_rewards(rewards: list[dict]) -> list[str]:
     """The chosen rewards that read a gold answer from a dataset column."""
-    from . import plugins
+    from ..core import plugins
 
     return [reward["name"] for reward in rewards
             if any(param in plugins.get_reward(reward["name"]).params for param in GOLD_PARAMS)]
@@ -152,7 +154,7 @@ def gold_rewards(rewards: list[dict]) -> list[str]:
 def wire_rewards(rewards: list[dict], settings: CliSettings, answer_column: str | None) -> None:
     """Give each reward its --param values and, for a gold-answer reward, the --answer-column; refuse a --param of
     a reward that is not chosen and an --answer-column that no reward reads."""
-    from . import plugins
+    from ..core import plugins
 
     chosen = [reward["name"] for reward in rewards]
     for name in settings.params:
@@ -226,8 +228,8 @@ def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list
     dataset (its columns are known only when it loads)."""
     from pathlib import Path
 
-    from . import project
-    from .errors import shown_path
+    from ..core import project
+    from ..core.errors import shown_path
 
     path = Path(path).expanduser()
     if path.suffix not in project.LOCAL_DATA_SUFFIXES or not path.is_file():
@@ -240,12 +242,12 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
                        defaults: bool, model_given: bool, notes: list[str]) -> None:
     """The answers of `new`, completed with what the command line said: a correctness reward when the dataset has
     a gold column and the preset's rewards are taken, --param and --answer-column in the rewards, --set values."""
-    from . import generator
+    from . import history
 
     settings = settings or CliSettings()
     if answer_column is not None and not answer_column.strip():
         raise SettingError(_("--answer-column: give the name of the dataset's column of gold answers"))
-    source = dataset if dataset is not None else generator.template_dir() / generator.SAMPLE_PROMPTS
+    source = dataset if dataset is not None else history.template_dir() / SAMPLE_PROMPTS
     if "dataset" in settings.tables and "path" in settings.tables["dataset"]:
         source = None  # a hub dataset (or a file the project names itself): checked when it loads
     columns = dataset_columns(source, data["prompt_column"], answer_column) if source is not None else None
@@ -259,42 +261,3 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
     wire_rewards(data["rewards"], settings, answer_column)
     apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None, notes=notes)
     notes.extend(settings.notes)
-
-
-def toml_text(value) -> str:
-    """``value`` as a TOML value (the template's ``toml`` filter): inline tables for dicts."""
-    import json
-    import math
-    import re
-
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_text(item) for item in value) + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
-        return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def plan_preset(preset: str, settings: CliSettings, backend: str | None, prompt_tokens: int | None, processes: int):
-    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
-    and planned; nothing of the user's is written. Returns plan.from_project's (settings, about)."""
-    import tempfile
-
-    from . import generator
-    from . import plan as planner
-
-    with tempfile.TemporaryDirectory() as scratch:
-        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
-        planned, about = planner.from_project(rendered.target, backend, prompt_tokens, processes)
-    about.pop("project", None)
-    about["set"] = settings.dotted()
-    about["notes"] = rendered.notes
-    return planned, about

@@ -116,14 +116,16 @@ class ProjectConfig:
         system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
         return system + [{"role": "user", "content": question}]
 
-    def build_rewards(self, tokenizer) -> list:
-        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order.
-
-        Factories see the preset with this run's [grpo] settings over the preset's (soft_overlong and
-        cosine_length read max_completion_length from it); a factory that fails raises a RewardError
-        naming the reward and its plugin (see ``Reward.build``)."""
+    def run_preset(self) -> Preset:
+        """The preset as reward factories see it: this run's [grpo] settings over the preset's (soft_overlong and
+        cosine_length read max_completion_length from ``context.preset.grpo``)."""
         preset = self.preset
-        run_preset = dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
+        return dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
+
+    def build_rewards(self, tokenizer) -> list:
+        """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order; a factory that
+        fails raises a RewardError naming the reward and its plugin (see ``Reward.build``)."""
+        run_preset = self.run_preset()
         return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=run_preset, params=choice.params)
                 for choice in self.rewards]
 
@@ -155,7 +157,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     overridden = set()
     for dotted, value in (overrides or {}).items():
         table, key = dotted.split(".", 1)
-        if dotted == "model.name" and isinstance(value, str) and _looks_local(value):
+        if dotted == "model.name" and isinstance(value, str) and looks_local(value):
             value = str(Path(value).expanduser().resolve())  # a folder given on the command line: from here
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
@@ -325,7 +327,8 @@ def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, decla
 
 # ---- the model ------------------------------------------------------------------------------------------
 
-def _looks_local(name: str) -> bool:
+def looks_local(name: str) -> bool:
+    """A model name written as a path (./m, ~/m, /m, a/b/c), not a hub id."""
     return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
 
 
@@ -333,7 +336,7 @@ def _local_folder(name: str, project_dir: Path) -> Path | None:
     candidate = Path(name).expanduser()
     if not candidate.is_absolute():
         candidate = project_dir / candidate
-    if _looks_local(name) or candidate.exists():
+    if looks_local(name) or candidate.exists():
         return candidate.resolve()
     return None
 
@@ -565,7 +568,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
         if suffix in OTHER_FILE_SUFFIXES:
             raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(
                 suffix=suffix))
-        if _looks_local(path) or not HUB_ID.match(path):
+        if looks_local(path) or not HUB_ID.match(path):
             raise config.error(loc, _("{path} does not exist; point it at your prompts file or a hub dataset "
                                       "id").format(path=folder))
         return DatasetInfo(local=False)

@@ -25,7 +25,8 @@ import pluggy
 from . import hookspecs
 from .errors import shown_path, user_frame, where_raised
 from .i18n import _
-from .registry import (PROJECT_PLUGIN_PREFIX, Collection, LoraSettings, Preset, Registered, RegistryError, Reward,
+from . import registry
+from .registry import (PROJECT_PLUGIN_PREFIX, Collection, Judge, LoraSettings, Preset, Registered, RegistryError, Reward,
                        collect)
 
 ENTRY_POINT_GROUP = "grpo_skill"
@@ -100,6 +101,7 @@ _unknown_allowed: list[str] = []
 _left_out: list[str] = []  # installed plugins that GRPO_SKILL_PLUGINS does not name
 _loaded = False
 _collecting: set[str] = set()
+_collected: dict[str, Collection] = {}  # each hook's registrations, collected once per set of plugins
 
 
 def shown_name(name: str) -> str:
@@ -111,6 +113,7 @@ def shown_name(name: str) -> str:
 
 def _register(plugin, name: str, source: str, version: str | None = None) -> None:
     pm.register(plugin, name=name)
+    _collected.clear()
     try:
         pm.check_pending()  # a hook implementation with no spec (a typo) is refused, loudly
     except pluggy.PluginValidationError as error:
@@ -202,6 +205,7 @@ def register_project(project_dir: str | Path) -> str | None:
 
 def unregister(name: str) -> None:
     pm.unregister(name=name)
+    _collected.clear()
     _sources.pop(name, None)
 
 
@@ -220,8 +224,20 @@ def register(plugin, name: str) -> None:
 
 # ---- what the plugins register --------------------------------------------------------------------------
 
+def _once(hook: str, collect_them) -> Collection:
+    """A hook's registrations, collected the first time they are asked for after the plugins last changed."""
+    manager()
+    if hook not in _collected:
+        _collected[hook] = collect_them()
+    return _collected[hook]
+
+
 def reward_collection() -> Collection:
-    return collect(manager().hook.register_rewards, Reward, describe_hook_error, shown_name)
+    return _once("register_rewards", lambda: collect(pm.hook.register_rewards, Reward, describe_hook_error, shown_name))
+
+
+def judge_collection() -> Collection:
+    return _once("register_judges", lambda: collect(pm.hook.register_judges, Judge, describe_hook_error, shown_name))
 
 
 def preset_collection() -> Collection:
@@ -229,9 +245,13 @@ def preset_collection() -> Collection:
     if "presets" in _collecting:
         raise RegistryError(_("get_preset() was called while presets are being registered; derive a preset "
                               "with grpo_skill.derive_preset(base, name, ...) instead"))
+    return _once("register_presets", _collect_presets)
+
+
+def _collect_presets() -> Collection:
     _collecting.add("presets")
     try:
-        found = collect(manager().hook.register_presets, (Preset, DerivedPreset), describe_hook_error)
+        found = collect(pm.hook.register_presets, (Preset, DerivedPreset), describe_hook_error)
     finally:
         _collecting.discard("presets")
     pending = {name: reg for name, reg in found.items.items() if isinstance(reg.item, DerivedPreset)}
@@ -308,8 +328,6 @@ def get_preset(name: str) -> Preset:
 def hook_errors() -> dict[str, str]:
     """Plugin -> the error its hook raised (for each hook that failed)."""
     errors: dict[str, list[str]] = {}
-    from .judges import judge_collection  # judges imports this module
-
     collections = (("register_rewards", reward_collection()), ("register_presets", preset_collection()),
                    ("register_judges", judge_collection()))
     for hook, collection in collections:
@@ -329,11 +347,6 @@ def plugin_infos() -> list[PluginInfo]:
     return infos + list(_failures)
 
 
-def failures() -> list[PluginInfo]:
-    manager()
-    return list(_failures)
-
-
 def warnings() -> list[str]:
     """One line per problem the listings should mention: broken plugins, clashing names, a
     GRPO_SKILL_PLUGINS entry that names no installed plugin."""
@@ -342,8 +355,6 @@ def warnings() -> list[str]:
              for info in _failures]
     lines += [_("plugin {name!r} failed in {error}").format(name=shown_name(name), error=error)
               for name, error in hook_errors().items()]
-    from .judges import judge_collection  # judges imports this module
-
     for kind, collection in ((_("reward"), reward_collection()), (_("preset"), preset_collection()),
                              (_("judge backend"), judge_collection())):
         lines += [_("{kind} {name!r} is registered by both {first!r} and {second!r}: projects that use it fail "
@@ -355,3 +366,11 @@ def warnings() -> list[str]:
             env=LOAD_PLUGINS_ENV, names=", ".join(repr(name) for name in _unknown_allowed),
             installed=", ".join(installed_names()) or _("none")))
     return lines
+
+
+def _find_project_reward(name: str, project_dir: str) -> Reward:
+    register_project(project_dir)
+    return get_reward(name)
+
+
+registry.find_project_reward = _find_project_reward  # a pickled reward of a project's rewards.py is rebuilt through it

@@ -6,19 +6,15 @@ from typing import Any, Mapping
 
 from . import plugins
 from .i18n import _
-from .registry import Collection, Judge, Registered, RegistryError, collect
-
-
-def judge_collection() -> Collection:
-    return collect(plugins.manager().hook.register_judges, Judge, plugins.describe_hook_error, plugins.shown_name)
+from .registry import Judge, Registered, RegistryError
 
 
 def judges() -> dict[str, Registered]:
-    return judge_collection().items
+    return plugins.judge_collection().items
 
 
 def get_judge(name: str) -> Judge:
-    return plugins.get_from(judge_collection(), _("judge backend"), name)
+    return plugins.get_from(plugins.judge_collection(), _("judge backend"), name)
 
 
 def judge_params(judge: Judge, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def N_(message: str) -> str:
 def locale_dir() -> Path:
     """The compiled catalogs: in a wheel, grpo_skill/_bundle/i18n/locale (pyproject.toml maps the package
     ``grpo_skill._bundle`` to the repository root); in a checkout or an editable install, i18n/locale itself."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the package: grpo_skill/
     packaged = here / "_bundle" / "i18n" / "locale"
     return packaged if packaged.is_dir() else here.parent / "i18n" / "locale"
 

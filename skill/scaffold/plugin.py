@@ -12,10 +12,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import __version__, history, plugins
-from .errors import UserError
-from .i18n import _
-from .registry import RegistryError
+from ..core import __version__
+from . import history
+from ..core import plugins
+from ..core.errors import UserError
+from ..core.i18n import _
+from ..core.registry import RegistryError
 
 PACKAGE_PREFIX = "grpo-skill-"
 REWARD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")

@@ -12,7 +12,6 @@ teaches nothing: that is shown loudly.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import json
 import math
@@ -25,13 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import plugins
-from .errors import MissingColumn, UserError, one_line
-from .i18n import _
-from .registry import RegistryError, Reward, RewardError, completion_text
+from ..core import plugins
+from ..core.errors import MissingColumn, UserError, one_line
+from ..core.i18n import _
+from ..core.registry import RegistryError, Reward, RewardError, completion_text
+from ..core.schema import toml_text
 
-SCALE_REWARDS = ("group", "batch", "none")
-AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 STD_EPSILON = 1e-4  # GRPOTrainer: advantages / (std + 1e-4)
 
 
@@ -57,7 +55,7 @@ def literal(text: str):
 
 def parse_specs(specs) -> list[tuple[str, float]]:
     """``NAME[:WEIGHT]`` -> (name, weight), as config.toml bounds a weight."""
-    from .schema import parse_reward_spec
+    from ..core.schema import parse_reward_spec
 
     parsed = []
     for spec in specs:
@@ -153,7 +151,7 @@ def load_tokenizer(spec: str | None):
     from transformers import AutoTokenizer
 
     if spec == "tiny":
-        from . import modelbuild
+        from ..runtime import modelbuild
 
         spec = str(modelbuild.build("tiny"))
     if not Path(spec).is_dir() and _cached(spec):  # a hub id in the Hugging Face cache: no download
@@ -186,7 +184,7 @@ def _cached(model_id: str) -> bool:
 def run_tokenizer(tokenizer: str | None, preset, config, preset_name: str | None) -> tuple[str | None, str]:
     """(what to load, what to say about it): --tokenizer, else the tokenizer of the model the project or preset
     trains when it is on this machine (local, built, or cached), else none."""
-    from .i18n import N_
+    from ..core.i18n import N_
 
     if tokenizer:
         run_model = config.model["name"] if config is not None else preset.model_id if preset is not None else None
@@ -349,7 +347,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     """Score ``samples`` with the rewards ``specs`` (NAME[:WEIGHT]); returns what `rewards try --json` prints."""
     config = None
     if project:
-        from . import project as projects
+        from ..core import project as projects
 
         config = projects.load(project)  # its config.toml, with its rewards.py registered
     chosen = parse_specs(specs)
@@ -361,7 +359,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     if preset:
         preset_item = plugins.get_preset(preset)
     elif config is not None:  # the project's preset with its [grpo], and its rewards' params, as train.py builds them
-        preset_item = dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        preset_item = config.run_preset()
         configured = {choice.name: choice.params for choice in config.rewards}
         params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
     else:
@@ -411,7 +409,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     computed = advantages(scores, [w for _n, w in chosen], group_ids, scale_rewards, aggregation)
     constant = [entry["name"] for entry, column in zip(rewards, scores_by_reward)
                 if len({score for score in column if score is not None}) <= 1]
-    from .registry import RewardContext
+    from ..core.registry import RewardContext
 
     opens = RewardContext(tokenizer=token_source, preset=preset_item).template_opens_think
     return {
@@ -433,18 +431,6 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
     }
 
 
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{key} = {_toml(item)}" for key, item in value.items()) + " }" if value else "{}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return repr(value)
-
-
 def show_reward(name: str, project: str | None = None) -> dict:
     """What `rewards show NAME` prints: description, params with defaults, a config snippet, an example."""
     import shlex
@@ -453,9 +439,9 @@ def show_reward(name: str, project: str | None = None) -> dict:
         plugins.register_project(project)
     registered = plugins.rewards()
     reward = find_reward(name, project)
-    config = ["[[rewards]]", f"name = {_toml(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
+    config = ["[[rewards]]", f"name = {toml_text(name)}", "weight = 1.0  # " + _("0: monitor only (computed and logged, not trained on)")]
     if reward.params:
-        config.append(f"params = {_toml(dict(reward.params))}")
+        config.append(f"params = {toml_text(dict(reward.params))}")
     shown = {
         "name": name,
         "plugin": registered[name].plugin,
@@ -466,7 +452,7 @@ def show_reward(name: str, project: str | None = None) -> dict:
         "example": shlex.join(["grpo-skill", "rewards", "try", name, *reward.example]) if reward.example else None,
     }
     if name == "llm_judge":
-        from .judges import judges
+        from ..core.judges import judges
 
         shown["judges"] = [
             {"name": judge_name, "plugin": reg.plugin, "description": reg.item.description,
@@ -554,7 +540,7 @@ def render_show(shown: dict) -> None:
             console.print("  " + escape(_("no params")))
         for param in params:
             help_text = f"  {_(param['help'])}" if param["help"] else ""
-            console.print(escape(f"  {param['name']} = {_toml(param['default'])}{help_text}"))
+            console.print(escape(f"  {param['name']} = {toml_text(param['default'])}{help_text}"))
 
     console.print()
     console.print(escape(_("Params (defaults):")))

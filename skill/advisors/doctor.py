@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import __version__
-from .i18n import _
+from ..core import __version__
+from ..core.i18n import _
 
 DISTRIBUTION = "grpo-skill"
 EXTRAS = ("train", "unsloth")  # the extras whose pins are the tested set
@@ -102,7 +102,7 @@ def _free_gib(path: str | Path) -> float | None:
 
 
 def _plugins() -> list[dict]:
-    from . import plugins
+    from ..core import plugins
 
     return [{"name": info.name, "source": info.source, "version": info.version, "error": info.error}
             for info in plugins.plugin_infos()]
@@ -118,7 +118,8 @@ def _git() -> str | None:
 def project_model(path: str | Path) -> dict:
     """A project's model as the disk check sees it: where it comes from, and what downloading it takes (a hub id
     that is not cached, of a known shape: its weights at 4 or 16 bits). Raises ConfigError for a broken project."""
-    from . import plan, project
+    from ..runtime import estimate as plan
+    from ..core import project
 
     config = project.load(path, rewards=False)
     name = config.model["name"]

@@ -26,7 +26,7 @@ RewardFunc = Callable[..., "list[float | None]"]
 # A judge backend grades answers: f(requests) -> one grade in [0, 1] (or None) per JudgeRequest.
 JudgeFunc = Callable[[Sequence["JudgeRequest"]], "list[float | None]"]
 
-# A project's rewards.py registers as this prefix + its folder (skill/plugins.py)
+# A project's rewards.py registers as this prefix + its folder (core/plugins.py)
 PROJECT_PLUGIN_PREFIX = "project:"
 
 # Qwen3's id for </think>: used only when a reward is built without a tokenizer to ask.
@@ -285,9 +285,10 @@ class Reward:
         if not callable(func):
             raise RewardError(_("{where}: its factory returned {value}, not a function").format(
                 where=where, value=_short(repr(func))))
-        # a project's rewards.py is no importable module: its rewards travel by name and folder
+        # a project's rewards.py is no importable module: its rewards travel by name and folder, with the function
+        # that registers that rewards.py again (the plugin manager's, which sits above: pickled by its name)
         project = self.source.startswith(PROJECT_PLUGIN_PREFIX)
-        reward = (self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project else self
+        reward = (find_project_reward, self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project else self
         return _with_contract(func, self.name, where, (reward, tokenizer, preset, dict(params or {})))
 
 
@@ -415,15 +416,18 @@ class ContractedReward:
         return f"<reward {self.__name__!r}>"
 
 
+def find_project_reward(name: str, project_dir: str) -> Reward:
+    """A reward of a project's rewards.py, registered again: the plugin manager (plugins.py) puts its own here when it
+    loads, before any project's rewards.py can be."""
+    raise NotImplementedError("grpo_skill.core.plugins sets this")
+
+
 def _rebuild_reward(reward, tokenizer, preset, params):
     """Unpickling a ContractedReward: build it again. A project's rewards.py is found again by its folder (its
     module cannot be imported by name), so that reward travels as (name, project folder)."""
     if isinstance(reward, tuple):
-        from . import plugins  # only here: the registry sits below the plugin manager
-
-        name, project_dir = reward
-        plugins.register_project(project_dir)
-        reward = plugins.get_reward(name)
+        find, name, project_dir = reward
+        reward = find(name, project_dir)
     return reward.build(tokenizer=tokenizer, preset=preset, params=params)
 
 

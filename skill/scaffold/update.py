@@ -17,9 +17,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, history, skillfiles
-from .errors import UserError, shown_path
-from .i18n import _
+from ..core import __version__
+from . import history, skillfiles
+from ..core.errors import UserError, shown_path
+from ..core.i18n import _
 
 ANSWERS_FILE = ".copier-answers.yml"
 ORIGIN_KEYS = ("_commit", "_src_path")

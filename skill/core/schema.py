@@ -441,19 +441,32 @@ def dotted(loc: tuple) -> str:
     return text
 
 
-def toml_value(value) -> str:
+def toml_text(value) -> str:
+    """``value`` as a TOML value (the template's ``toml`` filter): inline tables for dicts."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        keys = [key if re.fullmatch(r"[A-Za-z0-9_-]+", str(key)) else json.dumps(str(key)) for key in value]
+        return "{ " + ", ".join(f"{key} = {toml_text(item)}" for key, item in zip(keys, value.values())) + " }"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def toml_value(value) -> str:
+    """``value`` as a message shows it: TOML, a table as {...}, a long array cut short."""
     if isinstance(value, dict):
         return "{...}"
     if isinstance(value, list):
         text = "[" + ", ".join(toml_value(item) for item in value) + "]"
         return text if len(text) <= 60 else text[:57] + "...]"
-    return str(value)
+    return toml_text(value)
 
 
 def _describe_expected(annotation) -> str:
@@ -777,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(table_keys(), indent=1))
         return 0
     text = grpo_fields_json(derive_grpo_fields())
-    target = Path(__file__).resolve().parent / "data" / GRPO_FIELDS_FILE
+    target = Path(__file__).resolve().parents[1] / "data" / GRPO_FIELDS_FILE
     if args.check:
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         if current != text:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .i18n import _
+from ..core.i18n import _
 
 CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
 CHAT_TEMPLATE_TOKENS = 12  # <|im_start|>user ... <|im_end|> <|im_start|>assistant (and <think>)

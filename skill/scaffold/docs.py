@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .registry import grpo_summary
+from ..core.registry import grpo_summary
 
 SKILL_FILES = {"en": Path("SKILL.md"), "zh-CN": Path("i18n/zh-CN/SKILL.md")}
 TABLES = ("presets", "rewards")
@@ -52,14 +52,14 @@ class DocsError(Exception):
 def repo_root() -> Path:
     """The checkout that holds SKILL.md and i18n/zh-CN/SKILL.md: the tables are written there, never into an
     installed package."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def _translator(lang: str) -> Callable[[str], str]:
     if lang == "en":
         return lambda text: text
     try:
-        from .i18n import gettext_for
+        from ..core.i18n import gettext_for
     except ImportError:  # no catalogs: English descriptions
         return lambda text: text
     return gettext_for(lang)
@@ -92,7 +92,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 
 def render_presets(lang: str = "en") -> str:
-    from . import plugins
+    from ..core import plugins
 
     translate, (yes, no) = _translator(lang), YES_NO[lang]
     rows = []
@@ -110,7 +110,7 @@ def render_presets(lang: str = "en") -> str:
 
 
 def render_rewards(lang: str = "en") -> str:
-    from . import plugins
+    from ..core import plugins
 
     translate = _translator(lang)
     rows = []

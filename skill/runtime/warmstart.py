@@ -26,13 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import UserError
-from .i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 THINK_START, THINK_END = "<think>", "</think>"
 EXAMPLE_COLUMNS = ("prompt_column", "thinking_column", "response_column")
-SFT_DEFAULTS = {"path": "data/sft.jsonl", "split": "train", "prompt_column": "prompt",
-                "thinking_column": "thinking", "response_column": "response"}
+SFT_DATA_KEYS = ("path", "split", *EXAMPLE_COLUMNS)  # [sft]'s keys that SFTConfig does not take
 
 
 class ExamplesError(UserError):
@@ -64,12 +63,15 @@ def completion_for(prompt_text: str, thinking: str, response: str) -> str:
 
 def sft_settings(config) -> dict:
     """``[sft]`` with its defaults: data keys (path, split, columns) and SFTConfig fields."""
-    return {**SFT_DEFAULTS, **(getattr(config, "sft", None) or _raw_table(config, "sft"))}
+    from ..core.schema import SftTable  # the defaults' one home
+
+    defaults = {key: SftTable.model_fields[key].default for key in SFT_DATA_KEYS}
+    return {**defaults, **(getattr(config, "sft", None) or _raw_table(config, "sft"))}
 
 
 def _raw_table(config, section: str) -> dict:
     """A table of config.toml that ProjectConfig does not hold as an attribute (read again, cheap)."""
-    from .schema import tomllib  # tomli on Python 3.10
+    from ..core.schema import tomllib  # tomli on Python 3.10
 
     return tomllib.loads(config.path.read_text(encoding="utf-8")).get(section, {})
 
@@ -77,7 +79,7 @@ def _raw_table(config, section: str) -> dict:
 def examples_file(config) -> Path | None:
     """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
     hub dataset id."""
-    from .project import LOCAL_DATA_SUFFIXES
+    from ..core.project import LOCAL_DATA_SUFFIXES
 
     path = config.project_dir / sft_settings(config)["path"]
     if path.suffix not in LOCAL_DATA_SUFFIXES:
@@ -91,7 +93,7 @@ def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
 
-    from .runtime.data import chat_prompt, load_file
+    from .data import chat_prompt, load_file
 
     settings = sft_settings(config)
     path = examples_file(config)

@@ -175,8 +175,8 @@ def _built_here(target: Path, key: str) -> bool:
 
 def _refuse_users_folder(target: Path) -> None:
     """--out writes only into a new or empty folder: whatever else is there is the user's."""
-    from .errors import UserError
-    from .i18n import _
+    from ..core.errors import UserError
+    from ..core.i18n import _
 
     if target.exists() and not target.is_dir():
         raise UserError(_("--out {dir} exists and is not a folder; choose a new or empty folder").format(dir=target))

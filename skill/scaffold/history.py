@@ -29,8 +29,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .errors import UserError
-from .i18n import _
+from ..core.errors import UserError
+from ..core.i18n import _
 
 TEMPLATE = "project"
 PREFIX = "templates/project"  # the template's folder in this repository

@@ -15,8 +15,10 @@ import time
 import traceback
 from pathlib import Path
 
+from . import launch
+
 DEBUG_ENV = "GRPO_SKILL_DEBUG"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # Under accelerate launch the processes of a machine read the same settings, data and output folder: a mistake
 # found before training is found by all of them alike, and the machine's first process reports it (one line per
 # machine). Once training has started, an error may concern one process (its completions, its GPU): each reports
@@ -139,9 +141,7 @@ def reported_by_the_main_process(error: BaseException) -> bool:
     """True on the other processes of a launch for a mistake that their machine's first process reports."""
     if _training["started"] or not isinstance(error, UserError):
         return False
-    from .runtime import distributed
-
-    return distributed.is_launched() and distributed.local_rank() != 0
+    return launch.is_launched() and launch.local_rank() != 0
 
 
 def install() -> None:
@@ -174,19 +174,6 @@ def _wait_for_the_main_process_to_report() -> None:
         time.sleep(MAIN_PROCESS_REPORT_WAIT_S)
     except KeyboardInterrupt:
         os._exit(130)
-
-
-def run_main(main, *args, **kwargs):
-    """Call ``main``; an error the user can fix ends the process with one line, as ``install`` does."""
-    try:
-        return main(*args, **kwargs)
-    except (UserError, OSError, json.JSONDecodeError, UnicodeDecodeError, ModuleNotFoundError,
-            KeyboardInterrupt) as error:
-        message = None if debug_wanted() else user_message(error)
-        if message is None:
-            raise
-        print(_error_line(message), file=sys.stderr)
-        raise SystemExit(exit_code(error)) from None
 
 
 def _error_line(message: str) -> str:

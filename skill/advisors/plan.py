@@ -1,0 +1,316 @@
+"""`grpo-skill plan`: the peak GPU memory and the seconds per step of a GRPO run, what fits a GPU, what is faster.
+
+The estimate itself is runtime/estimate.py (train.py's generation choice uses it too). Its constants are refitted with
+
+    python -m grpo_skill.plan --calibrate docs/benchmarks.json    # prints CALIBRATION for runtime/estimate.py
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from ..core.i18n import N_, _
+from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
+                                Settings, estimate, known_shape, needed_gib)
+from ..runtime.planning import (from_benchmark_row, from_config, from_preset, from_project, generation_path,
+                                gpu_memory_gib, processes_from_accelerate_config, resolve_generation)
+
+# The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
+# settings reading moved to the runtime, which train.py's generation choice needs.
+__all__ = ["CALIBRATION", "CUDA_CONTEXT_GIB", "GIB", "KNOWN_SHAPES", "Estimate", "ModelShape", "PlanError", "Settings",
+           "estimate", "known_shape", "needed_gib", "from_config", "from_preset", "from_project", "gpu_memory_gib",
+           "processes_from_accelerate_config", "resolve_generation", "plan", "render_text", "calibrate", "main"]
+
+
+# -- advice --------------------------------------------------------------------------------------------------------
+
+def valid_generation_steps(settings: Settings, spg: int) -> bool:
+    """TRL generates whole groups of completions: the generation batch of all processes together must be a multiple
+    of num_generations."""
+    return spg >= 1 and (settings.per_device_train_batch_size * settings.processes * spg) % settings.num_generations == 0
+
+
+def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | None = None) -> list[dict]:
+    """Single changes that bring the estimate under ``budget_gib``, most useful first, each with its estimate."""
+    candidates = []
+    spg = settings.generation_steps
+    while spg > 1:
+        spg //= 2
+        if valid_generation_steps(settings, spg):
+            candidates.append(({"steps_per_generation": spg}, dict(steps_per_generation=spg,
+                                                                   generation_batch_size=None)))
+    if settings.generation == "fast":
+        candidates.append(({"model.generation": "plain"}, dict(generation="plain")))
+    if not settings.load_in_4bit:
+        candidates.append(({"model.load_in_4bit": True}, dict(load_in_4bit=True)))
+    if not settings.gradient_checkpointing:
+        candidates.append(({"lora.gradient_checkpointing": "unsloth"}, dict(gradient_checkpointing="unsloth")))
+    if settings.backend == "trl" and not settings.use_liger_kernel and "lm_head" not in settings.lora_targets:
+        candidates.append(({"use_liger_kernel": True}, dict(use_liger_kernel=True)))
+    length = settings.max_completion_length
+    while length > 64:
+        length //= 2
+        candidates.append(({"max_completion_length": length}, dict(max_completion_length=length)))
+    if settings.per_device_train_batch_size > settings.num_generations:
+        candidates.append(({"per_device_train_batch_size": settings.num_generations},
+                           dict(per_device_train_batch_size=settings.num_generations)))
+    found, seen = [], set()
+    for change, fields in candidates:
+        result = estimate(replace(settings, **fields), calibration)
+        key = next(iter(change))
+        if needed_gib(result) <= budget_gib and key not in seen:
+            seen.add(key)
+            found.append({"change": change, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
+                          "s_per_step": round(result.s_per_step, 2)})
+    return found
+
+
+def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
+    """The largest steps_per_generation (up to 16) that still fits, when it beats the current one."""
+    best = None
+    for spg in (2, 4, 8, 16):
+        if spg <= settings.generation_steps or not valid_generation_steps(settings, spg):
+            continue
+        result = estimate(replace(settings, steps_per_generation=spg, generation_batch_size=None), calibration)
+        if needed_gib(result) <= budget_gib:
+            best = {"change": {"steps_per_generation": spg}, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
+                    "s_per_step": round(result.s_per_step, 2)}
+    return best
+
+
+def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
+    """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
+    settings, generation_why = resolve_generation(settings, gpu_gib)
+    result = estimate(settings, calibration)
+    out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape),
+                                  "generation_steps": settings.generation_steps,
+                                  "generation_batch": settings.generation_batch},
+           "peak_allocated_gib": round(result.peak_allocated_gib, 2),
+           "peak_reserved_gib": round(result.peak_reserved_gib, 2),
+           "needed_gib": round(needed_gib(result), 2),
+           "parts_gib": {name: round(value, 2) for name, value in result.parts_gib.items()},
+           "s_per_step": round(result.s_per_step, 2),
+           "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
+           "train_s_per_step": round(result.train_s_per_step, 2),
+           "generation_path": generation_path(settings), "generation_why": generation_why,
+           "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
+    if settings.processes > 1:
+        out["data_parallel"] = data_parallel(settings, result, calibration)
+    if gpu_gib is not None:
+        out["fits"] = needed_gib(result) <= gpu_gib
+        if out["fits"]:
+            faster = faster_that_fits(settings, gpu_gib, calibration)
+            out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step else None
+        else:
+            out["changes"] = changes_to_fit(settings, gpu_gib, calibration)
+    return out
+
+
+def data_parallel(settings: Settings, result: Estimate, calibration: dict | None = None) -> dict:
+    """Several GPUs against one: the global batch, completions per second, and the batch that keeps one GPU's."""
+    one = estimate(replace(settings, processes=1), calibration)
+    per_second = settings.global_batch / result.s_per_step
+    out = {"processes": settings.processes, "global_batch": settings.global_batch,
+           "communication_s_per_step": round(result.communication_s_per_step, 3),
+           "completions_per_s": round(per_second, 2),
+           "speedup": round(per_second / (replace(settings, processes=1).global_batch / one.s_per_step), 2),
+           "same_global_batch": None}
+    if settings.per_device_train_batch_size % settings.processes == 0:
+        smaller = replace(settings, per_device_train_batch_size=settings.per_device_train_batch_size // settings.processes)
+        if valid_generation_steps(smaller, smaller.generation_steps):
+            out["same_global_batch"] = {"per_device_train_batch_size": smaller.per_device_train_batch_size,
+                                        "s_per_step": round(estimate(smaller, calibration).s_per_step, 2)}
+    return out
+
+
+PART_NAMES = {"weights": N_("weights"), "generation_copy": N_("generation copy"), "lora_and_optimizer": N_("LoRA + optimizer"),
+              "training_activations": N_("training activations"), "training_logits": N_("logits"),
+              "generation_kv_cache": N_("generation KV cache"), "generation_scoring": N_("generation scoring"),
+              "other": N_("other")}
+
+
+def _change_text(change: dict) -> str:
+    return ", ".join(f"{key} = {json.dumps(value)}" for key, value in change.items())
+
+
+def _gpu_lines(result: dict) -> list[str]:
+    """What the times are for: the H200 they were measured on, or another card they were scaled to."""
+    gpu = result.get("gpu")
+    if not gpu:
+        return []
+    if gpu.get("unknown"):
+        return [_("  the GPU {name} is not in plan's table: these are an H200's times; --gpu NAME scales them to a "
+                  "card it knows").format(name=gpu["unknown"])]
+    return [_("  scaled to {name} ({given}) from spec sheets: decoding x{decode:.1f} by memory bandwidth ({bandwidth:g} "
+              "GB/s), training x{train:.1f} by bf16 compute ({tflops:g} TFLOP/s); a rough guide, not a measurement").format(
+        name=gpu["name"], given=_("detected") if gpu.get("detected") else "--gpu", decode=gpu["decode_slower"],
+        bandwidth=gpu["bandwidth_gb_s"], train=gpu["train_slower"], tflops=gpu["bf16_tflops"])]
+
+
+def render_text(result: dict) -> str:
+    """The plan in a few lines, for people."""
+    settings = result["settings"]
+    what = result.get("project") or _("preset {preset}").format(preset=result["preset"])
+    if result.get("set"):  # plan --set: what if
+        what += " " + _("with {settings}").format(settings=", ".join(
+            f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in result["set"].items()))
+    lines = [_("{what}: {model} ({source}), backend {backend}, {weights}").format(
+        what=what, model=result["model"], source=result["shape_source"], backend=settings["backend"],
+        weights=_("4-bit") if settings["load_in_4bit"] else _("16-bit weights"))]
+    lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
+    lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
+    lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
+                   "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
+                   "{every} micro-step(s)").format(
+        completions=settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"],
+        length=settings["max_completion_length"], batch=settings["per_device_train_batch_size"],
+        accumulation=settings["gradient_accumulation_steps"], prompt=settings["prompt_tokens"],
+        sequences=settings["generation_batch"], every=settings["generation_steps"]))
+    lines.append(_("peak GPU memory: ~{allocated:.1f} GiB allocated, ~{reserved:.1f} GiB reserved, ~{needed:.1f} GiB "
+                   "with the CUDA context").format(allocated=result["peak_allocated_gib"],
+                                                   reserved=result["peak_reserved_gib"], needed=result["needed_gib"]))
+    lines.append("  " + " | ".join(f"{_(PART_NAMES[name])} {value:.1f}" for name, value in result["parts_gib"].items()))
+    if result.get("prompt_tokens_source"):
+        lines.append(_("prompt length: {how}").format(how=result["prompt_tokens_source"]))
+    lines.append(_("time (rough; calibrated on an H200): ~{step:.1f} s per optimizer step (generation {generation:.1f} s "
+                   "per cycle, training {train:.1f} s per step)").format(
+        step=result["s_per_step"], generation=result["generation_s_per_cycle"], train=result["train_s_per_step"]))
+    lines += _gpu_lines(result)
+    if result.get("data_parallel"):
+        parallel = result["data_parallel"]
+        lines.append(_("on {n} GPUs (data-parallel; memory is per GPU): {batch} completions per step ({n} x the "
+                       "per-device batch), ~{comm:.2f} s of it exchanging gradients and results; ~{rate:.1f} "
+                       "completions/s, ~{speedup:.1f}x TRL on one GPU (the exchange is guessed, not yet measured)").format(
+            n=parallel["processes"], batch=parallel["global_batch"], comm=parallel["communication_s_per_step"],
+            rate=parallel["completions_per_s"], speedup=parallel["speedup"]))
+        same = parallel["same_global_batch"]
+        if same:
+            lines.append(_("one GPU's {batch} completions per step instead: per_device_train_batch_size = {size}, "
+                           "~{step:.1f} s/step").format(
+                batch=parallel["global_batch"] // parallel["processes"], size=same["per_device_train_batch_size"],
+                step=same["s_per_step"]))
+    if result["fits"] is None:
+        lines.append(_("give --gpu-memory GIB to check that it fits"))
+    elif result["fits"]:
+        lines.append(_("fits in {gpu:.1f} GiB").format(gpu=result["gpu_memory_gib"]))
+        if result.get("faster"):
+            faster = result["faster"]
+            lines.append(_("faster and still fitting: {change} (~{reserved:.1f} GiB reserved, ~{step:.1f} s/step)").format(
+                change=_change_text(faster["change"]), reserved=faster["peak_reserved_gib"], step=faster["s_per_step"]))
+    else:
+        lines.append(_("does not fit in {gpu:.1f} GiB (needs ~{needed:.1f} GiB)").format(
+            gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
+        if result["changes"]:
+            lines.append(_("changes that make it fit, one at a time:"))
+            lines += ["  " + _("{change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
+                change=_change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"])
+                for item in result["changes"]]
+        else:
+            lines.append(_("no single change makes it fit: use a smaller model, or a GPU with more memory"))
+    return "\n".join(lines)
+
+
+def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int | None, processes: int):
+    """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
+    and planned; nothing of the user's is written. Returns from_project's (settings, about)."""
+    import tempfile
+
+    from ..scaffold import generator
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
+        planned, about = from_project(rendered.target, backend, prompt_tokens, processes)
+    about.pop("project", None)
+    about["set"] = settings.dotted()
+    about["notes"] = rendered.notes
+    return planned, about
+
+
+# -- calibration ---------------------------------------------------------------------------------------------------
+
+MEMORY_CONSTANTS = ("fixed_gib", "activation_factor", "logit_bytes_unsloth", "logit_bytes_trl", "logit_bytes_liger",
+                    "generation_logit_bytes_unsloth", "kv_factor", "reserved_ratio_unsloth", "reserved_ratio_trl")
+TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "decode_base_s_trl",
+                  "decode_per_sequence_s_trl", "decode_base_s_trl_4bit", "decode_per_sequence_s_trl_4bit",
+                  "decode_base_s_trl_compiled", "decode_per_sequence_s_trl_compiled",
+                  "train_flops_per_s_unsloth", "train_flops_per_s_trl", "train_flops_per_s_trl_4bit",
+                  "step_overhead_s")
+
+
+def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
+    """(row, settings) for every row of a benchmark report that measured its peak memory."""
+    shape = ModelShape.from_config(report["model"]["shape"])
+    gpu_gib = (report.get("environment") or {}).get("gpu_memory_gib")
+    return [(row, from_benchmark_row(row, shape, gpu_gib)) for row in report.get("rows", [])
+            if row.get("peak_allocated_gib") and row.get("settings")]
+
+
+def errors(rows, calibration: dict) -> list[float]:
+    """log(estimate / measured) of every measured quantity of every row."""
+    out = []
+    for row, settings in rows:
+        result = estimate(settings, calibration)
+        out.append(math.log(result.peak_allocated_gib / row["peak_allocated_gib"]))
+        if row.get("peak_reserved_gib"):
+            out.append(math.log(result.peak_reserved_gib / row["peak_reserved_gib"]))
+        # 4-bit with compiled decoding: measured (slower), but refused in a project, so not a time to fit
+        if row.get("s_per_step") and not (settings.compiled_decoding and settings.load_in_4bit):
+            out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
+    return out
+
+
+def calibrate(report: dict, rounds: int = 60) -> dict[str, float]:
+    """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive)."""
+    rows = measured_rows(report)
+    if not rows:
+        raise PlanError(_("no row with a measured peak memory to calibrate on"))
+    fitted = dict(CALIBRATION)
+
+    def loss(candidate):
+        return sum(error * error for error in errors(rows, candidate))
+
+    best = loss(fitted)
+    for round_index in range(rounds):
+        step = 1.5 if round_index < rounds // 2 else 1.1
+        improved = False
+        for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS):
+            for factor in (step, 1 / step):
+                candidate = {**fitted, name: fitted[name] * factor}
+                if name.startswith("reserved_ratio") and candidate[name] < 1.0:
+                    continue
+                value = loss(candidate)
+                if value < best - 1e-12:
+                    fitted, best, improved = candidate, value, True
+        if not improved and step == 1.1:
+            break
+    return fitted
+
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m grpo_skill.plan", description=__doc__.splitlines()[0])
+    parser.add_argument("--calibrate", type=Path, required=True, metavar="BENCHMARKS_JSON")
+    args = parser.parse_args(argv)
+    report = json.loads(args.calibrate.read_text())
+    fitted = calibrate(report)
+    rows = measured_rows(report)
+    for row, settings in rows:
+        result = estimate(settings, fitted)
+        print(f"{row['case']:9} {row['name'][:40]:40} allocated {result.peak_allocated_gib:6.2f} / "
+              f"{row['peak_allocated_gib']:6.2f} GiB  reserved {result.peak_reserved_gib:6.2f} / "
+              f"{row.get('peak_reserved_gib') or float('nan'):6.2f}  s/step {result.s_per_step:6.2f} / "
+              f"{row.get('s_per_step') or float('nan'):6.2f}", file=sys.stderr)
+    print("CALIBRATION: dict[str, float] = {")
+    for name, value in fitted.items():
+        print(f"    {name!r}: {value:.3g},")
+    print("}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,304 @@
+"""The peak GPU memory and the seconds per step of a GRPO run, estimated from its settings (`grpo-skill plan` shows
+them; train.py's ``[model] generation = "auto"`` decides by them).
+
+No GPU and no torch: a first-principles sum (4-bit or 16-bit weights, LoRA weights with their gradients and optimizer
+state, training activations with or without gradient checkpointing, the logits of the ~151k-token vocabulary over
+the completion tokens, the KV cache of generation), each term scaled by a constant in CALIBRATION. The constants
+are fitted to measured runs (benchmarks/run.py writes docs/benchmarks.json):
+
+    python -m grpo_skill.plan --calibrate docs/benchmarks.json    # fits them and prints CALIBRATION to paste here
+
+tests/test_plan.py checks every measured row of docs/benchmarks.json against the estimate (within 25%).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..core.errors import UserError
+from ..core.i18n import _
+
+GIB = 2**30
+
+# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark: H200s,
+# 2026-12-01 and 02). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
+CALIBRATION: dict[str, float] = {
+    "fixed_gib": 0.279,  # CUDA workspaces, buffers, the allocator's rounding
+    "activation_factor": 1.15,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
+    "logit_bytes_unsloth": 0.6,  # per completion token x vocabulary entry in a training micro-batch
+    "logit_bytes_trl": 6.01,
+    "logit_bytes_liger": 0.1,
+    "generation_logit_bytes_unsloth": 0.334,  # per generated token x vocabulary entry, held for the whole generation batch
+    "generation_logit_bytes_trl": 0,
+    "kv_factor": 1.1,
+    "reserved_ratio_unsloth": 1.2,  # reserved / allocated at the peak
+    "reserved_ratio_trl": 1.15,
+    "decode_base_s_unsloth": 0.00676,  # one decoding step for the whole generation batch: base + per sequence
+    "decode_per_sequence_s_unsloth": 0.0007,
+    "decode_base_s_trl": 0.107,
+    "decode_per_sequence_s_trl": 6.29e-06,
+    "train_flops_per_s_unsloth": 7.27e+13,  # effective, gradient checkpointing and 4-bit dequantization included
+    "train_flops_per_s_trl": 1.24e+15,
+    # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
+    "decode_base_s_trl_4bit": 0.09,
+    "decode_per_sequence_s_trl_4bit": 2.49e-05,
+    "train_flops_per_s_trl_4bit": 2.2e+14,
+    # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
+    # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
+    "decode_base_s_trl_compiled": 0.0446,
+    "decode_per_sequence_s_trl_compiled": 9.43e-06,
+    # The fast generation path (a merged bf16 copy, compiled static-cache decoding): from the decode-step table in
+    # docs/benchmarks.md (2026-12-02: 6.6 ms at 8 sequences, 13.4 at 64), until a full-run row re-fits it
+    "decode_base_s_copy": 0.00563,
+    "decode_per_sequence_s_copy": 0.000121,
+    "step_overhead_s": 0.328,
+    # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
+    # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
+    "ddp_step_overhead_s": 0.1,
+    # ...and the all-reduce of the LoRA gradients (bytes per second through NVLink, ring all-reduce).
+    "allreduce_bytes_per_s": 5e+10,
+}
+# Unsloth sizes its decode buffers in multiples of this many tokens when it replays CUDA graphs (unsloth 2026.10).
+UNSLOTH_KV_BUCKET = 256
+# bitsandbytes NF4: 4 bits a weight plus its block scales (Unsloth double-quantizes them; transformers' default not).
+QUANT_OVERHEAD_BYTES = {"unsloth": 1 / 64 + 4 / (64 * 256), "trl": 4 / 64}
+OPTIMIZER_BYTES = {"adamw_8bit": 2, "paged_adamw_8bit": 2, "adamw_bnb_8bit": 2, "sgd": 0, "adafactor": 4}
+DEFAULT_OPTIMIZER_BYTES = 8  # two fp32 moments
+CUDA_CONTEXT_GIB = 0.6  # what the driver takes besides PyTorch's allocations
+CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
+CHAT_TEMPLATE_TOKENS = 12  # <|im_start|>user ... <|im_end|> <|im_start|>assistant (and <think>)
+
+
+class PlanError(UserError):
+    """Settings that cannot be planned; the message says what to give instead."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def from_config(cls, config: dict) -> "ModelShape":
+        config = config.get("text_config", config)
+        try:
+            heads = config["num_attention_heads"]
+            return cls(
+                vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+                intermediate_size=config["intermediate_size"], num_hidden_layers=config["num_hidden_layers"],
+                num_attention_heads=heads, num_key_value_heads=config.get("num_key_value_heads") or heads,
+                head_dim=config.get("head_dim") or config["hidden_size"] // heads,
+                tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+            )
+        except KeyError as missing:
+            raise PlanError(_("the model's config.json has no {key}; it is not a decoder model this planner knows").format(
+                key=missing)) from None
+
+    def linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """(in, out) features of each projection of one decoder layer."""
+        h, i, q, kv = self.hidden_size, self.intermediate_size, self.num_attention_heads * self.head_dim, \
+            self.num_key_value_heads * self.head_dim
+        return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, i),
+                "up_proj": (h, i), "down_proj": (i, h)}
+
+    @property
+    def linear_params(self) -> int:
+        return self.num_hidden_layers * sum(a * b for a, b in self.linear_shapes().values())
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    @property
+    def params(self) -> int:
+        return self.linear_params + self.embedding_params
+
+
+# Shapes of the models the presets name (their Hugging Face config.json), keyed by a name found in the model id.
+KNOWN_SHAPES = {
+    "qwen3-0.6b": ModelShape(151936, 1024, 3072, 28, 16, 8, 128, True),
+    "qwen3-1.7b": ModelShape(151936, 2048, 6144, 28, 16, 8, 128, True),
+    "qwen3-4b": ModelShape(151936, 2560, 9728, 36, 32, 8, 128, True),
+    "qwen3-8b": ModelShape(151936, 4096, 12288, 36, 32, 8, 128, False),
+    "qwen3-14b": ModelShape(151936, 5120, 17408, 40, 40, 8, 128, False),
+    "tiny-qwen3": ModelShape(154, 64, 128, 2, 4, 2, 16, True),  # grpo_skill.modelbuild's "tiny"
+}
+
+
+def known_shape(model_id: str) -> tuple[str, ModelShape] | None:
+    name = model_id.lower()
+    for key in sorted(KNOWN_SHAPES, key=len, reverse=True):
+        if re.search(rf"(^|[/_-]){re.escape(key)}($|[/_-])", name):
+            return key, KNOWN_SHAPES[key]
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the estimate depends on."""
+
+    shape: ModelShape
+    backend: str = "unsloth"  # "unsloth" or "trl"
+    load_in_4bit: bool = True
+    lora_r: int = 16
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    gradient_checkpointing: str | bool = "unsloth"
+    num_generations: int = 8
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    steps_per_generation: int | None = None
+    generation_batch_size: int | None = None
+    max_completion_length: int = 256
+    prompt_tokens: int = 40
+    beta: float = 0.0
+    optim: str = "adamw_8bit"
+    use_liger_kernel: bool = False
+    static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
+    compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
+    generation: str = "plain"  # [model] generation: "fast" (a merged bf16 copy), "plain", or "auto" (not resolved)
+    max_seq_length: int = 512  # the fast path's static cache holds this many tokens per sequence
+    processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
+
+    @property
+    def generation_steps(self) -> int:
+        """Optimizer micro-steps one generation serves."""
+        if self.steps_per_generation:
+            return self.steps_per_generation
+        if self.generation_batch_size:
+            return max(self.generation_batch_size // self.per_device_train_batch_size, 1)
+        return self.gradient_accumulation_steps
+
+    @property
+    def generation_batch(self) -> int:
+        return self.generation_batch_size or self.per_device_train_batch_size * self.generation_steps
+
+    @property
+    def sequence_tokens(self) -> int:
+        return self.prompt_tokens + self.max_completion_length
+
+    @property
+    def global_batch(self) -> int:
+        """Completions trained on per optimizer step, over all processes."""
+        return self.per_device_train_batch_size * self.gradient_accumulation_steps * self.processes
+
+
+@dataclass
+class Estimate:
+    peak_allocated_gib: float
+    peak_reserved_gib: float
+    parts_gib: dict[str, float]
+    s_per_step: float
+    generation_s_per_cycle: float
+    train_s_per_step: float
+    communication_s_per_step: float = 0.0
+
+
+def _lora_params(settings: Settings) -> int:
+    shapes = settings.shape.linear_shapes()
+    per_layer = sum(settings.lora_r * sum(shapes[name]) for name in settings.lora_targets if name in shapes)
+    if "lm_head" in settings.lora_targets:
+        return settings.shape.num_hidden_layers * per_layer + settings.lora_r * (
+            settings.shape.hidden_size + settings.shape.vocab_size)
+    return settings.shape.num_hidden_layers * per_layer
+
+
+def _backend(settings: Settings) -> str:
+    return "unsloth" if settings.backend == "unsloth" else "trl"
+
+
+def _time_backend(settings: Settings) -> str:
+    backend = _backend(settings)
+    if settings.generation == "fast":
+        return "copy"
+    if backend == "trl" and settings.load_in_4bit:
+        return "trl_4bit"
+    return "trl_compiled" if backend == "trl" and settings.compiled_decoding else backend
+
+
+def estimate(settings: Settings, calibration: dict[str, float] | None = None) -> Estimate:
+    k = {**CALIBRATION, **(calibration or {})}
+    shape, backend = settings.shape, _backend(settings)
+    if settings.load_in_4bit:
+        weights = shape.linear_params * (0.5 + QUANT_OVERHEAD_BYTES[backend]) + shape.embedding_params * 2
+    else:
+        weights = shape.params * 2
+    lora = _lora_params(settings) * (4 + 4 + OPTIMIZER_BYTES.get(settings.optim, DEFAULT_OPTIMIZER_BYTES))
+
+    # Training one micro-batch: activations (all layers, or one layer being recomputed plus the checkpoints).
+    tokens = settings.per_device_train_batch_size * settings.sequence_tokens
+    per_token_layer = 2 * (10 * shape.hidden_size + 4 * shape.intermediate_size) * k["activation_factor"]
+    if settings.gradient_checkpointing:
+        activations = tokens * per_token_layer
+        if backend == "trl":  # plain gradient checkpointing keeps each layer's input on the GPU; Unsloth's offloads it
+            activations += tokens * shape.hidden_size * 2 * shape.num_hidden_layers
+    else:
+        activations = tokens * per_token_layer * shape.num_hidden_layers
+    completion_logits = settings.per_device_train_batch_size * settings.max_completion_length * shape.vocab_size
+    logit_key = "logit_bytes_liger" if settings.use_liger_kernel and backend == "trl" else f"logit_bytes_{backend}"
+    logits = completion_logits * k[logit_key]
+
+    # Generating: the KV cache of the whole generation batch, and what scoring it holds.
+    kv_tokens = max(settings.sequence_tokens, settings.static_cache_tokens or 0)
+    if backend == "unsloth":
+        kv_tokens = math.ceil(kv_tokens / UNSLOTH_KV_BUCKET) * UNSLOTH_KV_BUCKET
+    kv = (settings.generation_batch * kv_tokens * shape.num_hidden_layers * 2 * shape.num_key_value_heads
+          * shape.head_dim * 2 * k["kv_factor"])
+    generation_logits = (settings.generation_batch * settings.max_completion_length * shape.vocab_size
+                         * k[f"generation_logit_bytes_{backend}"])
+
+    copy = 0.0
+    if settings.generation == "fast":  # every weight again in bf16, and a static cache of max_seq_length tokens
+        copy = shape.params * 2
+        kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
+    fixed = k["fixed_gib"] * GIB
+    peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
+    parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
+             "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
+             "generation_scoring": generation_logits, "other": fixed}
+
+    # Time: decoding steps for the generation batch, amortized over the steps it serves, plus training FLOPs.
+    timing = _time_backend(settings)
+    decode_step = k[f"decode_base_s_{timing}"] + k[f"decode_per_sequence_s_{timing}"] * settings.generation_batch
+    generation_cycle = settings.max_completion_length * decode_step
+    step_tokens = tokens * settings.gradient_accumulation_steps
+    passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
+                                                else 0)  # forward + backward (2) + reference + old log-probs
+    training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
+        "trl_4bit" if settings.load_in_4bit else "trl")
+    train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
+    per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
+    # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
+    # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
+    communication = 0.0
+    if settings.processes > 1:
+        ring = 2 * (settings.processes - 1) / settings.processes
+        communication = k["ddp_step_overhead_s"] + ring * _lora_params(settings) * 4 / k["allreduce_bytes_per_s"]
+    per_step += communication
+    return Estimate(
+        peak_allocated_gib=peak / GIB,
+        peak_reserved_gib=peak * k[f"reserved_ratio_{backend}"] / GIB,
+        parts_gib={name: value / GIB for name, value in parts.items()},
+        s_per_step=per_step,
+        generation_s_per_cycle=generation_cycle,
+        train_s_per_step=train,
+        communication_s_per_step=communication,
+    )
+
+
+def needed_gib(result: Estimate) -> float:
+    return result.peak_reserved_gib + CUDA_CONTEXT_GIB
+
+
+def with_static_cache(grpo: dict, model: dict) -> dict:
+    """[grpo] with a static KV cache of one size for every generation (the compiled graph is then built once):
+    ``max_cache_len`` is ``model.max_seq_length`` unless ``generation_kwargs`` sets it."""
+    generation_kwargs = {"max_cache_len": model["max_seq_length"], **(grpo.get("generation_kwargs") or {})}
+    return {**grpo, "cache_implementation": "static", "generation_kwargs": generation_kwargs}

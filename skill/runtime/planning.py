@@ -1,0 +1,212 @@
+"""A run's settings for the estimate (runtime/estimate.py), read from a project, a preset or a benchmark row; and
+``[model] generation = "auto"`` made concrete by it."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+from ..core.i18n import _
+from .estimate import (CHARS_PER_TOKEN, CHAT_TEMPLATE_TOKENS, KNOWN_SHAPES, ModelShape, PlanError, Settings,
+                       estimate, known_shape, needed_gib, with_static_cache)
+
+
+# -- settings from a project, a preset or a benchmark row ---------------------------------------------------------
+
+def prompt_tokens_of(dataset_file: Path | None, column: str = "prompt") -> int:
+    """The longest prompt, in tokens, guessed from its characters (no tokenizer here)."""
+    longest = 0
+    if dataset_file and dataset_file.suffix == ".jsonl" and dataset_file.is_file():
+        for line in dataset_file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                value = json.loads(line).get(column, "")
+                longest = max(longest, len(value if isinstance(value, str) else json.dumps(value)))
+    else:
+        longest = 160
+    return math.ceil(longest / CHARS_PER_TOKEN) + CHAT_TEMPLATE_TOKENS
+
+
+def shape_for(model_name: str) -> tuple[ModelShape, str]:
+    """(shape, where it came from): a local folder's config.json, else the table of known shapes."""
+    folder = Path(model_name).expanduser()
+    if (folder / "config.json").is_file():
+        return ModelShape.from_config(json.loads((folder / "config.json").read_text())), str(folder / "config.json")
+    found = known_shape(model_name)
+    if found is None:
+        raise PlanError(_("no shape known for model {model!r}; point model.name at a local folder with its "
+                          "config.json, or plan a preset: {known}").format(
+            model=model_name, known=", ".join(sorted(KNOWN_SHAPES))))
+    return found[1], _("known shape {name}").format(name=found[0])
+
+
+def backend_for(backend: str, processes: int) -> str:
+    """The backend train.py takes: auto is Unsloth on one GPU, TRL on several (Unsloth trains on one GPU only)."""
+    if processes > 1:
+        if backend == "unsloth":
+            raise PlanError(_("backend unsloth trains on one GPU only; plan {n} GPUs with --backend trl").format(
+                n=processes))
+        return "trl"
+    return "unsloth" if backend in ("unsloth", "auto") else "trl"
+
+
+def processes_from_accelerate_config(path: str | Path) -> int:
+    """How many processes (GPUs) an accelerate config file launches; only data-parallel (DDP) runs are planned."""
+    import yaml
+
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise PlanError(_("cannot read the accelerate config {path}: {reason}").format(
+            path=path, reason=getattr(error, "strerror", None) or str(error).splitlines()[0])) from None
+    if not isinstance(config, dict):
+        raise PlanError(_("{path} is not an accelerate config file (a YAML mapping)").format(path=path))
+    kind = str(config.get("distributed_type", "NO"))
+    if kind == "NO":
+        return 1
+    if kind != "MULTI_GPU":
+        raise PlanError(_("{path}: distributed_type {kind} shards the model's memory, which plan does not estimate; "
+                          "plan data-parallel runs (accelerate/ddp.yaml) or give --gpus N").format(path=path, kind=kind))
+    processes = config.get("num_processes")
+    if not isinstance(processes, int) or processes < 1:
+        raise PlanError(_("{path}: num_processes must be a whole number of GPUs; give --gpus N").format(path=path))
+    return processes
+
+
+def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
+                   processes: int = 1) -> Settings:
+    gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
+    generation = model.get("generation", "auto")
+    if backend == "unsloth" or grpo.get("use_vllm") or model.get("compile_decoding"):
+        generation = "plain"
+    backend = "trl" if generation == "fast" else backend_for(backend, processes)
+    compiled = bool(model.get("compile_decoding")) and backend == "trl"
+    if compiled:  # what train.py sets for it
+        grpo = with_static_cache(grpo, model)
+    return Settings(
+        shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
+        max_seq_length=int(model.get("max_seq_length", 512)),
+        load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
+        lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
+        gradient_checkpointing=gradient_checkpointing,
+        num_generations=int(grpo.get("num_generations", 8)),
+        per_device_train_batch_size=int(grpo.get("per_device_train_batch_size", 8)),
+        gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 1)),
+        steps_per_generation=grpo.get("steps_per_generation"), generation_batch_size=grpo.get("generation_batch_size"),
+        max_completion_length=int(grpo.get("max_completion_length", 256)), prompt_tokens=prompt_tokens,
+        beta=float(grpo.get("beta", 0.0)), optim=str(grpo.get("optim", "adamw_torch")),
+        use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
+        static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
+                             if grpo.get("cache_implementation") == "static" else None),
+    )
+
+
+def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
+                 processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
+    from ..core import project
+
+    return from_config(project.load(path, overrides), backend, prompt_tokens, processes)  # overrides: `plan --set`
+
+
+def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,
+                processes: int = 1) -> tuple[Settings, dict]:
+    """Settings of a loaded project (``project.ProjectConfig``)."""
+    local = config.local_model_dir()
+    shape, source = shape_for(str(local) if local is not None else config.model["name"])
+    tokens, how = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
+                                 config.model_path() if config.builds_its_model() or local else None)
+    settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
+                              shape, tokens, processes)
+    return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
+                      "model": config.model["name"], "shape_source": source,
+                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how}
+
+
+def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, model: str,
+                   tokenizer_folder: str | None) -> tuple[int, str]:
+    """(the longest prompt in tokens, how that was found): given, measured with the model's tokenizer, or guessed."""
+    from . import promptlength
+
+    if given:
+        return given, _("given with --prompt-tokens")
+    found = promptlength.longest(data_file, dataset.get("prompt_column", "prompt"), dataset.get("system_prompt", ""),
+                                 dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
+    return found.tokens, found.how
+
+
+def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
+                processes: int = 1) -> tuple[Settings, dict]:
+    from dataclasses import asdict as as_dict
+    from importlib import resources
+
+    from ..core import plugins
+
+    preset = plugins.get_preset(name)
+    shape, source = shape_for(preset.model_id)
+    sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
+    tokens, how = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
+                                 preset.model_id, preset.build_model() if preset.build_model else None)
+    model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
+    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
+                              processes)
+    return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
+                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
+
+
+def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = None) -> Settings:
+    """A benchmark row's settings; a row that left the path to ``backend = "auto"`` is resolved as train.py resolved it
+    on the benchmark's GPU."""
+    settings = row["settings"]
+    prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
+    model = {**settings["model"], "compile_decoding": bool(settings.get("compile_decode"))}
+    resolved = _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
+                              int(round(prompt)), int(settings.get("processes", 1)))
+    if settings["backend"] == "auto" and gpu_gib:
+        resolved, _why = resolve_generation(resolved, gpu_gib)
+    return resolved
+
+
+def gpu_memory_gib() -> float | None:
+    """The first GPU's memory from nvidia-smi, if there is one (no torch)."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20)
+        return float(done.stdout.split()[0]) / 1024 if done.returncode == 0 and done.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+FAST_GENERATION_MARGIN = 0.9  # the fast path is chosen when its estimate leaves a tenth of the GPU's memory free
+
+
+def generation_path(settings: Settings) -> str:
+    """How completions are sampled: "fast" (a merged bf16 copy), "unsloth", "trl" or "trl compiled"."""
+    if settings.generation == "fast":
+        return "fast"
+    if settings.backend == "unsloth":
+        return "unsloth"
+    return "trl compiled" if settings.compiled_decoding else "trl"
+
+
+def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
+    """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits,
+    otherwise the backend's own generation. Without a known GPU size, the fast path, with what it needs said."""
+    if settings.generation != "auto":
+        return settings, _("set in config.toml")
+    plain = replace(settings, generation="plain")
+    if not cuda:
+        return plain, _("no CUDA GPU: the fast path compiles on a GPU only")
+    fast = replace(settings, generation="fast", backend="trl", compiled_decoding=False)
+    need = needed_gib(estimate(fast))
+    if gpu_gib is None:
+        return fast, _("needs about {need:.1f} GiB of GPU memory").format(need=need)
+    if need <= gpu_gib * FAST_GENERATION_MARGIN:
+        return fast, _("plan: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
+    return plain, _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
+        need=need, gpu=gpu_gib)
