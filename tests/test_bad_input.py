@@ -63,6 +63,21 @@ def rewards_py(source):
     return {"proj/rewards.py": textwrap.dedent(source)}
 
 
+# a rewards.py whose reward factory raises: `check` and `train.py` must both name the file and line
+BROKEN_FACTORY = rewards_py("""\
+    from grpo_skill import Reward, hookimpl
+
+
+    def factory(context):
+        return context.params["missing"]
+
+
+    @hookimpl
+    def register_rewards(register):
+        register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
+""")
+
+
 def jsonl(*lines):
     return {f"proj/{PROMPTS}": "".join(line + "\n" for line in lines)}
 
@@ -439,18 +454,7 @@ REWARDS_PY_CASES = [
          """)),
     Case("check-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
          "proj/rewards.py:5: KeyError: 'missing'", edits=edit('name = "thinking"', 'name = "no_repetition"'),
-         files=rewards_py("""\
-             from grpo_skill import Reward, hookimpl
-
-
-             def factory(context):
-                 return context.params["missing"]
-
-
-             @hookimpl
-             def register_rewards(register):
-                 register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
-         """)),
+         files=BROKEN_FACTORY),
     Case("check-own-reward-param-typo", "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?",
          edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngrm = 4 }')),
     # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
@@ -562,18 +566,7 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
     Case("train-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
          "proj/rewards.py:5: KeyError: 'missing'; check its params", mode="build",
          edits=edit('name = "thinking"', 'name = "no_repetition"'),
-         files=rewards_py("""\
-             from grpo_skill import Reward, hookimpl
-
-
-             def factory(context):
-                 return context.params["missing"]
-
-
-             @hookimpl
-             def register_rewards(register):
-                 register(Reward("no_repetition", factory, "broken factory", params={"ngram": 3}))
-         """)),
+         files=BROKEN_FACTORY),
 ]
 
 SCRIPT_CASES = [  # the real scripts and console script, as a user runs them

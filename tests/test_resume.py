@@ -128,20 +128,27 @@ def finished_copy(project, resumed_after_kill, killed, tmp_path):
     shutil.rmtree(copy)
 
 
-def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(project, finished_copy):
-    edited = project / "config-r32.toml"
-    edited.write_text((project / "config.toml").read_text().replace("\nr = 16\n", "\nr = 32\n"))
+def resume_with_config_edit(project, finished_copy, old, new):
+    """``train.py --resume`` of the finished copy with one edit to a copy of config.toml; the run must change no file
+    of it (asserted here, since every refusal promises it)."""
+    edited = project / "config-edited.toml"
+    edited.write_text((project / "config.toml").read_text().replace(old, new))
     before = tree_digest(finished_copy)
     try:
         result = train(project, "--config", edited.name, "--output-dir", finished_copy.name, "--resume",
                        "--max-steps", "20", check=False)
     finally:
         edited.unlink()
+    assert tree_digest(finished_copy) == before
+    return result
+
+
+def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(project, finished_copy):
+    result = resume_with_config_edit(project, finished_copy, "\nr = 16\n", "\nr = 32\n")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"error: {finished_copy.name}/checkpoint-16 was trained with LoRA r 16 (now 32), not what [lora] says now: "
         "resume with the values it was trained with, or start over with --overwrite"]
-    assert tree_digest(finished_copy) == before
 
 
 def test_resume_onto_another_model_is_refused_before_it_loads(project, finished_copy):
@@ -160,20 +167,12 @@ def test_resume_onto_another_model_is_refused_before_it_loads(project, finished_
 
 def test_resume_after_editing_the_learning_rate_is_refused_with_the_choice(project, finished_copy):
     """Trainer restores the optimizer's learning rate from the checkpoint: the edit would be ignored silently."""
-    edited = project / "config-lr.toml"
-    edited.write_text((project / "config.toml").read_text().replace("learning_rate = 0.005", "learning_rate = 0.001"))
-    before = tree_digest(finished_copy)
-    try:
-        result = train(project, "--config", edited.name, "--output-dir", finished_copy.name, "--resume",
-                       "--max-steps", "20", check=False)
-    finally:
-        edited.unlink()
+    result = resume_with_config_edit(project, finished_copy, "learning_rate = 0.005", "learning_rate = 0.001")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"error: {finished_copy.name}/checkpoint-16 was trained with grpo.learning_rate 0.005 (now 0.001): its "
         "optimizer state keeps the old value, so the new one would be ignored; set it back to resume, or start over "
         "with --overwrite to train with the new one"]
-    assert tree_digest(finished_copy) == before
 
 
 @pytest.mark.parametrize("old,new,key", [("num_generations = 8", "num_generations = 4", "grpo.num_generations"),
