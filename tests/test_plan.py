@@ -45,6 +45,22 @@ def test_calibrate_prints_constants_that_fit_the_measurements():
         assert abs(result.peak_allocated_gib / row["peak_allocated_gib"] - 1) <= TOLERANCE, row["name"]
 
 
+def test_a_fit_without_the_thinking_rows_estimates_them():
+    """Held out: constants fitted on the standard case alone (4x shorter completions) and the decode table, checked
+    on every thinking row. Peak allocated memory and s/step within 25%. Reserved memory within 25% below and 35%
+    above: the estimate takes reserved as allocated times one ratio per backend, while measured ratios run from
+    1.03 to 1.18 (an over-estimate only makes plan advise a smaller setting)."""
+    fitted = plan.calibrate(REPORT, leave_out="thinking")
+    held_out = [(row, settings) for row, settings in ROWS if row["case"] == "thinking"]
+    assert len(held_out) >= 3
+    for row, settings in held_out:
+        result = plan.estimate(settings, fitted)
+        name = f"{row['name']}: estimated {result.peak_allocated_gib:.2f} GiB, {result.s_per_step:.2f} s/step"
+        assert abs(result.peak_allocated_gib / row["peak_allocated_gib"] - 1) <= TOLERANCE, name
+        assert abs(result.s_per_step / row["s_per_step"] - 1) <= TOLERANCE, name
+        assert -TOLERANCE <= result.peak_reserved_gib / row["peak_reserved_gib"] - 1 <= 0.35, name
+
+
 def qwen3_4b(**changes) -> plan.Settings:
     return replace(plan.Settings(shape=plan.KNOWN_SHAPES["qwen3-4b"], beta=0.1), **changes)
 

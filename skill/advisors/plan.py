@@ -236,6 +236,7 @@ MEMORY_CONSTANTS = ("fixed_gib", "activation_factor", "logit_bytes_unsloth", "lo
 TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "decode_base_s_trl",
                   "decode_per_sequence_s_trl", "decode_base_s_trl_4bit", "decode_per_sequence_s_trl_4bit",
                   "decode_base_s_trl_compiled", "decode_per_sequence_s_trl_compiled",
+                  "decode_base_s_copy", "decode_per_sequence_s_copy",
                   "train_flops_per_s_unsloth", "train_flops_per_s_trl", "train_flops_per_s_trl_4bit",
                   "step_overhead_s")
 
@@ -246,6 +247,21 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
     gpu_gib = (report.get("environment") or {}).get("gpu_memory_gib")
     return [(row, from_benchmark_row(row, shape, gpu_gib)) for row in report.get("rows", [])
             if row.get("peak_allocated_gib") and row.get("settings")]
+
+
+# The decode-step table of docs/benchmarks.json (benchmarks/decode_profile.py) measures the fast path's decode step
+# at several batch sizes, which the training rows (one batch size per case) cannot tell apart into base and per
+# sequence: its rows of the path train.py takes are fitted too.
+COPY_DECODE_PATH = "merged copy, grouped decode"
+
+
+def decode_errors(report: dict, calibration: dict) -> list[float]:
+    """log(estimate / measured) of the fast path's decode step at each batch size of the decode table."""
+    k = {**CALIBRATION, **calibration}
+    return [math.log((k["decode_base_s_copy"] + k["decode_per_sequence_s_copy"] * row["batch"])
+                     / (row["decode_ms"] / 1000))
+            for row in (report.get("decode") or {}).get("rows", [])
+            if row.get("path") == COPY_DECODE_PATH and row.get("decode_ms")]
 
 
 def errors(rows, calibration: dict) -> list[float]:
@@ -262,15 +278,16 @@ def errors(rows, calibration: dict) -> list[float]:
     return out
 
 
-def calibrate(report: dict, rounds: int = 60) -> dict[str, float]:
-    """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive)."""
-    rows = measured_rows(report)
+def calibrate(report: dict, rounds: int = 60, leave_out: str | None = None) -> dict[str, float]:
+    """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive);
+    with ``leave_out``, fitted without that case's rows, so that they can check the fit."""
+    rows = [(row, settings) for row, settings in measured_rows(report) if row["case"] != leave_out]
     if not rows:
         raise PlanError(_("no row with a measured peak memory to calibrate on"))
     fitted = dict(CALIBRATION)
 
     def loss(candidate):
-        return sum(error * error for error in errors(rows, candidate))
+        return sum(error * error for error in (*errors(rows, candidate), *decode_errors(report, candidate)))
 
     best = loss(fitted)
     for round_index in range(rounds):
@@ -295,13 +312,16 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m grpo_skill.plan", description=__doc__.splitlines()[0])
     parser.add_argument("--calibrate", type=Path, required=True, metavar="BENCHMARKS_JSON")
+    parser.add_argument("--leave-out", metavar="CASE", help="fit without this case's rows (e.g. thinking) and mark "
+                        "them 'held out' in the comparison: how the fit does on rows it never saw")
     args = parser.parse_args(argv)
     report = json.loads(args.calibrate.read_text())
-    fitted = calibrate(report)
+    fitted = calibrate(report, leave_out=args.leave_out)
     rows = measured_rows(report)
     for row, settings in rows:
         result = estimate(settings, fitted)
-        print(f"{row['case']:9} {row['name'][:40]:40} allocated {result.peak_allocated_gib:6.2f} / "
+        held_out = "held out " if row["case"] == args.leave_out else "fitted on"
+        print(f"{held_out} {row['case']:9} {row['name'][:40]:40} allocated {result.peak_allocated_gib:6.2f} / "
               f"{row['peak_allocated_gib']:6.2f} GiB  reserved {result.peak_reserved_gib:6.2f} / "
               f"{row.get('peak_reserved_gib') or float('nan'):6.2f}  s/step {result.s_per_step:6.2f} / "
               f"{row.get('s_per_step') or float('nan'):6.2f}", file=sys.stderr)

@@ -22,38 +22,39 @@ from ..core.i18n import _
 
 GIB = 2**30
 
-# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark: H200s,
-# 2026-12-01 and 02). Memory terms multiply bytes; time terms are seconds (or FLOP/s).
+# Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark on H200s,
+# 2026-12-01 to 03, and its decode-step table); `--leave-out thinking` shows how a fit without a case does on it.
+# Memory terms multiply bytes; time terms are seconds (or FLOP/s).
 CALIBRATION: dict[str, float] = {
-    "fixed_gib": 0.279,  # CUDA workspaces, buffers, the allocator's rounding
-    "activation_factor": 1.15,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
+    "fixed_gib": 0.231,  # CUDA workspaces, buffers, the allocator's rounding
+    "activation_factor": 1.26,  # x 2 bytes x (10 hidden + 4 intermediate) per token per layer held at once
     "logit_bytes_unsloth": 0.6,  # per completion token x vocabulary entry in a training micro-batch
-    "logit_bytes_trl": 6.01,
+    "logit_bytes_trl": 6.61,
     "logit_bytes_liger": 0.1,
-    "generation_logit_bytes_unsloth": 0.334,  # per generated token x vocabulary entry, held for the whole generation batch
+    "generation_logit_bytes_unsloth": 0.367,  # per generated token x vocabulary entry, held for the whole generation batch
     "generation_logit_bytes_trl": 0,
     "kv_factor": 1.1,
     "reserved_ratio_unsloth": 1.2,  # reserved / allocated at the peak
     "reserved_ratio_trl": 1.15,
-    "decode_base_s_unsloth": 0.00676,  # one decoding step for the whole generation batch: base + per sequence
+    "decode_base_s_unsloth": 0.00615,  # one decoding step for the whole generation batch: base + per sequence
     "decode_per_sequence_s_unsloth": 0.0007,
     "decode_base_s_trl": 0.107,
-    "decode_per_sequence_s_trl": 6.29e-06,
-    "train_flops_per_s_unsloth": 7.27e+13,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 1.24e+15,
+    "decode_per_sequence_s_trl": 1.68e-11,
+    "train_flops_per_s_unsloth": 8e+13,  # effective, gradient checkpointing and 4-bit dequantization included
+    "train_flops_per_s_trl": 2.02e+14,
     # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
     "decode_base_s_trl_4bit": 0.09,
-    "decode_per_sequence_s_trl_4bit": 2.49e-05,
-    "train_flops_per_s_trl_4bit": 2.2e+14,
+    "decode_per_sequence_s_trl_4bit": 2.63e-11,
+    "train_flops_per_s_trl_4bit": 1.77e+14,
     # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
     # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
-    "decode_base_s_trl_compiled": 0.0446,
-    "decode_per_sequence_s_trl_compiled": 9.43e-06,
-    # The fast generation path (a merged bf16 copy, compiled static-cache decoding): from the decode-step table in
-    # docs/benchmarks.md (2026-12-02: 6.6 ms at 8 sequences, 13.4 at 64), until a full-run row re-fits it
-    "decode_base_s_copy": 0.00563,
-    "decode_per_sequence_s_copy": 0.000121,
-    "step_overhead_s": 0.328,
+    "decode_base_s_trl_compiled": 0.0246,
+    "decode_per_sequence_s_trl_compiled": 2.97e-09,
+    # The fast generation path (a merged bf16 copy, compiled static-cache decoding with grouped K/V heads): the
+    # 'generated default' rows and the decode-step table (2026-12-03: 6.65 ms at 8 sequences, 8.38 at 64)
+    "decode_base_s_copy": 0.00619,
+    "decode_per_sequence_s_copy": 3.34e-05,
+    "step_overhead_s": 0.541,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
     "ddp_step_overhead_s": 0.1,
