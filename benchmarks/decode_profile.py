@@ -170,7 +170,8 @@ def main(argv=None) -> int:
                 if key not in copies:
                     started = time.perf_counter()
                     copies[key] = GenerationCopy(source, max_cache_len=PROMPT_TOKENS + args.new_tokens,
-                                                 compile_decode=True, attn_implementation=spec.get("attn", "sdpa"))
+                                                 compile_decode=True, attn_implementation=spec.get("attn", "sdpa"),
+                                                 loop=spec.get("loop", "transformers"))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -224,6 +225,9 @@ PATHS = {
     "merged copy, grouped decode": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "profile": True,
                                     "tells": "the same, its decode attention reading grouped K/V heads in place "
                                     "(runtime/grouped_decode.py)"},
+    "merged copy, grouped decode, lean loop": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "loop": "own",
+                                               "profile": True, "tells": "the same, sampled by runtime/decode_loop.py "
+                                               "instead of transformers' generate (no per-token bookkeeping)"},
     "merged copy, flex": {"kind": "copy", "attn": "flex_attention", "profile": True, "tells": "the same with "
                           "flex_attention (grouped KV heads read as they are)"},
     "4-bit policy, dynamic cache": {"kind": "policy", "cache": None, "four_bit": True, "tells": "TRL backend with a "

@@ -89,3 +89,57 @@ def test_a_copy_with_grouped_decode_attention_generates_what_the_policy_generate
     copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, attn_implementation=grouped_decode.NAME)
     assert copy.model.config._attn_implementation == grouped_decode.NAME
     assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+
+
+def test_the_lean_decode_loop_generates_what_generate_does(policy):
+    """The copy's own loop (runtime/decode_loop.py): greedy tokens equal to transformers' generate, before and after
+    the cache is reused, and equal again once an end token stops the sequences early."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, loop="own")
+    expected = greedy(model.generate, tokenizer)
+    assert torch.equal(greedy(copy.generate, tokenizer), expected)
+    assert torch.equal(greedy(copy.generate, tokenizer), expected)  # the second time through the same cache
+
+    prompt_len = expected.shape[1] - 16
+    end = int(expected[0, prompt_len + 2])  # a token the first sequence samples third: it ends there
+    inputs = tokenizer(["<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
+                        "<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt", padding=True)
+    config = GenerationConfig(max_new_tokens=16, do_sample=False, pad_token_id=0, eos_token_id=end)
+    reference = model.generate(**inputs, generation_config=config)
+    got = copy.generate(**inputs, generation_config=config)
+    width = reference.shape[1]
+    assert torch.equal(got[:, :width], reference)
+    assert (got[:, width:] == 0).all()  # past generate's stop, only padding
+    assert got[0, prompt_len + 3:].eq(0).all()  # the first sequence is padded after its end token
+
+
+def test_the_lean_loop_samples_from_the_warped_distribution():
+    """top-k, top-p and temperature applied by transformers' warpers, then the draw: frequencies follow the warped
+    probabilities (a token filtered out is never drawn)."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.decode_loop import DecodeLoop, _warpers
+
+    torch.manual_seed(0)
+    logits = torch.tensor([[2.0, 1.5, 1.0, 0.0, -1.0, -3.0]]).repeat(40000, 1)
+    config = GenerationConfig(do_sample=True, temperature=0.7, top_k=4, top_p=0.9)
+    warped = torch.softmax(_warpers(config)(None, logits[:1].clone()), dim=-1)[0]
+    assert warped[4:].sum() == 0 and warped[3] == 0  # top-k cut 4 and 5; top-p cut 3
+    drawn = DecodeLoop._sample(logits.clone(), _warpers(config), True, None)
+    frequencies = torch.bincount(drawn, minlength=6).float() / len(drawn)
+    assert torch.allclose(frequencies, warped, atol=0.01), (frequencies, warped)
+
+
+def test_settings_the_lean_loop_does_not_apply_go_to_generate(policy):
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.decode_loop import supports
+
+    assert supports(GenerationConfig(max_new_tokens=8, do_sample=True, temperature=0.9, top_p=0.95, min_p=0.1), {})
+    assert not supports(GenerationConfig(max_new_tokens=8, repetition_penalty=1.1), {})
+    assert not supports(GenerationConfig(max_new_tokens=8, num_beams=2), {})
+    assert not supports(GenerationConfig(max_new_tokens=8), {"logits_processor": []})

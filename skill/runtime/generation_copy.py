@@ -21,6 +21,7 @@ import time
 
 from ..core.i18n import _
 from . import distributed
+from .decode_loop import DecodeLoop, prepared, supports
 from .grouped_decode import NAME as GROUPED
 
 
@@ -40,7 +41,8 @@ def torch_no_grad(function):
 class GenerationCopy:
     """A bf16 model of the policy's architecture whose weights follow the policy's merged weights."""
 
-    def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED):
+    def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
+                 loop: str = "transformers"):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -72,6 +74,8 @@ class GenerationCopy:
                          for module_name, leaf, param in _parameters(self.model)]
         self.refresh(everything=True)
         self.refresh_seconds = 0.0
+        # "own": runtime/decode_loop.py samples (no per-token generate() bookkeeping); opt-in until measured on a GPU
+        self.loop = DecodeLoop(self.model, max_cache_len, compile_decode) if loop == "own" else None
 
     @torch_no_grad
     def refresh(self, everything: bool = False) -> None:
@@ -99,6 +103,10 @@ class GenerationCopy:
         config.disable_compile = not self.compile_decode
         config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
         with torch.no_grad():
+            if self.loop is not None and not args:
+                complete = prepared(self.model, config)
+                if supports(complete, kwargs):
+                    return self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
             return self.model.generate(*args, generation_config=config, **kwargs)
 
 
