@@ -103,13 +103,15 @@ def test_evaluate_samples_the_prompts_training_saw_with_the_runs_sampling_settin
         result = run([sys.executable, "evaluate.py", "--prompts", "2"], cwd=project)
     finally:
         config.write_text(original)
-    assert json.loads(result.stdout)["sampling"]["temperature"] == 0.01
     samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
-    # the prompts as GRPO rendered them in training: its completion traces record them (TRL drops special tokens)
+    questions = [json.loads(line)["prompt"] for line in (project / "data" / "prompts.jsonl").read_text().splitlines()]
+    assert [sample["prompt"] for sample in samples] == questions[:2]  # the dataset's first prompts, as written
+    # the same prompts as GRPO rendered them in training: its completion traces record them (TRL drops special tokens)
     tokenizer = AutoTokenizer.from_pretrained(summary["model"])
     traces = (project / "outputs" / "completions.jsonl").read_text().splitlines()
     trained_prompts = {json.loads(line)["prompt"] for line in traces}
-    shown = [tokenizer.decode(tokenizer(sample["prompt"]).input_ids, skip_special_tokens=True) for sample in samples]
+    shown = [tokenizer.decode(tokenizer(sample["chat_prompt"]).input_ids, skip_special_tokens=True)
+             for sample in samples]
     assert [prompt in trained_prompts for prompt in shown] == [True, True], shown
 
     base = AutoModelForCausalLM.from_pretrained(summary["model"], dtype=torch.float32)
@@ -119,9 +121,10 @@ def test_evaluate_samples_the_prompts_training_saw_with_the_runs_sampling_settin
         output = model.generate(**inputs, do_sample=False, max_new_tokens=32)
         return tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
 
-    assert [sample["before"] for sample in samples] == [greedy(base, sample["prompt"]) for sample in samples]
+    assert [sample["before"] for sample in samples] == [greedy(base, sample["chat_prompt"]) for sample in samples]
     tuned = PeftModel.from_pretrained(base, summary["adapter"])
-    assert [sample["after"] for sample in samples] == [greedy(tuned, sample["prompt"]) for sample in samples]
+    assert [sample["after"] for sample in samples] == [greedy(tuned, sample["chat_prompt"]) for sample in samples]
+    assert json.loads(result.stdout)["sampling"]["temperature"] == 0.01  # and it says how it sampled
 
 
 def test_train_loads_the_tokenizer_once(trained, monkeypatch):
