@@ -88,6 +88,68 @@ def test_evaluate_samples_before_and_after(trained):
     assert summary["mean_reward_after"] == pytest.approx(sum(s["after_reward"] for s in samples) / 3)
 
 
+def test_evaluate_samples_the_prompts_training_saw_with_the_runs_sampling_settings(trained):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    project, summary, _ = trained
+    config = project / "config.toml"
+    original = config.read_text()
+    # temperature 0.01: the likeliest token wins by e^50 or more (the tiny model's first two differ by 0.5 or more),
+    # so the completions are the greedy ones; at 1.0 they are random text
+    try:
+        config.write_text(original.replace("seed = 42", "seed = 42\ntemperature = 0.01"))
+        result = run([sys.executable, "evaluate.py", "--prompts", "2"], cwd=project)
+    finally:
+        config.write_text(original)
+    samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
+    questions = [json.loads(line)["prompt"] for line in (project / "data" / "prompts.jsonl").read_text().splitlines()]
+    assert [sample["prompt"] for sample in samples] == questions[:2]  # the dataset's first prompts, as written
+    # the same prompts as GRPO rendered them in training: its completion traces record them (TRL drops special tokens)
+    tokenizer = AutoTokenizer.from_pretrained(summary["model"])
+    traces = (project / "outputs" / "completions.jsonl").read_text().splitlines()
+    trained_prompts = {json.loads(line)["prompt"] for line in traces}
+    shown = [tokenizer.decode(tokenizer(sample["chat_prompt"]).input_ids, skip_special_tokens=True)
+             for sample in samples]
+    assert [prompt in trained_prompts for prompt in shown] == [True, True], shown
+
+    base = AutoModelForCausalLM.from_pretrained(summary["model"], dtype=torch.float32)
+
+    def greedy(model, prompt):
+        inputs = tokenizer(prompt, return_tensors="pt")
+        output = model.generate(**inputs, do_sample=False, max_new_tokens=32)
+        return tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    assert [sample["before"] for sample in samples] == [greedy(base, sample["chat_prompt"]) for sample in samples]
+    tuned = PeftModel.from_pretrained(base, summary["adapter"])
+    assert [sample["after"] for sample in samples] == [greedy(tuned, sample["chat_prompt"]) for sample in samples]
+    assert json.loads(result.stdout)["sampling"]["temperature"] == 0.01  # and it says how it sampled
+
+
+def test_train_loads_the_tokenizer_once(trained, monkeypatch):
+    from transformers import AutoTokenizer
+
+    project, _, _ = trained
+    loads = []
+    load = AutoTokenizer.from_pretrained.__func__
+
+    def counted(cls, *args, **kwargs):
+        loads.append(args[0] if args else kwargs)
+        return load(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(counted))
+    monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "1", "--output-dir", "one-tokenizer"])
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
+    try:
+        run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c_handler)
+    assert len(loads) == 1, loads
+    # the prompts were rendered, the rewards built and GRPO trained with that one tokenizer
+    assert run_globals["trainer"].processing_class is run_globals["tokenizer"]
+
+
 def test_the_generated_projects_own_tests_pass(trained):
     project, _, _ = trained
     result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)

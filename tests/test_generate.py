@@ -258,6 +258,20 @@ def test_check_finds_the_projects_own_rewards(cli, project):
     assert "rewards no_repetition:1" in cli("check", str(project)).stdout
 
 
+def test_the_projects_own_reward_reads_every_completion_form_trl_passes(cli, project, tmp_path):
+    # a tool-using turn (several assistant messages) and content given as parts: grpo_skill.completion_text reads both
+    turn = [{"role": "assistant", "content": "the cat sat the cat sat the cat sat"},
+            {"role": "tool", "content": "ok"}, {"role": "assistant", "content": "done"}]
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "a b c a b c a b c"}]}]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"completion": completion, "prompt": [{"role": "user", "content": "hi"}]})
+                               + "\n" for completion in (turn, parts)))
+    result = json.loads(cli("rewards", "try", "no_repetition", "--project", str(project), "--file", str(samples),
+                            "--json").stdout)
+    # 8 word trigrams, 4 of them distinct (the last one runs into "done"); 7 trigrams, 3 distinct
+    assert [sample["scores"]["no_repetition"] for sample in result["samples"]] == [-0.5, pytest.approx(-4 / 7)]
+
+
 def test_check_names_the_rewards_py_rewards_whose_params_it_did_not_check(cli, project, english):
     # rewards.py registers no_repetition, but config.toml does not use it: nothing went unchecked, nothing to say
     quiet = cli("check", str(project), "--no-rewards")

@@ -94,3 +94,33 @@ def test_probe_model_probes_that_model_instead_of_model_name(cli, project, tiny_
     # a local folder, not the preset's own built model: no "random weights" note
     assert "random_weights" not in [finding["code"] for finding in probed["findings"]]
     assert "was not run" not in result.stderr  # probe builds and runs the rewards itself
+
+
+STEP_AWARE_REWARDS = '''\
+from grpo_skill import Reward, hookimpl
+
+
+def factory(context):
+    def by_step(completions, trainer_state, log_metric, **kwargs):
+        log_metric("by_step/seen", len(completions))
+        return [1.0 + trainer_state.global_step for _ in completions]
+
+    return by_step
+
+
+@hookimpl
+def register_rewards(register):
+    register(Reward("by_step", factory, "1 + the training step: reads what GRPOTrainer passes a reward"))
+'''
+
+
+def test_rewards_get_what_grpotrainer_passes_them(cli, tmp_path):
+    # a reward that reads trainer_state and logs a metric, as TRL lets it in training, works in the probe too
+    cli("new", "step-run", "--preset", "tiny", "-o", str(tmp_path))
+    project = tmp_path / "step-run"
+    (project / "rewards.py").write_text(STEP_AWARE_REWARDS)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace('name = "thinking"', 'name = "by_step"'))
+    set_grpo(config, "max_completion_length", 4)
+    result = json.loads(probe(cli, project, "--json").stdout)
+    assert result["rewards"]["by_step"] == {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0}

@@ -63,50 +63,22 @@ def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str |
         import unsloth  # noqa: F401  (before transformers, as in train.py)
     from ..runtime import data, model as model_loading
 
-    model, tokenizer = model_loading.load(config, backend)
-    if backend == "unsloth":
-        from unsloth import FastLanguageModel
-
-        FastLanguageModel.for_inference(model)  # Unsloth's fast generation
-    if backend == "trl" and machine.cuda_available() and model.device.type != "cuda":
-        model.to("cuda")
-    model.eval()
-    rows = _first_rows(data.load_dataset(config), config, prompts)
-    prompt_texts = [data.chat_prompt(config, tokenizer, row[config.dataset["prompt_column"]]) for row in rows]
+    # as train.py: the tokenizer renders the prompts, then the model loads and keeps that tokenizer
+    tokenizer = model_loading.load_tokenizer(config)
+    rows = list(data.chat_dataset(config, tokenizer, _first_rows(data.load_dataset(config), prompts)))
+    model, tokenizer = model_loading.load(config, backend, tokenizer)
+    model = model_loading.for_sampling(model, backend)
     say(_("sampling {g} completions for each of {n} prompts ...").format(
         g=config.grpo["num_generations"], n=len(rows)))
-    samples = sample(model, tokenizer, config, prompt_texts)
-    result = measure(config, tokenizer, rows, prompt_texts, samples)
+    samples = sample(model, tokenizer, config, [row["prompt"] for row in rows])
+    result = measure(config, tokenizer, rows, samples)
     result.update(project=str(config.project_dir), model=str(config.model_path()), backend=backend,
                   adapter=config.model.get("adapter"))
     return result
 
 
-def _first_rows(dataset, config: ProjectConfig, count: int) -> list[dict]:
-    column = config.dataset["prompt_column"]
-    if column not in dataset.column_names:
-        from ..core.project import ConfigError
-
-        raise ConfigError(_("dataset.prompt_column: no column {column!r} (columns: {columns})").format(
-            column=column, columns=", ".join(dataset.column_names)))
-    return [dataset[i] for i in range(min(count, len(dataset)))]
-
-
-def generation_settings(config: ProjectConfig, tokenizer, model) -> dict:
-    """The sampling settings GRPOTrainer uses (TRL 1.14.2 without vLLM), from [grpo]."""
-    grpo = config.grpo
-    eos = model.generation_config.eos_token_id
-    eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
-    if tokenizer.eos_token_id not in eos:
-        eos = [tokenizer.eos_token_id, *eos]
-    settings = {
-        "do_sample": True, "pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
-        "eos_token_id": eos, "temperature": grpo.get("temperature", 1.0), "top_p": grpo.get("top_p", 1.0),
-        "top_k": grpo.get("top_k", 0), "min_p": grpo.get("min_p"),
-        "repetition_penalty": grpo.get("repetition_penalty", 1.0),
-    }
-    settings.update(grpo.get("generation_kwargs") or {})
-    return settings
+def _first_rows(dataset, count: int):
+    return dataset.select(range(min(count, len(dataset))))
 
 
 @dataclass
@@ -120,71 +92,54 @@ class Samples:
 
 
 def sample(model, tokenizer, config: ProjectConfig, prompt_texts: list[str]) -> Samples:
-    """``num_generations`` completions per prompt, in one batch, up to max_completion_length as GRPO samples
-    them; then those that hit it are sampled on (up to ``lookahead`` tokens) to see where they would end."""
+    """``num_generations`` completions per prompt, in one batch, sampled as GRPO samples them
+    (``runtime.rollouts``); then those that hit max_completion_length are sampled on (up to ``lookahead`` tokens)
+    to see where they would end."""
     import torch
-    from transformers import GenerationConfig
+
+    from ..runtime import rollouts
 
     budget = config.grpo["max_completion_length"]
     group = config.grpo["num_generations"]
-    settings = generation_settings(config, tokenizer, model)
-    eos = settings["eos_token_id"]
-    encoded = [tokenizer(text, add_special_tokens=False).input_ids for text in prompt_texts]
+    settings = rollouts.generation_kwargs(config, model, tokenizer)
+    eos = rollouts.eos_ids(model, tokenizer)
+    encoded = rollouts.encode(tokenizer, prompt_texts)
     limit = getattr(model.config, "max_position_embeddings", None) or budget * LOOKAHEAD
     lookahead = max(budget, min(max(budget * LOOKAHEAD, MIN_LOOKAHEAD), limit - max(map(len, encoded))))
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    batch = tokenizer([text for text in prompt_texts for _ in range(group)], return_tensors="pt", padding=True,
-                      add_special_tokens=False).to(model.device)
-    tokenizer.padding_side = side
-    torch.manual_seed(config.grpo.get("seed", 42))
+    prompt_ids = [ids for ids in encoded for _ in range(group)]
+    torch.manual_seed(rollouts.grpo_setting(config, "seed"))
     started = time.perf_counter()
-    with torch.no_grad():
-        output = model.generate(**batch, generation_config=GenerationConfig(max_new_tokens=budget, **settings))
+    completions = rollouts.generate(model, tokenizer, prompt_ids, settings)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
-    width = batch["input_ids"].shape[1]
-    completions = [_cut(row, eos) for row in output[:, width:].tolist()]
     tokens = sum(map(len, completions))
 
     clipped = [i for i, ids in enumerate(completions) if len(ids) == budget and ids[-1] not in eos]
-    if clipped and lookahead > budget:
-        # no eos and no padding inside a clipped row: prompt + completion is a valid input to sample on from
-        mask = torch.cat([batch["attention_mask"][clipped],
-                          torch.ones((len(clipped), budget), dtype=batch["attention_mask"].dtype,
-                                     device=model.device)], dim=1)
-        with torch.no_grad():
-            more = model.generate(input_ids=output[clipped], attention_mask=mask,
-                                  generation_config=GenerationConfig(max_new_tokens=lookahead - budget, **settings))
-        for i, row in zip(clipped, more[:, width:].tolist()):
-            completions[i] = _cut(row, eos)
+    if clipped and lookahead > budget:  # a clipped completion holds no eos: prompt + it is a prompt to sample on from
+        more = rollouts.generate(model, tokenizer, [prompt_ids[i] + completions[i] for i in clipped],
+                                 {**settings, "max_new_tokens": lookahead - budget})
+        for i, rest in zip(clipped, more):
+            completions[i] = completions[i] + rest
     return Samples(completions, [len(ids) for ids in encoded], eos, seconds, tokens, lookahead)
 
 
-def _cut(row: list[int], eos: list[int]) -> list[int]:
-    end = next((i for i, token in enumerate(row) if token in eos), None)
-    return row if end is None else row[: end + 1]
+def measure(config: ProjectConfig, tokenizer, rows: list[dict], samples: Samples) -> dict:
+    """Every figure of the report, from the samples cut at the budget as GRPO would see them. ``rows``: the
+    prompts' rows of ``data.chat_dataset``."""
+    from ..runtime import rollouts
 
-
-def measure(config: ProjectConfig, tokenizer, rows: list[dict], prompt_texts: list[str], samples: Samples) -> dict:
-    """Every figure of the report, from the samples cut at the budget as GRPO would see them."""
     budget = config.grpo["max_completion_length"]
     group = config.grpo["num_generations"]
     ended_at = [len(ids) if ids and ids[-1] in samples.eos_ids else None for ids in samples.completion_ids]
     seen = [ids[:budget] for ids in samples.completion_ids]  # what GRPO generates
     clipped = [not ids or ids[-1] not in samples.eos_ids for ids in seen]
-    texts = tokenizer.batch_decode(seen, skip_special_tokens=True)
+    texts = rollouts.decode(tokenizer, seen)
 
-    # rewards, called as GRPOTrainer calls them: one list per dataset column, one entry per completion
-    columns = {name: [row[name] for row in rows for _ in range(group)]
-               for name in rows[0] if name != config.dataset["prompt_column"]}
-    prompts = [text for text in prompt_texts for _ in range(group)]
-    per_reward = {}
-    for choice, func in zip(config.rewards, config.build_rewards(tokenizer)):
-        per_reward[choice.name] = [None if s is None else float(s)
-                                   for s in func(prompts=prompts, completions=texts, completion_ids=seen, **columns)]
-    totals = [sum(choice.weight * (per_reward[choice.name][i] or 0.0) for choice in config.rewards)
-              for i in range(len(seen))]
+    # rewards, called as GRPOTrainer calls them: one entry per completion, the prompt's row repeated for its group
+    prompt_texts = [row["prompt"] for row in rows]
+    per_reward, totals = rollouts.score(config, config.build_rewards(tokenizer),
+                                        [row for row in rows for _ in range(group)], texts, seen)
     groups = [totals[start:start + group] for start in range(0, len(totals), group)]
     zero_spread = [math.isclose(statistics.pstdev(scores), 0.0, abs_tol=1e-8) for scores in groups]
 
@@ -210,6 +165,7 @@ def measure(config: ProjectConfig, tokenizer, rows: list[dict], prompt_texts: li
             "ended_share": _share([length is not None for length in ended_at]),
             f"p{round(BUDGET_QUANTILE * 100)}": _ended_within(ended_at, BUDGET_QUANTILE),
         },
+        "sampling": rollouts.sampling_settings(config),
         "samples": [{"prompt": prompt_texts[i // group], "completion": texts[i], "clipped": clipped[i],
                      "tokens": lengths[i], "reward": totals[i],
                      "rewards": {name: scores[i] for name, scores in per_reward.items()}}
@@ -349,6 +305,8 @@ def report_lines(result: dict) -> list[str]:
           "{backend}").format(completions=result["completions"], prompts=result["prompts"],
                               g=result["num_generations"], budget=result["max_completion_length"],
                               backend=result["backend"]),
+        _("  sampled as GRPO samples: {settings}").format(settings=", ".join(
+            f"{name} {value}" for name, value in result["sampling"].items() if name != "max_completion_length")),
         _("  clipped (hit max_completion_length): {value}").format(value=_percent(result["clipped_ratio"])),
         _("  closed </think>: {value} ({mode})").format(
             value=_percent(thinking["closed_ratio"]) if thinking["closed_ratio"] is not None else "-",

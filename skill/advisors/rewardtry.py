@@ -11,8 +11,6 @@ teaches nothing: that is shown loudly.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import math
 try:
@@ -245,14 +243,10 @@ class TrainerLog:
 
 def call_like_trl(func, prompts, completions, completion_ids, columns, log: TrainerLog | None = None):
     """``func`` called with the keyword arguments GRPOTrainer passes (awaited when it is async)."""
-    from transformers import TrainerState
+    from ..runtime.rollouts import call_reward
 
     log = log or TrainerLog()
-    kwargs = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **columns,
-                  trainer_state=TrainerState(), log_extra=log.log_extra, log_metric=log.log_metric)
-    if inspect.iscoroutinefunction(func):
-        return asyncio.run(func(**kwargs))
-    return func(**kwargs)
+    return call_reward(func, prompts, completions, completion_ids, columns, log.log_extra, log.log_metric)
 
 
 def _nanstd(tensor):

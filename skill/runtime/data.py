@@ -4,7 +4,8 @@ A local file reaches the rewards as it is written: datasets' own readers guess t
 a JSON file as a timestamp, pandas reads 007 in a CSV file as 7, and objects in a column get one another's keys),
 so a gold answer would no longer equal the text or object the user wrote. Here JSON is parsed by ``json`` (a column
 of objects or lists, or of mixed kinds, is a ``datasets.Json`` column), CSV cells stay text, Parquet keeps its own
-types. train.py, evaluate.py, sft.py and the probe all load through ``load_file``.
+types. train.py, evaluate.py, sft.py and the probe all load through ``load_file``, and train.py, evaluate.py and
+the probe render the prompts through ``chat_dataset``.
 """
 
 from __future__ import annotations
@@ -109,3 +110,14 @@ def chat_prompt(config: ProjectConfig, tokenizer, question: str) -> str:
         config.chat_messages(question), tokenize=False, add_generation_prompt=True,
         **(config.dataset.get("chat_template_kwargs") or {}),
     )
+
+
+def chat_dataset(config: ProjectConfig, tokenizer, dataset):
+    """``dataset`` as GRPOTrainer gets it: the prompt column rendered by ``chat_prompt`` as ``prompt``, every other
+    column as it is (the rewards receive them)."""
+    column = config.dataset["prompt_column"]
+    if column not in dataset.column_names:  # a hub dataset: its columns are known only now
+        raise ConfigError(_("dataset.prompt_column: no column {prompt_column!r} (columns: {columns})").format(
+            prompt_column=column, columns=", ".join(dataset.column_names)))
+    return dataset.map(lambda row: {"prompt": chat_prompt(config, tokenizer, row[column])},
+                       remove_columns=[column] if column != "prompt" else None)

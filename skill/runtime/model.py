@@ -1,7 +1,7 @@
 """The model and tokenizer as a run uses them: 4-bit or not, Unsloth or transformers, and the LoRA adapter.
 
-train.py, sft.py and `grpo-skill probe` load through here, so all three see the same model. With the Unsloth
-backend, ``unsloth`` must have been imported before transformers (train.py does it in its step 3);
+train.py, sft.py, evaluate.py and `grpo-skill probe` load through here, so all of them see the same model and
+tokenizer. With the Unsloth backend, ``unsloth`` must have been imported before transformers (train.py does it in its step 3);
 ``load`` imports it itself when nothing has imported transformers yet (the probe).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.i18n import _
@@ -37,9 +38,21 @@ def torch_dtype():
     return torch.float16 if machine.cuda_available() else torch.float32
 
 
-def load(config: ProjectConfig, backend: str):
+def load_tokenizer(config: ProjectConfig):
+    """``model.name``'s tokenizer as a run uses it: the prompts are rendered and the rewards built with it before the
+    model loads (a mistake costs seconds), and ``load`` keeps it."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(config.model_path())
+    if tokenizer.pad_token is None:  # GRPO pads the group's completions
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load(config: ProjectConfig, backend: str, tokenizer=None):
     """(model, tokenizer): ``model.name`` loaded for ``backend``, with ``model.adapter`` on it (trainable) when
-    set. Without an adapter the model has no LoRA yet: ``add_lora`` gives it one."""
+    set. Without an adapter the model has no LoRA yet: ``add_lora`` gives it one. ``tokenizer``: the one from
+    ``load_tokenizer`` that the prompts were rendered with, kept (Unsloth loads its own beside it, unused then)."""
     adapter = adapter_dir(config)
     model_path = config.model_path()
     if backend == "unsloth":
@@ -51,17 +64,18 @@ def load(config: ProjectConfig, backend: str):
         # Unsloth loads an adapter folder as base (from adapter_config.json) + adapter, trainable, patched.
         _check_adapter_base(adapter, model_path)
         patching = {"use_gradient_checkpointing": config.lora["gradient_checkpointing"]} if adapter else {}
-        model, tokenizer = FastLanguageModel.from_pretrained(
+        model, own_tokenizer = FastLanguageModel.from_pretrained(
             str(adapter or model_path),
             max_seq_length=config.model["max_seq_length"],
             load_in_4bit=config.model["load_in_4bit"],
             **patching,  # how Unsloth patches the adapter it loads, as get_peft_model would
         )
+        tokenizer = tokenizer or own_tokenizer
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         dtype = torch_dtype()
-        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        tokenizer = tokenizer or load_tokenizer(config)
         model = AutoModelForCausalLM.from_pretrained(
             model_path, dtype=dtype, quantization_config=machine.quantization_config(config, dtype)
         )
@@ -72,6 +86,47 @@ def load(config: ProjectConfig, backend: str):
     if tokenizer.pad_token is None:  # GRPO pads the group's completions
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def for_sampling(model, backend: str):
+    """A loaded model made ready to sample outside training: Unsloth's fast generation, on the GPU, eval mode."""
+    if backend == "unsloth":
+        from unsloth import FastLanguageModel
+
+        FastLanguageModel.for_inference(model)
+    if backend == "trl" and machine.cuda_available() and model.device.type != "cuda":
+        model.to("cuda")
+    return model.eval()
+
+
+TRAINED = "trained"  # the adapter name of a run's result beside the one it started from
+
+
+def with_trained_adapter(model, adapter: Path):
+    """A model from ``load`` with the run's trained adapter (``adapter``) put on it and active; ``before(model)``
+    turns it back into the model GRPO started from."""
+    from peft import PeftModel
+
+    if isinstance(model, PeftModel):  # [model] adapter: training continued from it, as "default"
+        model.load_adapter(str(adapter), adapter_name=TRAINED)
+        model.set_adapter(TRAINED)
+        return model
+    return PeftModel.from_pretrained(model, str(adapter))
+
+
+@contextmanager
+def before(model):
+    """Within it, ``model`` (from ``with_trained_adapter``) samples as GRPO's starting point did: with
+    ``[model] adapter`` when training continued from one, else the bare model."""
+    if TRAINED in model.peft_config:
+        model.set_adapter("default")
+        try:
+            yield model
+        finally:
+            model.set_adapter(TRAINED)
+    else:
+        with model.disable_adapter():
+            yield model
 
 
 def add_lora(model, config: ProjectConfig, backend: str):
