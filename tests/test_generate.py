@@ -190,6 +190,18 @@ def test_help_and_listings_import_nothing_heavy(tmp_path):
     assert run([sys.executable, "-c", probe]).stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("question, answer", [("backend", "tensorflow"), ("lang", "fr")])
+def test_the_template_refuses_an_answer_it_cannot_render(tmp_path, question, answer):
+    """copier.yml checks these answers itself, for whoever runs copier on templates/project without `new`."""
+    from grpo_skill.scaffold import copying, generator
+
+    answers = {**generator.answers("run", "tiny"), question: answer}
+    with pytest.raises(ValueError, match=f"Validation error for question '{question}': one of "):
+        copying.load().run_copy(str(generator.template_dir()), tmp_path / "run", data=answers, defaults=True,
+                                quiet=True, overwrite=True, unsafe=True)
+    assert not (tmp_path / "run" / "train.py").exists()
+
+
 # ---- grpo-skill check: every bad config is one line that names the field and the fix -----------------
 
 @pytest.fixture

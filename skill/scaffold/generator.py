@@ -16,7 +16,7 @@ from jinja2.ext import InternationalizationExtension
 from ..core.errors import UserError
 from ..core import __version__
 from ..core import i18n, plugins
-from . import skillfiles
+from . import copying, skillfiles
 from .settings import SAMPLE_PROMPTS
 from . import update as updates
 from ..core import project as config
@@ -33,7 +33,8 @@ class GenerateError(UserError):
 class TemplateTranslations(InternationalizationExtension):
     """Jinja's i18n extension for the project template (copier.yml ``_jinja_extensions``): ``{{ _("...") }}``
     gives the text in the language of the ``lang`` answer, from the same gettext catalog as the CLI. It also
-    adds the ``toml`` filter: a value as TOML writes it (settings given with --set may be tables)."""
+    adds the ``toml`` filter: a value as TOML writes it (settings given with --set may be tables), and keeps what
+    jinja compiles (scaffold/copying.py)."""
 
     def __init__(self, environment):
         super().__init__(environment)
@@ -41,6 +42,7 @@ class TemplateTranslations(InternationalizationExtension):
         from ..core.schema import toml_text
 
         environment.filters["toml"] = toml_text
+        copying.keep_compiled(environment)
 
 
 @pass_context
@@ -211,8 +213,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
 
 
 def _copy_template(destination: Path, data: dict) -> None:
-    import copier
-
+    copier = copying.load()
     # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
     copier.run_copy(str(template_dir()), destination, data=data, defaults=True, quiet=True, overwrite=True,
                     unsafe=True)
