@@ -67,3 +67,26 @@ def test_a_prompt_copier_shows_gets_the_real_prompt_library():
             "from prompt_toolkit.lexers import PygmentsLexer\n"
             "assert type(lexer) is PygmentsLexer and type(lexer.pygments_lexer).__name__ == 'YamlLexer'\n")
     assert {"questionary", "prompt_toolkit", "pygments.lexers.data"} <= loaded_after(code)
+
+
+def test_kept_compiled_templates_follow_their_text(tmp_path):
+    """Compiled templates are kept by name (`update` renders old template versions from fresh folders): a template
+    of the same name with other text renders its own text, from a file or from a string."""
+    from jinja2 import FileSystemLoader
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from grpo_skill.scaffold import copying
+
+    copying.load()
+    rendered = []
+    for version in ("one", "two", "one"):
+        folder = tmp_path / version
+        folder.mkdir(exist_ok=True)
+        (folder / "README.md.jinja").write_text(f"{version}: {{{{ name }}}}", encoding="utf-8")
+        environment = SandboxedEnvironment(loader=FileSystemLoader(folder))
+        copying.keep_compiled(environment)
+        assert environment.bytecode_cache is not None
+        rendered.append(environment.get_template("README.md.jinja").render(name="x"))
+        rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="y"))
+        rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="z"))
+    assert rendered == ["one: x", "one y", "one z", "two: x", "two y", "two z", "one: x", "one y", "one z"]

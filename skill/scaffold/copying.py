@@ -72,7 +72,7 @@ def keep_compiled(environment) -> None:
     """Keep what ``environment`` (copier's, for one render) compiles: template files in jinja's bytecode cache,
     which outlives the process, and template strings for the process."""
     environment.bytecode_cache = _bytecode_cache(environment)
-    environment.from_string = _compiled_once(environment.from_string)
+    environment.from_string = _compiled_once(environment)
 
 
 # What shapes the code jinja compiles from a text, besides the text: its syntax and output settings.
@@ -115,18 +115,25 @@ def _named(setting):
     return f"{setting.__module__}.{setting.__qualname__}" if callable(setting) else setting
 
 
-def _compiled_once(from_string):
-    """``Environment.from_string`` compiling each text once: copier renders every part of every path and the
+def _compiled_once(environment):
+    """``environment.from_string`` compiling each text once: copier renders every part of every path and the
     answers file's name as template strings, over a hundred a project, mostly the same few. A compiled template
-    keeps no render state, so one serves every render."""
+    keeps no render state, so one serves every render; its code goes to the bytecode cache as a file's does."""
+    from_string, cache = environment.from_string, environment.bytecode_cache
 
     @functools.lru_cache(maxsize=512)
     def compiled(source: str):
-        return from_string(source)
+        if cache is None:
+            return from_string(source)
+        bucket = cache.get_bucket(environment, f"<string>{source}", None, source)
+        if bucket.code is None:
+            bucket.code = environment.compile(source)
+            cache.set_bucket(bucket)
+        return environment.template_class.from_code(environment, bucket.code, environment.make_globals(None), None)
 
     @functools.wraps(from_string)
     def remembered(source, globals=None, template_class=None):
-        if globals is None and template_class is None and isinstance(source, str):
+        if globals is None and template_class is None and isinstance(source, str):  # else jinja's TypeError
             return compiled(source)
         return from_string(source, globals, template_class)
 
