@@ -84,6 +84,21 @@ def test_bad_input_is_one_line_exit_nonzero_and_writes_nothing(cli, tmp_path, ar
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_project_that_would_not_run_is_named_where_it_was_to_go_and_leaves_nothing(cli, tmp_path):
+    """`new` renders beside the target and moves the project in whole: a refusal after rendering names the
+    project's own path and leaves no trace; a project that runs is all there is afterwards."""
+    for cwd in (tmp_path, tmp_path.parent):
+        result = cli("new", "run", "--preset", "tiny", "--set", "model.max_seq_length=16", "-o", str(tmp_path),
+                     check=False, cwd=cwd)
+        assert result.returncode == 1
+        shown = Path("run") if cwd == tmp_path else Path(tmp_path.name) / "run"
+        assert result.stderr.startswith(f"Error: the project would not run: {shown / 'config.toml'}:"), result.stderr
+        assert list(tmp_path.iterdir()) == []
+    cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
+    assert [path.name for path in tmp_path.iterdir()] == ["run"]
+    assert (tmp_path / "run" / "train.py").is_file()
+
+
 def test_a_non_empty_folder_is_refused_and_left_alone(cli, tmp_path):
     target = tmp_path / "mine"
     target.mkdir()

@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from ..core.errors import UserError
+from ..core.errors import UserError, shown_path
 from ..core import __version__
 from ..core import i18n, plugins
 from . import copying, skillfiles
@@ -185,7 +185,10 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         )
     _writable_ancestor(target)
 
-    with tempfile.TemporaryDirectory() as scratch:
+    # Rendered beside the target where its folder exists, so that a new project is moved into place whole (one
+    # rename) rather than copied and the copy deleted
+    beside = target.parent if target.parent.is_dir() else None
+    with tempfile.TemporaryDirectory(dir=beside, prefix=".grpo-skill-new-") as scratch:
         rendered = Path(scratch) / name
         _copy_template(rendered, data)
         if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
@@ -198,9 +201,10 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             given = options.get("settings")  # its values are named as given on the command line
             config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
         except UserError as error:  # named where the project was to go, not in the scratch folder
-            raise GenerateError(
-                _("the project would not run: {error}").format(error=str(error).replace(str(rendered), str(target)))
-            ) from None
+            message = str(error)
+            for scratch_path, target_path in ((rendered, target), (shown_path(rendered), shown_path(target))):
+                message = message.replace(str(scratch_path), str(target_path))
+            raise GenerateError(_("the project would not run: {error}").format(error=message)) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
@@ -208,8 +212,19 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         result = Rendered(target, files, notes=notes)
         if target.is_dir():
             _back_up_changed(result, rendered, Path(scratch) / "previous")
-        shutil.copytree(rendered, target, dirs_exist_ok=True)
+        _put_in_place(rendered, target)
     return result
+
+
+def _put_in_place(rendered: Path, target: Path) -> None:
+    if not target.exists():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(rendered, target)
+            return
+        except OSError:  # another filesystem (the scratch folder in /tmp), or the folder appeared meanwhile
+            pass
+    shutil.copytree(rendered, target, dirs_exist_ok=True)
 
 
 def _copy_template(destination: Path, data: dict) -> None:
