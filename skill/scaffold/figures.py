@@ -93,9 +93,11 @@ def benchmark(root: Path) -> dict:
 
 
 def measured(report: dict, case: str, name: str) -> dict | None:
-    """The row (case, name) that finished, its rounds folded into one: the median s/step, the largest memory."""
+    """The row (case, name) that finished all its timed steps, its rounds folded into one: the median s/step, the
+    largest memory. A row the time budget cut short is left out."""
     rows = [row for row in report.get("rows", [])
-            if row.get("case") == case and row.get("name") == name and row.get("s_per_step")]
+            if row.get("case") == case and row.get("name") == name and row.get("s_per_step")
+            and row.get("status") == "ok" and not row.get("partial")]
     if not rows:
         return None
     return {**rows[0], "s_per_step": statistics.median(row["s_per_step"] for row in rows),
