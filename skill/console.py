@@ -8,7 +8,6 @@ import functools
 import json
 import re
 import sys
-import unicodedata
 
 import click
 
@@ -97,6 +96,8 @@ _NO_LINE_START = set("，。、；：！？）】」』》〉,.;:!?)]")
 
 
 def _width(text: str) -> int:
+    import unicodedata  # only Chinese help gets here
+
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 

@@ -838,6 +838,27 @@ def test_max_seq_length_beyond_the_models_positions_is_refused(template_project,
         "config.json); set max_seq_length to 40960 or less")
 
 
+def test_max_seq_length_beyond_a_cached_hub_models_positions_is_refused(template_project, tmp_path, monkeypatch):
+    """The same check for a hub model in the Hugging Face cache, whose config.json is read there."""
+    from huggingface_hub import constants
+
+    model = tmp_path / "hub" / "models--owner--cached"
+    (model / "snapshots" / "abc123").mkdir(parents=True)
+    (model / "snapshots" / "abc123" / "config.json").write_text('{"max_position_embeddings": 2048}')
+    (model / "refs").mkdir()
+    (model / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_seq_length = 256", "max_seq_length = 4096"))
+    with pytest.raises(projects.ConfigError) as refused:
+        projects.load(config, {"model.name": "owner/cached"}, rewards=False)
+    assert str(refused.value) == (
+        f"{config}:8: model.max_seq_length: the model reads at most 2048 tokens (max_position_embeddings in its "
+        "config.json); set max_seq_length to 2048 or less")
+
+
 def test_rewards_measured_against_the_budget_use_the_projects_max_completion_length(template_project, tmp_path):
     """soft_overlong's max_completion_len = 0 and cosine_length's max_len = 0 mean [grpo] max_completion_length."""
     project = tmp_path / "proj"

@@ -10,7 +10,10 @@ What is checked:
 - every ```python block compiles; blocks with an ``assert`` run (so the scores the text claims are
   the scores the code gives); blocks that define ``@hookimpl`` plugins register cleanly; a block whose first
   line is ``# rewards.py`` is a project's rewards.py, saved where the following runnable blocks can find it;
-- every ``grpo-skill ...`` command, in ```bash blocks or inline, runs and exits 0. A bash block starts in an
+- the figures quoted from ``plan`` and the benchmark are what ``grpo_skill.docs`` makes from the code and
+  docs/benchmarks.json, and what ``grpo-skill plan`` prints;
+- every ``grpo-skill ...`` command, in ```bash blocks or inline, runs and exits 0, and prints what a ```text block
+  right after its bash block shows (each line of it, in order; ``...`` stands for lines left out). A bash block starts in an
   empty folder next to a copy of the trained quick-start project (``my-run``); an inline command runs inside
   that copy. The quick-start block itself (the first bash block of SKILL.md that runs ``python train.py``)
   makes that project: ``python train.py`` always runs with ``--max-steps 2``.
@@ -19,6 +22,7 @@ What is checked:
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shlex
@@ -36,6 +40,7 @@ from click.testing import CliRunner
 
 import grpo_skill
 from grpo_skill import docs, plugins
+from grpo_skill.scaffold import figures
 from grpo_skill.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -255,10 +260,14 @@ def test_generated_tables_are_current():
     assert docs.stale() == [], "run: python -m grpo_skill.docs --write"
 
 
+def copy_generated_docs(root: Path) -> None:
+    for relative in [*docs.DOC_FILES, figures.BENCHMARK_FILE]:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / relative, root / relative)
+
+
 def test_docs_check_reports_a_stale_table_and_write_fixes_it(tmp_path, capsys):
-    for relative in docs.SKILL_FILES.values():
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(REPO / relative, tmp_path / relative)
+    copy_generated_docs(tmp_path)
     en = tmp_path / docs.SKILL_FILES["en"]
     en.write_text(en.read_text(encoding="utf-8").replace("| `tiny` |", "| `tiny-old` |"), encoding="utf-8")
 
@@ -271,11 +280,56 @@ def test_docs_check_reports_a_stale_table_and_write_fixes_it(tmp_path, capsys):
 
 
 def test_docs_check_refuses_a_file_without_markers(tmp_path, capsys):
+    copy_generated_docs(tmp_path)
     for relative in docs.SKILL_FILES.values():
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("# no tables here\n", encoding="utf-8")
     assert docs.main(["--check", "--root", str(tmp_path)]) == 1
     assert "<!-- BEGIN presets -->" in capsys.readouterr().err
+
+
+def test_a_new_benchmark_row_makes_the_quoted_figures_stale(tmp_path, capsys):
+    """A figure typed from the benchmark would survive a new measurement; a generated one is flagged, then rewritten."""
+    copy_generated_docs(tmp_path)
+    report_file = tmp_path / figures.BENCHMARK_FILE
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    rows = [row for row in report["rows"] if (row["case"], row["name"]) == ("thinking", figures.GENERATED)]
+    for row in rows:
+        row["s_per_step"] = 3.21
+    report_file.write_text(json.dumps(report), encoding="utf-8")
+
+    assert docs.main(["--check", "--root", str(tmp_path)]) == 1
+    message = capsys.readouterr().err
+    for stale in ("SKILL.md: the speed table is stale", "i18n/zh-CN/SKILL.md: the speed table is stale",
+                  "references/grpo-config.md: the benchmark table is stale"):
+        assert stale in message
+    assert docs.main(["--write", "--root", str(tmp_path)]) == 0
+    assert "| `thinking` | the project `new` makes, as it is | G 8, batch 8, 1024 tokens, 1 generation per 4 steps, " \
+           "4-bit | 3.21 |" in (tmp_path / "references" / "grpo-config.md").read_text(encoding="utf-8")
+    assert "3.21 s/step" in (tmp_path / "SKILL.md").read_text(encoding="utf-8")
+
+
+def test_docs_name_a_benchmark_row_they_quote_that_is_gone(tmp_path, capsys):
+    copy_generated_docs(tmp_path)
+    report_file = tmp_path / figures.BENCHMARK_FILE
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    report["rows"] = [row for row in report["rows"] if row["name"] != figures.HAND_WRITTEN]
+    report_file.write_text(json.dumps(report), encoding="utf-8")
+    assert docs.main(["--check", "--root", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {figures.BENCHMARK_FILE} has no finished row standard/hand-written unsloth, which SKILL.md quotes\n")
+
+
+@pytest.mark.parametrize("preset", figures.SPEED_PRESETS)
+def test_the_speed_table_quotes_what_plan_prints(preset):
+    """The estimate column against `grpo-skill plan` itself, run as the sentence under the table says."""
+    result = CliRunner().invoke(main, ["plan", "--preset", preset, "--gpu", figures.PLAN_GPU, "--prompt-tokens",
+                                       str(figures.PLAN_PROMPT_TOKENS)], env={"LANG": "C.UTF-8"})
+    assert result.exit_code == 0, result.output
+    reserved = re.search(r"~([\d.]+) GiB reserved", result.output).group(1)
+    seconds = re.search(r"~([\d.]+) s per optimizer step", result.output).group(1)
+    row = next(line for line in (REPO / SKILL).read_text(encoding="utf-8").splitlines()
+               if line.startswith(f"| `{preset}` | ~"))
+    assert f"~{reserved} GiB reserved, ~{seconds} s/step" in row
 
 
 def test_docs_module_runs_as_a_script():
@@ -409,6 +463,7 @@ class Runner:
     def __init__(self, cwd: Path, monkeypatch):
         self.cwd = cwd
         self.monkeypatch = monkeypatch
+        self.output = []  # what the grpo-skill commands printed, stdout and stderr, line by line
 
     def run_line(self, line: str, where: str) -> None:
         words = shlex.split(line)
@@ -444,6 +499,7 @@ class Runner:
             for name, _ in plugins.manager().list_name_plugin():
                 if name not in before and name.startswith(PROJECT_PREFIX):
                     plugins.unregister(name)
+        self.output += result.output.splitlines()
         assert result.exit_code == 0, (
             f"{where}: grpo-skill {shlex.join(args)} exited {result.exit_code} in {self.cwd}\n{result.output}"
             + (f"\n{result.exception!r}" if result.exception and not isinstance(result.exception, SystemExit) else "")
@@ -500,6 +556,39 @@ def unique_bash_blocks() -> list[Block]:
     return unique
 
 
+def shown_outputs() -> dict[tuple[str, ...], list[Block]]:
+    """The ```text blocks right after a bash block (blank lines between them at most), by the bash block's commands
+    (the twins show the same commands' output)."""
+    shown = {}
+    for doc in DOCS.values():
+        lines = doc.path.read_text(encoding="utf-8").splitlines()
+        for block, after in zip(doc.blocks, doc.blocks[1:]):
+            block_end = block.line + len(block.code.splitlines())  # its closing fence (0-based: the line after)
+            between = lines[block_end + 1:after.line - 1]
+            if block.lang == "bash" and after.lang == "text" and not any(line.strip() for line in between):
+                shown.setdefault(command_lines(block), []).append(after)
+    return shown
+
+
+SHOWN = shown_outputs()
+
+
+def assert_shows(output: list[str], shown: Block) -> None:
+    """Each line of ``shown`` is in ``output``, in order (a line of ``...`` skips any number)."""
+    rest = [line.rstrip() for line in output]
+    for expected in (line.rstrip() for line in shown.code.splitlines()):
+        if not expected or expected == "...":
+            continue
+        found = next((index for index, line in enumerate(rest) if expected.strip() in line), None)
+        assert found is not None, f"{shown.where}: the commands did not print {expected!r}:\n" + "\n".join(output)
+        rest = rest[found + 1:]
+
+
+def test_the_docs_show_output_that_is_checked():
+    """A ```text block under its commands is what they print (test_bash_blocks_run): at least the reward scores."""
+    assert any(commands[0].startswith("grpo-skill rewards try") for commands in SHOWN)
+
+
 @pytest.mark.parametrize("block", unique_bash_blocks(), ids=lambda b: b.where)
 def test_bash_blocks_run(block, quickstart, tmp_path, monkeypatch):
     if command_lines(block) == command_lines(quickstart_block()):
@@ -508,6 +597,8 @@ def test_bash_blocks_run(block, quickstart, tmp_path, monkeypatch):
     runner = Runner(tmp_path, monkeypatch)
     for line in command_lines(block):
         runner.run_line(line, block.where)
+    for shown in SHOWN.get(command_lines(block), []):
+        assert_shows(runner.output, shown)
 
 
 def unique_inline_commands() -> list[tuple[str, str]]:

@@ -84,6 +84,21 @@ def test_bad_input_is_one_line_exit_nonzero_and_writes_nothing(cli, tmp_path, ar
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_project_that_would_not_run_is_named_where_it_was_to_go_and_leaves_nothing(cli, tmp_path):
+    """`new` renders beside the target and moves the project in whole: a refusal after rendering names the
+    project's own path and leaves no trace; a project that runs is all there is afterwards."""
+    for cwd in (tmp_path, tmp_path.parent):
+        result = cli("new", "run", "--preset", "tiny", "--set", "model.max_seq_length=16", "-o", str(tmp_path),
+                     check=False, cwd=cwd)
+        assert result.returncode == 1
+        shown = Path("run") if cwd == tmp_path else Path(tmp_path.name) / "run"
+        assert result.stderr.startswith(f"Error: the project would not run: {shown / 'config.toml'}:"), result.stderr
+        assert list(tmp_path.iterdir()) == []
+    cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
+    assert [path.name for path in tmp_path.iterdir()] == ["run"]
+    assert (tmp_path / "run" / "train.py").is_file()
+
+
 def test_a_non_empty_folder_is_refused_and_left_alone(cli, tmp_path):
     target = tmp_path / "mine"
     target.mkdir()
@@ -188,6 +203,18 @@ def test_help_and_listings_import_nothing_heavy(tmp_path):
     from support import run
 
     assert run([sys.executable, "-c", probe]).stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("question, answer", [("backend", "tensorflow"), ("lang", "fr")])
+def test_the_template_refuses_an_answer_it_cannot_render(tmp_path, question, answer):
+    """copier.yml checks these answers itself, for whoever runs copier on templates/project without `new`."""
+    from grpo_skill.scaffold import copying, generator
+
+    answers = {**generator.answers("run", "tiny"), question: answer}
+    with pytest.raises(ValueError, match=f"Validation error for question '{question}': one of "):
+        copying.load().run_copy(str(generator.template_dir()), tmp_path / "run", data=answers, defaults=True,
+                                quiet=True, overwrite=True, unsafe=True)
+    assert not (tmp_path / "run" / "train.py").exists()
 
 
 # ---- grpo-skill check: every bad config is one line that names the field and the fix -----------------

@@ -1,5 +1,6 @@
 """Start-up stays light: a verb imports what it uses (docs/architecture.md). `grpo-skill --help` and every verb's
---help load only click and the messages; `new` renders a project without the training stack."""
+--help load only click and the messages; `new` renders a project without the training stack, copier's prompt
+libraries (it asks no question) or huggingface_hub's download module (the preset's model is not cached)."""
 
 import json
 import sys
@@ -11,13 +12,17 @@ NOT_FOR_HELP = {"torch", "transformers", "trl", "datasets", "peft", "accelerate"
                 "pluggy", "rich", "huggingface_hub", "httpx", "yaml", "grpo_skill.core.plugins",
                 "grpo_skill.core.schema", "grpo_skill.core.project"}
 TRAINING_STACK = {"torch", "transformers", "trl", "datasets", "peft", "accelerate", "unsloth"}
+# What rendering a project must not load besides: copier's prompt libraries, and the hub client's download module
+# with what it brings (httpx, rich) when the model is not in the cache: a third of `new`'s time together.
+NOT_FOR_NEW = TRAINING_STACK | {"questionary", "prompt_toolkit", "pygments", "huggingface_hub.file_download", "httpx",
+                                "rich"}
 
 
-def loaded_after(code: str) -> set[str]:
+def loaded_after(code: str, env=None) -> set[str]:
     """The modules a fresh interpreter holds after running ``code`` (which imports grpo_skill.cli as ``cli``)."""
     probe = ("import json, sys\nfrom click.testing import CliRunner\nfrom grpo_skill import cli\n" + code +
              "\nprint(json.dumps(sorted(sys.modules)))\n")
-    return set(json.loads(run([sys.executable, "-c", probe]).stdout.splitlines()[-1]))
+    return set(json.loads(run([sys.executable, "-c", probe], env=env).stdout.splitlines()[-1]))
 
 
 def test_help_of_every_verb_loads_nothing_heavy():
@@ -37,10 +42,51 @@ def test_the_cli_module_alone_loads_no_plugins():
     assert loaded_after("") & NOT_FOR_HELP == set()
 
 
-def test_new_renders_without_the_training_stack(tmp_path):
+def test_new_renders_without_the_training_stack_or_copiers_prompts(tmp_path):
     code = (f"result = CliRunner().invoke(cli.main, ['new', {str(tmp_path / 'run')!r}, '--preset', 'thinking'])\n"
             "assert result.exit_code == 0, result.output\n")
-    loaded = loaded_after(code)
+    loaded = loaded_after(code, env={"HF_HOME": str(tmp_path / "empty-hf-home")})
     assert (tmp_path / "run" / "train.py").is_file()
-    assert "copier" in loaded  # the probe did render
-    assert loaded & TRAINING_STACK == set()
+    assert {"copier", "pydantic", "grpo_skill.core.project"} <= loaded  # the probe did render and check
+    assert loaded & NOT_FOR_NEW == set()
+
+
+def test_a_prompt_copier_shows_gets_the_real_prompt_library():
+    """The other side of leaving copier's prompt libraries out: a name copier took from them is the library's own
+    thing the moment it is used (copier asks through these when a template question has no answer)."""
+    code = ("from grpo_skill.scaffold import copying\n"
+            "copier = copying.load()\n"
+            "assert 'questionary' not in sys.modules and 'prompt_toolkit' not in sys.modules\n"
+            "from copier import _main, _user_data\n"
+            "choice = _user_data.Choice('zh-CN', 'zh-CN', disabled='')\n"
+            "import questionary\n"
+            "assert type(choice) is questionary.Choice and choice.value == 'zh-CN', choice\n"
+            "assert _main.confirm.resolve() is questionary.confirm and _main.unsafe_prompt.resolve() is "
+            "questionary.unsafe_prompt\n"
+            "lexer = _user_data.PygmentsLexer(_user_data.YamlLexer)\n"
+            "from prompt_toolkit.lexers import PygmentsLexer\n"
+            "assert type(lexer) is PygmentsLexer and type(lexer.pygments_lexer).__name__ == 'YamlLexer'\n")
+    assert {"questionary", "prompt_toolkit", "pygments.lexers.data"} <= loaded_after(code)
+
+
+def test_kept_compiled_templates_follow_their_text(tmp_path):
+    """Compiled templates are kept by name (`update` renders old template versions from fresh folders): a template
+    of the same name with other text renders its own text, from a file or from a string."""
+    from jinja2 import FileSystemLoader
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from grpo_skill.scaffold import copying
+
+    copying.load()
+    rendered = []
+    for version in ("one", "two", "one"):
+        folder = tmp_path / version
+        folder.mkdir(exist_ok=True)
+        (folder / "README.md.jinja").write_text(f"{version}: {{{{ name }}}}", encoding="utf-8")
+        environment = SandboxedEnvironment(loader=FileSystemLoader(folder))
+        copying.keep_compiled(environment)
+        assert environment.bytecode_cache is not None
+        rendered.append(environment.get_template("README.md.jinja").render(name="x"))
+        rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="y"))
+        rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="z"))
+    assert rendered == ["one: x", "one y", "one z", "two: x", "two y", "two z", "one: x", "one y", "one z"]

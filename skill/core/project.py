@@ -379,9 +379,16 @@ def model_positions(config: ProjectConfig, model_dir: str | Path | None = None) 
         found = config.local_model_dir() / "config.json"
     else:
         try:
-            import huggingface_hub
+            from huggingface_hub import constants
         except ImportError:
             return None
+        # No folder for the model in the cache (its layout: models--org--name): nothing to read, and no need to
+        # import huggingface_hub's download module (httpx, rich...: a third of `grpo-skill new`'s time).
+        folder = constants.REPO_ID_SEPARATOR.join(["models", *config.model["name"].split("/")])
+        if not (Path(constants.HF_HUB_CACHE) / folder).is_dir():
+            return None
+        import huggingface_hub
+
         cached = huggingface_hub.try_to_load_from_cache(config.model["name"], "config.json")
         found = Path(cached) if isinstance(cached, str) else None
     try:

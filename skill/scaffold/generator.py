@@ -13,10 +13,10 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from ..core.errors import UserError
+from ..core.errors import UserError, shown_path
 from ..core import __version__
 from ..core import i18n, plugins
-from . import skillfiles
+from . import copying, skillfiles
 from .settings import SAMPLE_PROMPTS
 from . import update as updates
 from ..core import project as config
@@ -33,7 +33,8 @@ class GenerateError(UserError):
 class TemplateTranslations(InternationalizationExtension):
     """Jinja's i18n extension for the project template (copier.yml ``_jinja_extensions``): ``{{ _("...") }}``
     gives the text in the language of the ``lang`` answer, from the same gettext catalog as the CLI. It also
-    adds the ``toml`` filter: a value as TOML writes it (settings given with --set may be tables)."""
+    adds the ``toml`` filter: a value as TOML writes it (settings given with --set may be tables), and keeps what
+    jinja compiles (scaffold/copying.py)."""
 
     def __init__(self, environment):
         super().__init__(environment)
@@ -41,6 +42,7 @@ class TemplateTranslations(InternationalizationExtension):
         from ..core.schema import toml_text
 
         environment.filters["toml"] = toml_text
+        copying.keep_compiled(environment)
 
 
 @pass_context
@@ -183,7 +185,10 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         )
     _writable_ancestor(target)
 
-    with tempfile.TemporaryDirectory() as scratch:
+    # Rendered beside the target where its folder exists, so that a new project is moved into place whole (one
+    # rename) rather than copied and the copy deleted
+    beside = target.parent if target.parent.is_dir() else None
+    with tempfile.TemporaryDirectory(dir=beside, prefix=".grpo-skill-new-") as scratch:
         rendered = Path(scratch) / name
         _copy_template(rendered, data)
         if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
@@ -196,9 +201,10 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             given = options.get("settings")  # its values are named as given on the command line
             config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
         except UserError as error:  # named where the project was to go, not in the scratch folder
-            raise GenerateError(
-                _("the project would not run: {error}").format(error=str(error).replace(str(rendered), str(target)))
-            ) from None
+            message = str(error)
+            for scratch_path, target_path in ((rendered, target), (shown_path(rendered), shown_path(target))):
+                message = message.replace(str(scratch_path), str(target_path))
+            raise GenerateError(_("the project would not run: {error}").format(error=message)) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
@@ -206,13 +212,23 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         result = Rendered(target, files, notes=notes)
         if target.is_dir():
             _back_up_changed(result, rendered, Path(scratch) / "previous")
-        shutil.copytree(rendered, target, dirs_exist_ok=True)
+        _put_in_place(rendered, target)
     return result
 
 
-def _copy_template(destination: Path, data: dict) -> None:
-    import copier
+def _put_in_place(rendered: Path, target: Path) -> None:
+    if not target.exists():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(rendered, target)
+            return
+        except OSError:  # another filesystem (the scratch folder in /tmp), or the folder appeared meanwhile
+            pass
+    shutil.copytree(rendered, target, dirs_exist_ok=True)
 
+
+def _copy_template(destination: Path, data: dict) -> None:
+    copier = copying.load()
     # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
     copier.run_copy(str(template_dir()), destination, data=data, defaults=True, quiet=True, overwrite=True,
                     unsafe=True)

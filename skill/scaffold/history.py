@@ -17,7 +17,6 @@ runs, git is told to read that name from the installed bundle (:func:`git_reads_
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -202,6 +201,8 @@ def check() -> list[str]:
 
 
 def main(argv=None) -> int:
+    import argparse  # `new` and `update` import this module; only its command line needs argparse
+
     parser = argparse.ArgumentParser(prog="python -m grpo_skill.history", description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--check", action="store_true", help="exit 1 when the bundle is not this template")

@@ -50,8 +50,9 @@ def names(name: str) -> dict[str, str]:
 def new_plugin(name: str, parent: str | Path = ".") -> tuple[Path, list[str]]:
     """Render the plugin package into ``parent/<package name>``; refuses a name a loaded plugin registers, and
     an existing folder that is not empty."""
-    import copier
+    from .copying import load
 
+    copier = load()
     data = {**names(name), "grpo_skill_version": __version__}
     try:
         taken = plugins.rewards().get(data["reward_name"])

@@ -266,7 +266,9 @@ def _untracked_hidden(project: Path):
 
 
 def _run_copier(project: Path, commit: str) -> None:
-    import copier
+    from .copying import load
+
+    copier = load()
     from copier.errors import CopierError
     from plumbum.commands.processes import ProcessExecutionError
 
