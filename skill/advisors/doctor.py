@@ -119,12 +119,12 @@ def project_model(path: str | Path) -> dict:
     """A project's model as the disk check sees it: where it comes from, and what downloading it takes (a hub id
     that is not cached, of a known shape: its weights at 4 or 16 bits). Raises ConfigError for a broken project."""
     from ..runtime import estimate as plan
-    from ..core import project
+    from ..core import hub, project
 
     config = project.load(path, rewards=False)
     name = config.model["name"]
     local = config.builds_its_model() or config.local_model_dir() is not None
-    cached = not local and project.hub_cached(name, "model")
+    cached = not local and hub.hub_cached(name, "model")
     download = None
     known = None if local or cached else plan.known_shape(name)
     if known is not None:

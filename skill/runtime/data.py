@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from ..core.i18n import _
-from ..core.project import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
+from ..core.datafile import LOCAL_DATA_SUFFIXES
+from ..core.project import ConfigError, ProjectConfig
 
 
 def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> None:

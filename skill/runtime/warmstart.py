@@ -79,7 +79,7 @@ def _raw_table(config, section: str) -> dict:
 def examples_file(config) -> Path | None:
     """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
     hub dataset id."""
-    from ..core.project import LOCAL_DATA_SUFFIXES
+    from ..core.datafile import LOCAL_DATA_SUFFIXES
 
     path = config.project_dir / sft_settings(config)["path"]
     if path.suffix not in LOCAL_DATA_SUFFIXES:

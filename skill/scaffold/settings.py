@@ -228,14 +228,14 @@ def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list
     dataset (its columns are known only when it loads)."""
     from pathlib import Path
 
-    from ..core import project
+    from ..core import datafile
     from ..core.errors import shown_path
 
     path = Path(path).expanduser()
-    if path.suffix not in project.LOCAL_DATA_SUFFIXES or not path.is_file():
+    if path.suffix not in datafile.LOCAL_DATA_SUFFIXES or not path.is_file():
         return None
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
-    return project._scan(path, shown_path(path), wanted).columns
+    return datafile.scan(path, shown_path(path), wanted).columns
 
 
 def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,
