@@ -26,7 +26,9 @@ import warnings
 from typing import Any, Mapping, Sequence
 
 from .core.i18n import _
-from .core.registry import Reward, RewardError, completion_text
+from .core.completions import completion_text
+from .core.contract import RewardError
+from .core.registry import Reward
 
 # Completions that trip careless rewards: empty, whitespace, unclosed thinking, unicode, very long.
 DEFAULT_COMPLETIONS = (

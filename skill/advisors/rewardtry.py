@@ -27,7 +27,9 @@ from typing import Any
 from ..core import plugins
 from ..core.errors import MissingColumn, UserError, one_line
 from ..core.i18n import _
-from ..core.registry import RegistryError, Reward, RewardError, completion_text
+from ..core.completions import completion_text
+from ..core.contract import RewardError
+from ..core.registry import RegistryError, Reward
 from ..core.schema import toml_text
 
 STD_EPSILON = 1e-4  # GRPOTrainer: advantages / (std + 1e-4)

@@ -26,7 +26,8 @@ from .errors import shown_path
 from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
 from .hub import HUB_HOST_TIMEOUT_S  # noqa: F401  (importable from here, as before the split)
 from .i18n import N_, _
-from .registry import Preset, RegistryError, fits_kind, param_kind
+from .params import fits_kind, param_kind
+from .registry import Preset, RegistryError
 from .rewardsource import declared_rewards
 from .schema import CONFIG_FILE, ConfigError, Source
 

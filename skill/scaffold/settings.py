@@ -134,7 +134,7 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
 
 
 def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
-    from ..core.registry import fits_kind, param_kind
+    from ..core.params import fits_kind, param_kind
 
     expected = param_kind(default)
     if expected and not fits_kind(value, expected):
