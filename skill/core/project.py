@@ -30,6 +30,7 @@ from .params import fits_kind, param_kind
 from .registry import Preset, RegistryError
 from .rewardsource import declared_rewards
 from .schema import CONFIG_FILE, ConfigError, Source
+from .schemamessages import suggest
 
 BACKENDS = schema.BACKENDS  # for train.py's --backend choices and the generator
 
@@ -237,7 +238,7 @@ def check_installed(config: ProjectConfig) -> None:
         if name in ("all", "none"):
             continue
         if name not in REPORT_TO_PACKAGES:
-            close = schema._suggest(name, REPORT_TO_PACKAGES)
+            close = suggest(name, REPORT_TO_PACKAGES)
             raise config.error(("grpo", "report_to"), _("{name!r} is not a logger transformers knows; {hint}choose "
                                                         "from: {names}").format(
                 name=name, hint=_("did you mean {suggestion!r}? ").format(suggestion=close) if close else "",
@@ -299,7 +300,7 @@ def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, decla
     for key, value in choice.params.items():
         loc = ("rewards", index, "params", key)
         if key not in declared:
-            close = schema._suggest(key, declared)
+            close = suggest(key, declared)
             hint = _("did you mean `{suggestion}`? ").format(suggestion=close) if close else ""
             raise config.error(loc, _("reward {name!r} has no param {key!r}; {hint}it takes: {params}").format(
                 name=choice.name, key=key, hint=hint, params=", ".join(sorted(declared)) or _("none")))
