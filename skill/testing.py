@@ -62,7 +62,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     tokenizer object, or None (no completion_ids then, unless given). ``both_forms``: also call with chat-message
     completions and require the same scores.
     """
-    from .advisors.rewardtry import load_tokenizer
+    from .advisors.rewardtokenizer import load_tokenizer
     from .core import plugins
 
     config = None
@@ -109,7 +109,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
 def _run_tokenizer(preset, config) -> tuple[str | None, str]:
     """(what to load, what to say about it): the run's model's tokenizer when a project or preset is given and the
     model is on this machine, None (the preset's template) when it is not; the tiny one when neither is given."""
-    from .advisors.rewardtry import run_tokenizer
+    from .advisors.rewardtokenizer import run_tokenizer
 
     if config is None and preset is None:
         return "tiny", _("the tiny tokenizer (no project= or preset= given)")
@@ -141,7 +141,7 @@ def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
 
 
 def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts):
-    from .advisors.rewardtry import TrainerLog, call_like_trl
+    from .advisors.grposcoring import TrainerLog, call_like_trl
 
     func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
     log = TrainerLog()
