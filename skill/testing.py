@@ -21,7 +21,6 @@ completions without ``</think>`` are scored that way.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import Any, Mapping, Sequence
 
@@ -74,8 +73,10 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         reward = plugins.get_reward(reward)
     if isinstance(preset, str):
         preset = plugins.get_preset(preset)
+    grpo = {}  # the project's [grpo], over its preset's, as the run's rewards see them
     if config is not None:
-        preset = preset or dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        grpo = {} if preset else dict(config.grpo)
+        preset = preset or config.preset
         configured = next((dict(choice.params) for choice in config.rewards if choice.name == reward.name), {})
         params = {**configured, **(params or {})}
     how = None  # what to say about the tokenizer when it was chosen here ("auto")
@@ -99,7 +100,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         _warn_unfinished_thinking(texts, tokenizer, how)
     try:
         return _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms,
-                      texts)
+                      texts, grpo)
     except RewardError as error:
         if how is None:
             raise
@@ -140,10 +141,11 @@ def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
             "your run does").format(tokenizer=how, indexes=", ".join(map(str, unfinished)))), stacklevel=3)
 
 
-def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts):
+def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts,
+           grpo):
     from .advisors.grposcoring import TrainerLog, call_like_trl
 
-    func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
+    func = reward.build(tokenizer=tokenizer, preset=preset, params=params, grpo=grpo)
     log = TrainerLog()
     scores = call_like_trl(func, prompts, completions, completion_ids, given, log)
     if both_forms and any(isinstance(c, str) for c in completions):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,7 @@ class _Run:
     params: dict[str, dict[str, Any]]
     config: Any = None  # the loaded project, with --project
     preset: Any = None  # the Preset rewards are built for
+    grpo: dict[str, Any] = field(default_factory=dict)  # the project's [grpo], over the preset's
 
 
 def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
@@ -111,12 +112,13 @@ def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
     if preset:
         preset_item = plugins.get_preset(preset)
     elif config is not None:  # the project's preset with its [grpo], and its rewards' params, as train.py builds them
-        preset_item = config.run_preset()
+        preset_item = config.preset
         configured = {choice.name: choice.params for choice in config.rewards}
         params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
     else:
         preset_item = None
-    return _Run(chosen, found, params, config, preset_item)
+    grpo = dict(config.grpo) if config is not None and not preset else {}
+    return _Run(chosen, found, params, config, preset_item, grpo)
 
 
 @dataclass
@@ -155,7 +157,7 @@ def _score(run: _Run, batch: _Batch, token_source) -> tuple[list[dict], list[lis
         warnings.simplefilter("always")
         for name, weight in run.chosen:
             reward = run.found[name]
-            func = reward.build(tokenizer=token_source, preset=run.preset, params=run.params[name])
+            func = reward.build(tokenizer=token_source, preset=run.preset, params=run.params[name], grpo=run.grpo)
             try:
                 scores_by_reward.append(call_like_trl(func, batch.prompts, batch.completions, batch.completion_ids,
                                                       batch.columns, log))

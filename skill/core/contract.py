@@ -176,7 +176,8 @@ class ContractedReward:
     """A built reward, as TRL gets it: ``func`` held to the contract (its scores checked, its time recorded) under the
     registered name (TRL logs rewards/<__name__>/mean).
 
-    It pickles as the recipe that built it (the Reward, the tokenizer, the preset, the params), not as ``func``:
+    It pickles as the recipe that built it (the Reward, the tokenizer, the preset, the params, the run's [grpo]), not
+    as ``func``:
     TRL's async trainer sends its rewards to a spawned process, and the functions factories return are closures,
     which pickle cannot carry. Unpickling builds the reward again, there, through the same factory.
     """
@@ -212,13 +213,13 @@ def find_project_reward(name: str, project_dir: str):
     raise NotImplementedError("grpo_skill.core.plugins sets this")
 
 
-def _rebuild_reward(reward, tokenizer, preset, params):
+def _rebuild_reward(reward, tokenizer, preset, params, grpo=None):
     """Unpickling a ContractedReward: build it again. A project's rewards.py is found again by its folder (its
     module cannot be imported by name), so that reward travels as (name, project folder)."""
     if isinstance(reward, tuple):
         find, name, project_dir = reward
         reward = find(name, project_dir)
-    return reward.build(tokenizer=tokenizer, preset=preset, params=params)
+    return reward.build(tokenizer=tokenizer, preset=preset, params=params, grpo=grpo)
 
 
 def with_contract(func, name: str, where: str, recipe: tuple):

@@ -11,7 +11,6 @@ their names stay importable from here (``grpo_skill.project.hub_cached``, ``.LOC
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -114,17 +113,11 @@ class ProjectConfig:
         system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
         return system + [{"role": "user", "content": question}]
 
-    def run_preset(self) -> Preset:
-        """The preset as reward factories see it: this run's [grpo] settings over the preset's (soft_overlong and
-        cosine_length read max_completion_length from ``context.preset.grpo``)."""
-        preset = self.preset
-        return dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
-
     def build_rewards(self, tokenizer) -> list:
         """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order; a factory that
         fails raises a RewardError naming the reward and its plugin (see ``Reward.build``)."""
-        run_preset = self.run_preset()
-        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=run_preset, params=choice.params)
+        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset, params=choice.params,
+                                                      grpo=self.grpo)
                 for choice in self.rewards]
 
 

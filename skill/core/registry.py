@@ -73,11 +73,24 @@ class Preset:
 
 @dataclass(frozen=True)
 class RewardContext:
-    """What a reward factory gets: the run's tokenizer and preset, and the params from the config."""
+    """What a reward factory gets: the run's tokenizer, preset and settings, and the params from the config.
+
+    ``grpo`` is the run's GRPOConfig settings: the project's [grpo] over the preset's (e.g.
+    ``context.grpo["max_completion_length"]``). Plugins written before it read them from ``context.preset.grpo``:
+    that stays the same mapping.
+    """
 
     tokenizer: Any = None
     preset: Preset | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    grpo: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.preset is not None:
+            settings = {**self.preset.grpo, **self.grpo}
+            object.__setattr__(self, "grpo", settings)
+            if settings != dict(self.preset.grpo):  # context.preset.grpo, as older plugins read the run's settings
+                object.__setattr__(self, "preset", dataclasses.replace(self.preset, grpo=settings))
 
     def token_id(self, token: str, qwen3_default: int | None = None) -> int:
         """The id of a single token, asked of the tokenizer; ``qwen3_default`` when there is no tokenizer."""
@@ -127,10 +140,13 @@ class Reward:
     plugin: str = field(default="", compare=False)  # set by the registry: who registered it, as messages say it
     source: str = field(default="", compare=False)  # set by the registry: the plugin's registered name
 
-    def build(self, tokenizer=None, preset: Preset | None = None, params: Mapping[str, Any] | None = None):
-        """The TRL reward function, held to the reward contract (see the module's docstring)."""
+    def build(self, tokenizer=None, preset: Preset | None = None, params: Mapping[str, Any] | None = None,
+              grpo: Mapping[str, Any] | None = None):
+        """The TRL reward function, held to the reward contract (see the module's docstring). ``grpo``: the run's
+        [grpo] settings, over the preset's (``RewardContext.grpo``)."""
         self._check_params(params or {})
-        context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})})
+        context = RewardContext(tokenizer=tokenizer, preset=preset, params={**self.params, **(params or {})},
+                                grpo=dict(grpo or {}))
         where = contract.describe_reward(self.name, self.plugin)
         func = contract.make(self.factory, context, where)
         # a project's rewards.py is no importable module: its rewards travel by name and folder, with the function
@@ -138,7 +154,8 @@ class Reward:
         project = self.source.startswith(PROJECT_PLUGIN_PREFIX)
         reward = ((contract.find_project_reward, self.name, self.source[len(PROJECT_PLUGIN_PREFIX):]) if project
                   else self)
-        return contract.with_contract(func, self.name, where, (reward, tokenizer, preset, dict(params or {})))
+        recipe = (reward, tokenizer, preset, dict(params or {}), dict(grpo or {}))
+        return contract.with_contract(func, self.name, where, recipe)
 
     def _check_params(self, params: Mapping[str, Any]) -> None:
         """Params this reward takes, of the type of their defaults (config.toml's are checked with their line)."""
