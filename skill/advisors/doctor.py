@@ -12,7 +12,6 @@ import importlib.metadata as metadata
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -108,11 +107,12 @@ def _plugins() -> list[dict]:
             for info in plugins.plugin_infos()]
 
 
-def _git() -> str | None:
-    if shutil.which("git") is None:
+def _git_version() -> str | None:
+    from ..scaffold.git import git, installed
+
+    if not installed():
         return None
-    result = subprocess.run(["git", "--version"], capture_output=True, text=True)
-    return result.stdout.strip().removeprefix("git version ") or None
+    return git(["--version"], check=False).stdout.strip().removeprefix("git version ") or None
 
 
 def project_model(path: str | Path) -> dict:
@@ -159,7 +159,7 @@ def collect(project_dir: str | Path | None = None) -> dict:
         "hub": hub,
         "disk": {"hub_cache_free_gib": _free_gib(hub["cache"]), "cwd_free_gib": _free_gib(Path.cwd())},
         "plugins": _plugins(),
-        "git": _git(),
+        "git": _git_version(),
         "model": project_model(project_dir) if project_dir is not None else None,
     }
 
