@@ -44,6 +44,19 @@ def jsonl_lines(path: Path, shown: str) -> Iterator[tuple[int, Any]]:
                                                         column=error.colno)) from None
 
 
+def read_jsonl(path: str | Path) -> list[Any]:
+    """Every value of a JSON-lines file (``jsonl_lines``), for files this package wrote."""
+    path = Path(path)
+    return [row for _number, row in jsonl_lines(path, str(path))]
+
+
+def write_jsonl(rows: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 def missing_column(file: str, what: str, column: str, columns) -> ConfigError:
     return ConfigError(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
                          "file").format(what=what, column=column, file=Path(file).name,
