@@ -21,12 +21,13 @@ completions without ``</think>`` are scored that way.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import Any, Mapping, Sequence
 
 from .core.i18n import _
-from .core.registry import Reward, RewardError, completion_text
+from .core.completions import completion_text
+from .core.contract import RewardError
+from .core.registry import Reward
 
 # Completions that trip careless rewards: empty, whitespace, unclosed thinking, unicode, very long.
 DEFAULT_COMPLETIONS = (
@@ -60,7 +61,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
     tokenizer object, or None (no completion_ids then, unless given). ``both_forms``: also call with chat-message
     completions and require the same scores.
     """
-    from .advisors.rewardtry import load_tokenizer
+    from .advisors.rewardtokenizer import load_tokenizer
     from .core import plugins
 
     config = None
@@ -72,8 +73,10 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         reward = plugins.get_reward(reward)
     if isinstance(preset, str):
         preset = plugins.get_preset(preset)
+    grpo = {}  # the project's [grpo], over its preset's, as the run's rewards see them
     if config is not None:
-        preset = preset or dataclasses.replace(config.preset, grpo={**config.preset.grpo, **config.grpo})
+        grpo = {} if preset else dict(config.grpo)
+        preset = preset or config.preset
         configured = next((dict(choice.params) for choice in config.rewards if choice.name == reward.name), {})
         params = {**configured, **(params or {})}
     how = None  # what to say about the tokenizer when it was chosen here ("auto")
@@ -97,7 +100,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
         _warn_unfinished_thinking(texts, tokenizer, how)
     try:
         return _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms,
-                      texts)
+                      texts, grpo)
     except RewardError as error:
         if how is None:
             raise
@@ -107,7 +110,7 @@ def check_reward(reward: str | Reward, completions: Sequence[Any] | None = None,
 def _run_tokenizer(preset, config) -> tuple[str | None, str]:
     """(what to load, what to say about it): the run's model's tokenizer when a project or preset is given and the
     model is on this machine, None (the preset's template) when it is not; the tiny one when neither is given."""
-    from .advisors.rewardtry import run_tokenizer
+    from .advisors.rewardtokenizer import run_tokenizer
 
     if config is None and preset is None:
         return "tiny", _("the tiny tokenizer (no project= or preset= given)")
@@ -138,10 +141,11 @@ def _warn_unfinished_thinking(texts: list[str], tokenizer, how: str) -> None:
             "your run does").format(tokenizer=how, indexes=", ".join(map(str, unfinished)))), stacklevel=3)
 
 
-def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts):
-    from .advisors.rewardtry import TrainerLog, call_like_trl
+def _score(reward, tokenizer, preset, params, prompts, completions, completion_ids, given, both_forms, texts,
+           grpo):
+    from .advisors.grposcoring import TrainerLog, call_like_trl
 
-    func = reward.build(tokenizer=tokenizer, preset=preset, params=params)
+    func = reward.build(tokenizer=tokenizer, preset=preset, params=params, grpo=grpo)
     log = TrainerLog()
     scores = call_like_trl(func, prompts, completions, completion_ids, given, log)
     if both_forms and any(isinstance(c, str) for c in completions):

@@ -217,3 +217,12 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert "more than nine tenths" in small["generation_why"]
     text = cli("plan", str(project), "--gpu-memory", "141").stdout
     assert "generation: fast (plan: " in text
+
+
+def test_the_tiny_model_built_here_has_the_shape_the_planner_uses(tiny_model):
+    """modelbuild builds from estimate's ModelShape (one home for a model's shape): what it builds is what `plan`
+    estimates for it."""
+    from grpo_skill.runtime.estimate import KNOWN_SHAPES, ModelShape
+
+    built = ModelShape.from_config(json.loads((tiny_model / "config.json").read_text()))
+    assert built == KNOWN_SHAPES["tiny-qwen3"]

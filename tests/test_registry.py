@@ -391,3 +391,33 @@ def test_presets_lists_each_presets_grpo_lora_and_template_settings(cli):
     assert listed["standard"]["chat_template_kwargs"] == {"enable_thinking": False}
     assert listed["thinking"]["grpo_summary"].startswith("lr 1e-05, beta 0.1, G 8, 2048 tokens")
     assert "2048 tokens" in cli("presets", env={"COLUMNS": "200"}).stdout
+
+
+def test_plugin_hooks_run_once_per_load_not_on_every_lookup(tmp_path):
+    """A plugin's hook may do work (open a client, read files): loading a project, building its rewards and listing
+    them ask it once, until the plugins change."""
+    from grpo_skill import generator, project
+
+    class Counting:
+        calls = 0
+
+        @hookimpl
+        def register_rewards(self, register):
+            Counting.calls += 1
+            register(Reward("counted", lambda context: lambda completions, **kw: [0.0] * len(completions), "."))
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    plugins.register(Counting(), "counting")
+    try:
+        loaded = project.load(tmp_path / "proj")  # registers the project's rewards.py: the plugins change once
+        Counting.calls = 0
+        loaded.build_rewards(tokenizer=None)
+        project.load(tmp_path / "proj")
+        plugins.get_reward("counted"), plugins.rewards(), plugins.warnings()
+        assert Counting.calls == 0  # nothing changed since the first load: its registrations are reused
+        plugins.unregister("counting")
+        plugins.register(Counting(), "counting")
+        plugins.get_reward("counted"), plugins.get_reward("length")
+        assert Counting.calls == 1
+    finally:
+        plugins.unregister("counting")

@@ -249,3 +249,18 @@ def test_the_tiny_preset_brings_its_tokenizer():
     code, output = invoke("thinking", "--preset", "tiny", "-c", "Let me see.</think>42", "-c", "no end", "--json")
     assert code == 0, output
     assert [sample["scores"]["thinking"] for sample in json.loads(output)["samples"]][1] == -1.0
+
+
+def test_the_std_of_the_advantages_is_trls():
+    """`rewards try` keeps its own nanstd (TRL's import is seconds); its numbers must be TRL's, NaNs and lone
+    values included."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from grpo_skill.advisors.grposcoring import _nanstd
+
+    torch.manual_seed(0)
+    cases = [torch.randn(8), torch.tensor([1.0, float("nan"), 3.0, 3.5]), torch.tensor([2.0]),
+             torch.tensor([float("nan"), 4.0]), torch.randn(6, 3)]
+    for tensor in cases:  # per column, as the trainer takes each reward's std in a group
+        assert torch.allclose(_nanstd(tensor), nanstd(tensor, dim=0), equal_nan=True), tensor

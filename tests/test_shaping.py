@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from grpo_skill import RewardError, plugins
+from grpo_skill import Reward, RewardError, hookimpl, plugins
 
 
 def score(name, completions, completion_ids=None, preset=None, **params):
@@ -241,3 +241,38 @@ def test_language_reads_plain_chinese_as_chinese_at_any_length():
                  language="zh") == [1.0, 1.0, 0.0]
     # letters count, digits do not: 3 Han characters of 9 letters
     assert score("language", ["答案是20 apples"], language="zh") == [pytest.approx(3 / 9)]
+
+
+SEEN_SETTINGS = []
+
+
+def _reads_settings(context):
+    """A factory as plugins wrote them before RewardContext.grpo (context.preset.grpo) and as they write them now."""
+    SEEN_SETTINGS.append((context.grpo["max_completion_length"], context.preset.grpo["max_completion_length"]))
+    return lambda completions, **kwargs: [0.0] * len(completions)
+
+
+class _SettingsPlugin:
+    @hookimpl
+    def register_rewards(self, register):
+        register(Reward("reads_settings", _reads_settings, "Reads the run's max_completion_length."))
+
+
+def test_rewards_read_the_run_settings_from_their_context_and_old_plugins_from_the_preset(tmp_path):
+    import pickle
+
+    from grpo_skill import generator, project
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config = tmp_path / "proj" / "config.toml"
+    config.write_text(config.read_text().replace('name = "thinking"', 'name = "reads_settings"')
+                      .replace("max_completion_length = 32", "max_completion_length = 20"))
+    plugins.register(_SettingsPlugin(), "settings-plugin")
+    try:
+        SEEN_SETTINGS.clear()
+        [reward] = project.load(config).build_rewards(tokenizer=None)
+        pickle.loads(pickle.dumps(reward))  # TRL's async trainer rebuilds it in another process: the same settings
+        assert SEEN_SETTINGS == [(20, 20), (20, 20)]  # the project's 20, not the tiny preset's 32
+        assert plugins.get_preset("tiny").grpo["max_completion_length"] == 32
+    finally:
+        plugins.unregister("settings-plugin")

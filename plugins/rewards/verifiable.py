@@ -108,11 +108,10 @@ def reasoning_accuracy_factory(context):
 
 
 def max_tokens_param(context, key: str) -> int:
-    """An int param where 0 means the run's max_completion_length: the project's [grpo] over the preset's
-    (project.build_rewards passes the preset with the project's [grpo])."""
+    """An int param where 0 means the run's max_completion_length: the project's [grpo] over the preset's."""
     value = context.params[key]
-    if not value and context.preset is not None:
-        value = context.preset.grpo.get("max_completion_length", 0)
+    if not value:
+        value = context.grpo.get("max_completion_length", 0)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UserError(_("params.{key} must be a positive number of tokens (your max_completion_length); "
                           "0 takes the project's [grpo] max_completion_length, and there is none here").format(

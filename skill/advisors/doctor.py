@@ -12,7 +12,6 @@ import importlib.metadata as metadata
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -108,23 +107,24 @@ def _plugins() -> list[dict]:
             for info in plugins.plugin_infos()]
 
 
-def _git() -> str | None:
-    if shutil.which("git") is None:
+def _git_version() -> str | None:
+    from ..scaffold.git import git, installed
+
+    if not installed():
         return None
-    result = subprocess.run(["git", "--version"], capture_output=True, text=True)
-    return result.stdout.strip().removeprefix("git version ") or None
+    return git(["--version"], check=False).stdout.strip().removeprefix("git version ") or None
 
 
 def project_model(path: str | Path) -> dict:
     """A project's model as the disk check sees it: where it comes from, and what downloading it takes (a hub id
     that is not cached, of a known shape: its weights at 4 or 16 bits). Raises ConfigError for a broken project."""
     from ..runtime import estimate as plan
-    from ..core import project
+    from ..core import hub, project
 
     config = project.load(path, rewards=False)
     name = config.model["name"]
     local = config.builds_its_model() or config.local_model_dir() is not None
-    cached = not local and project.hub_cached(name, "model")
+    cached = not local and hub.hub_cached(name, "model")
     download = None
     known = None if local or cached else plan.known_shape(name)
     if known is not None:
@@ -159,7 +159,7 @@ def collect(project_dir: str | Path | None = None) -> dict:
         "hub": hub,
         "disk": {"hub_cache_free_gib": _free_gib(hub["cache"]), "cwd_free_gib": _free_gib(Path.cwd())},
         "plugins": _plugins(),
-        "git": _git(),
+        "git": _git_version(),
         "model": project_model(project_dir) if project_dir is not None else None,
     }
 
@@ -210,6 +210,13 @@ def _own_requirements(facts: dict) -> list[dict]:
 
 def diagnose(facts: dict) -> list[dict]:
     """The problems in ``facts``, blockers first; each says what is wrong and how to fix it."""
+    problems = (_package_problems(facts) + _gpu_problems(facts["torch"], facts["packages"]) + _disk_problems(facts)
+                + _tool_problems(facts))
+    return sorted(problems, key=lambda problem: problem["level"] != BLOCKER)
+
+
+def _package_problems(facts: dict) -> list[dict]:
+    """Python, the training packages and their versions."""
     from packaging.version import Version
 
     problems = []
@@ -244,7 +251,11 @@ def diagnose(facts: dict) -> list[dict]:
                                                 "({name}{spec})").format(name=name, installed=installed,
                                                                          spec=info["spec"]),
                                      _('pip install "{name}{spec}"').format(name=name, spec=info["spec"])))
+    return problems
 
+
+def _gpu_problems(torch: dict, packages: dict) -> list[dict]:
+    problems = []
     if torch["imported"] and not torch["cuda"]:
         problems.append(_problem(WARNING, _("no CUDA GPU: only the tiny preset trains at a usable speed here"),
                                  _("train standard or thinking projects on a machine with an NVIDIA GPU")))
@@ -263,7 +274,12 @@ def diagnose(facts: dict) -> list[dict]:
                 index=index, name=device["name"], free=device["free_gib"], need=GPU_WARNING_GIB),
                 _("free the GPU (other processes, a Jupyter kernel), or lower num_generations and "
                   "max_completion_length")))
+    return problems
 
+
+def _disk_problems(facts: dict) -> list[dict]:
+    """Room beside the model cache: for the project's model when it must be downloaded, else for a 4B model."""
+    problems = []
     free, model = facts["disk"].get("hub_cache_free_gib"), facts.get("model")
     if free is not None and model and model.get("download_gib"):
         # the project's own model: its download, and room for checkpoints and the run (LoRA: small)
@@ -279,7 +295,12 @@ def diagnose(facts: dict) -> list[dict]:
         problems.append(_problem(level, _("{free} GiB free beside the model cache ({cache}): a 4B model takes 3-8 "
                                           "GB, and checkpoints more").format(free=free, cache=facts["hub"]["cache"]),
                                  _("free space, or point HF_HUB_CACHE (models) and --output-dir elsewhere")))
+    return problems
 
+
+def _tool_problems(facts: dict) -> list[dict]:
+    """Plugins that failed to load, and git."""
+    problems = []
     for plugin in facts["plugins"]:
         if plugin["error"]:
             problems.append(_problem(WARNING, _("plugin {name!r} failed to load: {error}").format(
@@ -288,4 +309,4 @@ def diagnose(facts: dict) -> list[dict]:
     if not facts["git"]:
         problems.append(_problem(WARNING, _("git is not installed: new projects are not git repositories and "
                                             "grpo-skill update cannot merge"), _("install git")))
-    return sorted(problems, key=lambda problem: problem["level"] != BLOCKER)
+    return problems

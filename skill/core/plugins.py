@@ -25,7 +25,7 @@ import pluggy
 from . import hookspecs
 from .errors import shown_path, user_frame, where_raised
 from .i18n import _
-from . import registry
+from . import contract
 from .registry import (PROJECT_PLUGIN_PREFIX, Collection, Judge, LoraSettings, Preset, Registered, RegistryError, Reward,
                        collect)
 
@@ -373,4 +373,4 @@ def _find_project_reward(name: str, project_dir: str) -> Reward:
     return get_reward(name)
 
 
-registry.find_project_reward = _find_project_reward  # a pickled reward of a project's rewards.py is rebuilt through it
+contract.find_project_reward = _find_project_reward  # a pickled reward of a project's rewards.py is rebuilt through it

@@ -4,38 +4,35 @@
 parses, has its columns, with the line of the first bad row), the project's rewards.py (errors in it as
 ``rewards.py:LINE: ErrorType: message``), the model (a local folder that is there; a hub id reachable or
 cached, failing in seconds when offline), the reward names and their params. Nothing heavy is imported.
+
+Reading a data file is ``datafile``'s job, asking the hub ``hub``'s, reading an unrun rewards.py ``rewardsource``'s;
+their names stay importable from here (``grpo_skill.project.hub_cached``, ``.LOCAL_DATA_SUFFIXES``, ...).
 """
 
 from __future__ import annotations
 
-import ast
-import csv
 import importlib.util
 import json
 import os
-import re
-import socket
 import sys
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from . import plugins, schema
-from .errors import shown_path, where_raised
+from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
+from .errors import shown_path
+from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
+from .hub import HUB_HOST_TIMEOUT_S  # noqa: F401  (importable from here, as before the split)
 from .i18n import N_, _
-from .registry import Preset, RegistryError, fits_kind, param_kind
+from .params import fits_kind, param_kind
+from .registry import Preset, RegistryError
+from .rewardsource import declared_rewards
 from .schema import CONFIG_FILE, ConfigError, Source
+from .schemamessages import suggest
 
 BACKENDS = schema.BACKENDS  # for train.py's --backend choices and the generator
 
-LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-# Suffixes that name a file (not a hub id) that train.py cannot read.
-OTHER_FILE_SUFFIXES = {".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".zip", ".gz", ".tar", ".yaml", ".yml", ".md",
-                       ".pkl", ".pt", ".xml", ".html"}
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-HUB_HOST_TIMEOUT_S = 3.0
 # report_to integrations (transformers 5.x) -> (what to pip install, the modules one of which it needs);
 # kubeflow needs an environment variable, not a package; "all" and "none" need nothing.
 REPORT_TO_PACKAGES = {
@@ -116,17 +113,11 @@ class ProjectConfig:
         system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
         return system + [{"role": "user", "content": question}]
 
-    def run_preset(self) -> Preset:
-        """The preset as reward factories see it: this run's [grpo] settings over the preset's (soft_overlong and
-        cosine_length read max_completion_length from ``context.preset.grpo``)."""
-        preset = self.preset
-        return dataclasses.replace(preset, grpo={**preset.grpo, **self.grpo})
-
     def build_rewards(self, tokenizer) -> list:
         """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order; a factory that
         fails raises a RewardError naming the reward and its plugin (see ``Reward.build``)."""
-        run_preset = self.run_preset()
-        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=run_preset, params=choice.params)
+        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset, params=choice.params,
+                                                      grpo=self.grpo)
                 for choice in self.rewards]
 
 
@@ -240,7 +231,7 @@ def check_installed(config: ProjectConfig) -> None:
         if name in ("all", "none"):
             continue
         if name not in REPORT_TO_PACKAGES:
-            close = schema._suggest(name, REPORT_TO_PACKAGES)
+            close = suggest(name, REPORT_TO_PACKAGES)
             raise config.error(("grpo", "report_to"), _("{name!r} is not a logger transformers knows; {hint}choose "
                                                         "from: {names}").format(
                 name=name, hint=_("did you mean {suggestion!r}? ").format(suggestion=close) if close else "",
@@ -266,20 +257,7 @@ def _project_rewards(config: ProjectConfig, run: bool) -> tuple[set[str], bool] 
         if error:
             raise RegistryError(error)
         return None
-    try:
-        tree = ast.parse(rewards_py.read_bytes(), filename=str(rewards_py))
-    except SyntaxError as error:
-        raise RegistryError(where_raised(error)) from None
-    callables = {"Reward"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                              for alias in node.names if alias.name == "Reward" and alias.asname}
-    names, unnamed = set(), False
-    for node in ast.walk(tree):  # Reward("name", ...) or Reward(name="name", ...)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in callables:
-            arguments = node.args[:1] + [kw.value for kw in node.keywords if kw.arg in ("name", None)]
-            literal = [arg.value for arg in arguments if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
-            names |= set(literal)
-            unnamed |= not arguments or len(literal) < len(arguments)  # Reward(NAME, ...), Reward(**fields)
-    return names, unnamed
+    return declared_rewards(rewards_py)
 
 
 def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None = None) -> None:
@@ -315,7 +293,7 @@ def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, decla
     for key, value in choice.params.items():
         loc = ("rewards", index, "params", key)
         if key not in declared:
-            close = schema._suggest(key, declared)
+            close = suggest(key, declared)
             hint = _("did you mean `{suggestion}`? ").format(suggestion=close) if close else ""
             raise config.error(loc, _("reward {name!r} has no param {key!r}; {hint}it takes: {params}").format(
                 name=choice.name, key=key, hint=hint, params=", ".join(sorted(declared)) or _("none")))
@@ -411,86 +389,7 @@ def check_positions(config: ProjectConfig, positions: int | None) -> None:
             "max_seq_length to {positions} or less").format(positions=positions))
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE")
-
-
-def _offline_by_env() -> str | None:
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        if _truthy(name):
-            return name
-    return None
-
-
-def _hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-
-
-def _hub_host() -> tuple[str, int]:
-    endpoint = urlparse(_hub_endpoint())
-    return endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
-
-
-def hub_reachable(timeout: float = HUB_HOST_TIMEOUT_S) -> bool:
-    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True  # a proxy decides; let huggingface_hub try it
-    try:
-        socket.create_connection(_hub_host(), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
-def go_offline() -> None:
-    """Tell huggingface_hub, transformers and datasets not to try the network (they read these at import)."""
-    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ[name] = "1"
-    import sys
-
-    constants = sys.modules.get("huggingface_hub.constants")
-    if constants is not None:  # already imported (a test, a notebook): it read the variable before we set it
-        constants.HF_HUB_OFFLINE = True
-
-
-def hub_cached(repo_id: str, kind: str) -> bool:
-    """True when the Hugging Face cache holds ``repo_id`` (a model's config.json, or a dataset snapshot)."""
-    try:
-        import huggingface_hub
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:  # no transformers here (`check` on a laptop): the machine that trains will tell
-        return True
-
-    if kind == "model":
-        return isinstance(huggingface_hub.try_to_load_from_cache(repo_id, "config.json"), str)
-    try:
-        huggingface_hub.snapshot_download(repo_id, repo_type="dataset", local_files_only=True)
-        return True
-    except (LocalEntryNotFoundError, OSError, ValueError):
-        cache = os.environ.get("HF_DATASETS_CACHE") or Path(huggingface_hub.constants.HF_HOME) / "datasets"
-        return (Path(cache) / repo_id.replace("/", "___")).is_dir()
-
-
-def hub_has(repo_id: str, kind: str) -> bool | str | None:
-    """Whether the hub holds ``repo_id`` (a model's config.json, or a dataset): True, False, "gated" (it does,
-    behind terms to accept), or None when it cannot say."""
-    try:
-        from huggingface_hub import HfApi
-        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
-    except ImportError:
-        return None
-    api = HfApi(endpoint=_hub_endpoint())
-    try:
-        if kind == "model":
-            return api.file_exists(repo_id, "config.json")
-        return api.repo_exists(repo_id, repo_type="dataset")
-    except GatedRepoError:
-        return "gated"
-    except HfHubHTTPError as error:
-        status = getattr(error.response, "status_code", None)
-        return False if status == 404 else None
-    except Exception:  # a network or server hiccup: the download itself will say more
-        return None
-
+# ---- the hub --------------------------------------------------------------------------------------------
 
 def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool = True, dataset: bool = True) -> None:
     """A model or dataset named by hub id must be on the hub (asked in one request when ``probe``), or cached
@@ -503,7 +402,7 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         wanted.append((("dataset", "path"), N_("dataset"), config.dataset["path"]))
     if not wanted:
         return
-    reason = _offline_by_env()
+    reason = offline_by_env()
     if reason is None:
         if not probe:
             return
@@ -519,7 +418,7 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
                     raise config.error(loc, _("{kind} {repo!r} is gated: accept its terms on its hub page, then set "
                                               "HF_TOKEN (in .env)").format(kind=_(kind), repo=repo_id))
             return
-        host = _hub_host()[0]
+        host = hub_host()[0]
         reason = _("{host} cannot be reached").format(host=host)
         go_offline()
     for loc, kind, repo_id in wanted:
@@ -533,13 +432,6 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
 
 
 # ---- the dataset ----------------------------------------------------------------------------------------
-
-@dataclass
-class DatasetInfo:
-    local: bool
-    rows: int | None = None
-    columns: list[str] = field(default_factory=list)
-
 
 def _hub_dataset(config: ProjectConfig) -> bool:
     path = config.dataset["path"]
@@ -587,7 +479,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     wanted = wanted_columns(config)
     shown = shown_path(data_file)
     try:
-        info = _scan(data_file, shown, wanted)
+        info = scan(data_file, shown, wanted)
     except UnicodeDecodeError as error:
         raise ConfigError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
             file=shown, position=error.start)) from None
@@ -600,102 +492,3 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
 check_dataset_columns = check_dataset
 
 
-def _missing_column(file: str, what: str, column: str, columns) -> ConfigError:
-    return ConfigError(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
-                         "file").format(what=what, column=column, file=Path(file).name,
-                                        columns=", ".join(sorted(columns)) or _("nothing")))
-
-
-def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
-    for what, column in wanted:
-        if column not in row:
-            if first:
-                raise _missing_column(file, what, column, row)
-            raise ConfigError(_("{file}:{line}: this row has no {column!r} ({what}); every row needs it").format(
-                file=file, line=line, column=column, what=what))
-    prompt_column = wanted[0][1]
-    if not isinstance(row[prompt_column], str):
-        raise ConfigError(_("{file}:{line}: {column!r} must be text, not {value}").format(
-            file=file, line=line, column=prompt_column, value=json.dumps(row[prompt_column])[:40]))
-    if not row[prompt_column].strip():
-        raise ConfigError(_("{file}:{line}: {column!r} is empty; give every row a prompt, or remove the row").format(
-            file=file, line=line, column=prompt_column))
-
-
-def _scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
-    suffix = data_file.suffix
-    if suffix == ".jsonl":
-        rows, columns = 0, []
-        with data_file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column}); fix or remove "
-                                        "that line").format(file=shown, line=number, reason=error.msg,
-                                                            column=error.colno)) from None
-                if not isinstance(row, dict):
-                    raise ConfigError(_("{file}:{line}: each line must be one JSON object, like "
-                                        "{{\"prompt\": \"...\"}}").format(file=shown, line=number))
-                _check_row(shown, number, row, wanted, first=rows == 0)
-                columns = columns or list(row)
-                rows += 1
-        return DatasetInfo(True, rows, columns)
-    if suffix == ".csv":
-        with data_file.open(encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle, strict=True)
-            try:
-                header = next(reader, None)
-                if header is None:
-                    return DatasetInfo(True, 0, [])
-                rows = 0
-                for values in reader:
-                    if not any(values):
-                        continue
-                    if len(values) != len(header):
-                        raise ConfigError(_("{file}:{line}: {count} fields where the header has {expected}; quote "
-                                            "fields that hold commas").format(
-                            file=shown, line=reader.line_num, count=len(values), expected=len(header)))
-                    _check_row(shown, reader.line_num, dict(zip(header, values)), wanted, first=rows == 0)
-                    rows += 1
-            except csv.Error as error:
-                raise ConfigError(_("{file}:{line}: not valid CSV ({reason})").format(
-                    file=shown, line=reader.line_num, reason=error)) from None
-        if rows == 0:
-            for what, column in wanted:
-                if column not in header:
-                    raise _missing_column(shown, what, column, header)
-        return DatasetInfo(True, rows, header)
-    if suffix == ".json":
-        try:
-            loaded = json.loads(data_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column})").format(
-                file=shown, line=error.lineno, reason=error.msg, column=error.colno)) from None
-        if isinstance(loaded, dict) and loaded and all(isinstance(v, list) for v in loaded.values()):
-            loaded = [dict(zip(loaded, values)) for values in zip(*loaded.values())]  # columns -> rows
-        if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):
-            raise ConfigError(_("{file}: must hold a list of objects, like [{{\"prompt\": \"...\"}}]").format(
-                file=shown))
-        for number, row in enumerate(loaded, start=1):
-            _check_row(f"{shown} row", number, row, wanted, first=number == 1)
-        return DatasetInfo(True, len(loaded), list(loaded[0]) if loaded else [])
-    return _scan_parquet(data_file, shown, wanted)
-
-
-def _scan_parquet(data_file: Path, shown: str, wanted) -> DatasetInfo:
-    try:
-        import pyarrow.parquet as parquet
-    except ImportError:  # datasets brings pyarrow; without it train.py cannot read the file either
-        return DatasetInfo(True)
-    try:
-        metadata = parquet.ParquetFile(data_file).metadata
-    except Exception as error:  # pyarrow raises its own ArrowInvalid for a file that is not Parquet
-        raise ConfigError(_("{file}: not a Parquet file ({reason})").format(file=shown, reason=error)) from None
-    columns = list(metadata.schema.names)
-    for what, column in wanted:
-        if column not in columns:
-            raise _missing_column(shown, what, column, columns)
-    return DatasetInfo(True, metadata.num_rows, columns)

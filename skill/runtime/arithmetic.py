@@ -5,7 +5,7 @@
 
 ``data`` writes two files whose problems never overlap, so the test file measures held-out accuracy.
 ``warm-start`` builds a small Qwen3 on this machine (``modelbuild``, shape ``small``, no download) and teaches
-it the answer format with a plain supervised loop (loss on the answer tokens only), then saves the whole
+it the answer format with TRL's SFTTrainer (loss on the answer tokens only), then saves the whole
 model: point a project's ``model.name`` (or ``train.py --model``) at that folder and train it with GRPO and
 the ``accuracy`` reward. A short warm start leaves the model right only part of the time, which is what GRPO
 then improves. Prints one JSON object on stdout; progress goes to stderr.
@@ -20,6 +20,8 @@ import re
 import sys
 import time
 from pathlib import Path
+
+from ..core.datafile import read_jsonl, write_jsonl
 
 PROMPT = "What is {a} + {b}?"
 
@@ -44,17 +46,6 @@ def problems(count: int, seed: int, low: int = 0, high: int = 99, exclude: set |
 def pair_of(row: dict) -> tuple[int, int]:
     a, _, b = row["prompt"].removeprefix("What is ").removesuffix("?").partition(" + ")
     return int(a), int(b)
-
-
-def write_jsonl(rows: list[dict], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def write_splits(out_dir: str | Path, train: int = 2000, test: int = 200, seed: int = 0, high: int = 99) -> dict:
@@ -94,7 +85,8 @@ def is_right(text: str, answer: str) -> bool:
 def warm_start(data: str | Path, out: str | Path, *, steps: int = 300, batch_size: int = 64, lr: float = 1e-3,
                seed: int = 0, shape: str = "small", base: str | Path | None = None,
                target_accuracy: float = 0.0, check_every: int = 25) -> dict:
-    """Supervised pass on ``data`` (prompt, answer): the model learns to answer with the number and stop.
+    """Supervised pass on ``data`` (prompt, answer) with TRL's SFTTrainer (``finetune.fine_tune``, the loss on the
+    answer only): the model learns to answer with the number and stop.
 
     With ``target_accuracy`` the pass stops as soon as sampled accuracy on 256 of the training problems
     reaches it (checked every ``check_every`` steps): a warm start that is right part of the time, whatever
@@ -104,66 +96,75 @@ def warm_start(data: str | Path, out: str | Path, *, steps: int = 300, batch_siz
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import modelbuild
+    from .finetune import fine_tune
 
     base = Path(base) if base else modelbuild.build(shape, opens_think=False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device).train()
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
 
     rows = read_jsonl(data)
     probe = random.Random(seed + 7).sample(rows, min(256, len(rows)))
-    examples = []
-    for row in rows:
-        messages = [{"role": "user", "content": row["prompt"]}]
-        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False).input_ids
-        answer_ids = tokenizer(row["answer"], add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
-        examples.append((prompt_ids, answer_ids))
-
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    warmup = max(1, steps // 20)  # then a linear decay to zero: a short run still ends settled
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / (steps - warmup + 1)))
-    )
-    rng = random.Random(seed)
-    started, losses, probes = time.perf_counter(), [], []
-    step = 0
-    for step in range(1, steps + 1):
-        batch = [examples[rng.randrange(len(examples))] for _ in range(batch_size)]
-        width = max(len(p) + len(a) for p, a in batch)
-        ids = torch.full((batch_size, width), tokenizer.pad_token_id)
-        labels = torch.full((batch_size, width), -100)
-        mask = torch.zeros((batch_size, width), dtype=torch.long)
-        for i, (prompt_ids, answer_ids) in enumerate(batch):
-            sequence = prompt_ids + answer_ids
-            ids[i, : len(sequence)] = torch.tensor(sequence)
-            labels[i, len(prompt_ids): len(sequence)] = torch.tensor(answer_ids)
-            mask[i, : len(sequence)] = 1
-        loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        if step % 50 == 0 or step == steps:
-            print(f"warm-start step {step}/{steps}  loss {sum(losses[-50:]) / len(losses[-50:]):.3f}", file=sys.stderr)
-        if target_accuracy and step % check_every == 0:
-            model.eval()
-            probes.append((step, sampled_accuracy(model, tokenizer, probe, seed)))
-            model.train()
-            print(f"warm-start step {step}: sampled accuracy on training problems {probes[-1][1]:.3f}", file=sys.stderr)
-            if probes[-1][1] >= target_accuracy:
-                break
-
+    rendered = [{"prompt": tokenizer.apply_chat_template([{"role": "user", "content": row["prompt"]}], tokenize=False,
+                                                         add_generation_prompt=True),
+                 "completion": row["answer"]} for row in rows]
+    progress = _Progress(tokenizer, probe, seed, target_accuracy, check_every)
+    started = time.perf_counter()
     out = Path(out)
-    model.eval().to("cpu").save_pretrained(out)
+    trainer, _result = fine_tune(model, tokenizer, rendered, out.with_name(out.name + ".trainer"), steps=steps,
+                                 batch_size=batch_size, lr=lr, seed=seed, logging_steps=1,
+                                 callbacks=[progress.callback()])
+    trainer.model.eval().to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
-    return {"model": str(out), "base": str(base), "steps": step, "max_steps": steps,
-            "train_accuracy": probes[-1][1] if probes else None,
+    losses = progress.losses
+    return {"model": str(out), "base": str(base), "steps": trainer.state.global_step, "max_steps": steps,
+            "train_accuracy": progress.probes[-1][1] if progress.probes else None,
             "first_loss": sum(losses[:5]) / len(losses[:5]), "final_loss": sum(losses[-20:]) / len(losses[-20:]),
             "seconds": round(time.perf_counter() - started, 1), "device": device}
+
+
+class _Progress:
+    """The warm start's losses (printed every 50 steps) and sampled accuracy (every ``check_every`` steps, with
+    ``target_accuracy``), stopping the pass once it is reached."""
+
+    def __init__(self, tokenizer, probe: list[dict], seed: int, target_accuracy: float, check_every: int):
+        self.tokenizer, self.probe, self.seed = tokenizer, probe, seed
+        self.target_accuracy, self.check_every = target_accuracy, check_every
+        self.losses: list[float] = []
+        self.probes: list[tuple[int, float]] = []
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        progress = self
+
+        class WarmStartProgress(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs and "loss" in logs:
+                    progress.logged(state.global_step, state.max_steps, float(logs["loss"]))
+
+            def on_step_end(self, args, state, control, model=None, **kwargs):
+                if progress.reached(state.global_step, model):
+                    control.should_training_stop = True
+
+        return WarmStartProgress()
+
+    def logged(self, step: int, steps: int, loss: float) -> None:
+        self.losses.append(loss)
+        if step % 50 == 0 or step == steps:
+            print(f"warm-start step {step}/{steps}  loss {sum(self.losses[-50:]) / len(self.losses[-50:]):.3f}",
+                  file=sys.stderr)
+
+    def reached(self, step: int, model) -> bool:
+        if not self.target_accuracy or step % self.check_every:
+            return False
+        model.eval()
+        self.probes.append((step, sampled_accuracy(model, self.tokenizer, self.probe, self.seed)))
+        model.train()
+        print(f"warm-start step {step}: sampled accuracy on training problems {self.probes[-1][1]:.3f}",
+              file=sys.stderr)
+        return self.probes[-1][1] >= self.target_accuracy
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from ..core import registry
+from ..core import contract
 from ..core.i18n import _
 from . import distributed, health, resume, traces
 
@@ -42,7 +42,7 @@ class RewardSeconds(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is not None and "reward" in logs:
-            logs.update(registry.reward_seconds(self.trainer.reward_funcs))
+            logs.update(contract.reward_seconds(self.trainer.reward_funcs))
 
 
 class RichProgress(TrainerCallback):
@@ -152,7 +152,7 @@ def checkpoint_when_a_reward_fails(trainer):
     trainer.add_callback(random_state)
     try:
         yield
-    except registry.RewardError as error:
+    except contract.RewardError as error:
         step = trainer.state.global_step
         if step == 0 or distributed.world_size() > 1 or random_state.saved is None:
             raise
@@ -160,7 +160,7 @@ def checkpoint_when_a_reward_fails(trainer):
         if not (checkpoint / resume.TRAINER_STATE).is_file():
             random_state.restore()
             trainer._save_checkpoint(trainer.model, trial=None)  # what Trainer saves every save_steps
-        raise registry.RewardError(
+        raise contract.RewardError(
             _("{error}; stopped at step {step} of {max_steps} with a checkpoint; once that is fixed, continue with: "
               "{command}").format(error=error, step=step, max_steps=trainer.state.max_steps,
                                   command=resume.resume_command())) from None

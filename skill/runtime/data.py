@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 from ..core.i18n import _
-from ..core.project import LOCAL_DATA_SUFFIXES, ConfigError, ProjectConfig
+from ..core.datafile import LOCAL_DATA_SUFFIXES, read_jsonl
+from ..core.project import ConfigError, ProjectConfig
 
 
 def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> None:
@@ -80,10 +81,9 @@ class _JsonText:
 
 def json_rows(path: Path) -> list[dict]:
     """The rows of a JSON Lines file, or of a JSON file holding a list of objects or a mapping of columns."""
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    loaded = json.loads(text)
+        return read_jsonl(path)
+    loaded = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(loaded, dict):  # {"column": [values], ...}
         return [dict(zip(loaded, values)) for values in zip(*loaded.values())]
     return loaded

@@ -14,9 +14,12 @@ import os
 import shutil
 import string
 import tempfile
-from dataclasses import asdict, dataclass
+import dataclasses
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from .estimate import KNOWN_SHAPES, ModelShape
 
 CACHE_ENV = "GRPO_SKILL_CACHE"
 BUILDER_VERSION = 2
@@ -24,13 +27,10 @@ BUILDER_VERSION = 2
 
 @dataclass(frozen=True)
 class Shape:
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    vocab_size: int | None  # None: just the learned vocabulary and the special tokens
+    """A model to build: its decoder's dimensions (``estimate.ModelShape``, the one home of a model's shape; a
+    vocab_size of 0 takes as many as its tokenizer makes) and how its tokenizer is made."""
+
+    decoder: ModelShape
     bpe_vocab: int
     max_position_embeddings: int
     # id of <|endoftext|>; the other special tokens follow at Qwen3's offsets. None: right after the BPE vocab.
@@ -40,12 +40,24 @@ class Shape:
     # (measured: 12% of 256 samples of 32 tokens), often enough for GRPO to see the reward vary.
     all_bytes: bool = True
 
+    def cache_fields(self) -> dict:
+        """The fields the cache key was made of before the decoder's dimensions moved to ModelShape (same key, so
+        that a model built before is found again)."""
+        decoder = self.decoder
+        return {"hidden_size": decoder.hidden_size, "intermediate_size": decoder.intermediate_size,
+                "num_hidden_layers": decoder.num_hidden_layers, "num_attention_heads": decoder.num_attention_heads,
+                "num_key_value_heads": decoder.num_key_value_heads, "head_dim": decoder.head_dim,
+                "vocab_size": decoder.vocab_size or None, "bpe_vocab": self.bpe_vocab,
+                "max_position_embeddings": self.max_position_embeddings, "first_special_id": self.first_special_id,
+                "all_bytes": self.all_bytes}
+
 
 SHAPES = {
-    "tiny": Shape(64, 128, 2, 4, 2, 16, None, 128, 40960, all_bytes=False),  # Qwen3's positions: a stand-in takes a real config
+    # Qwen3's positions: a stand-in takes a real config
+    "tiny": Shape(dataclasses.replace(KNOWN_SHAPES["tiny-qwen3"], vocab_size=0), 128, 40960, all_bytes=False),
     # For the arithmetic task (grpo_skill.arithmetic): wider and deeper than tiny, to learn two-digit addition.
-    "small": Shape(256, 768, 4, 8, 4, 32, None, 400, 1024),
-    "qwen3-4b": Shape(2560, 9728, 36, 32, 8, 128, 151936, 4000, 40960, first_special_id=151643),
+    "small": Shape(ModelShape(0, 256, 768, 4, 8, 4, 32), 400, 1024),
+    "qwen3-4b": Shape(KNOWN_SHAPES["qwen3-4b"], 4000, 40960, first_special_id=151643),
 }
 
 # Offsets from <|endoftext|> in Qwen3's vocabulary; the ids in between hold other control tokens.
@@ -132,25 +144,25 @@ def build_model(shape: Shape, tokenizer, dtype: str, seed: int = 0):
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    vocab_size = shape.vocab_size or len(tokenizer)
+    decoder = shape.decoder
     config = Qwen3Config(
-        vocab_size=vocab_size,
-        hidden_size=shape.hidden_size,
-        intermediate_size=shape.intermediate_size,
-        num_hidden_layers=shape.num_hidden_layers,
-        num_attention_heads=shape.num_attention_heads,
-        num_key_value_heads=shape.num_key_value_heads,
-        head_dim=shape.head_dim,
+        vocab_size=decoder.vocab_size or len(tokenizer),
+        hidden_size=decoder.hidden_size,
+        intermediate_size=decoder.intermediate_size,
+        num_hidden_layers=decoder.num_hidden_layers,
+        num_attention_heads=decoder.num_attention_heads,
+        num_key_value_heads=decoder.num_key_value_heads,
+        head_dim=decoder.head_dim,
         max_position_embeddings=shape.max_position_embeddings,
         rope_theta=1_000_000.0,
         rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
+        tie_word_embeddings=decoder.tie_word_embeddings,
         bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         torch_dtype=dtype,
     )
-    with torch.device("cuda" if shape.vocab_size and torch.cuda.is_available() else "cpu"):
+    with torch.device("cuda" if decoder.vocab_size and torch.cuda.is_available() else "cpu"):
         model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
         eos_token_id=[tokenizer.eos_token_id, config.bos_token_id],
@@ -188,8 +200,8 @@ def _refuse_users_folder(target: Path) -> None:
 def build(shape_name: str = "tiny", opens_think: bool = True, dest: str | Path | None = None) -> Path:
     """Build (or find in the cache) a Qwen3 model + tokenizer; returns the folder to load it from."""
     shape = SHAPES[shape_name]
-    dtype = "bfloat16" if shape.vocab_size else "float32"
-    key = hashlib.sha256(json.dumps([BUILDER_VERSION, asdict(shape), opens_think, dtype]).encode()).hexdigest()[:12]
+    dtype = "bfloat16" if shape.decoder.vocab_size else "float32"
+    key = hashlib.sha256(json.dumps([BUILDER_VERSION, shape.cache_fields(), opens_think, dtype]).encode()).hexdigest()[:12]
     target = Path(dest) if dest else cache_dir() / f"qwen3-{shape_name}-{'think' if opens_think else 'chat'}-{key}"
     if dest is None and (target / "config.json").is_file():
         return target

@@ -79,7 +79,7 @@ def _raw_table(config, section: str) -> dict:
 def examples_file(config) -> Path | None:
     """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
     hub dataset id."""
-    from ..core.project import LOCAL_DATA_SUFFIXES
+    from ..core.datafile import LOCAL_DATA_SUFFIXES
 
     path = config.project_dir / sft_settings(config)["path"]
     if path.suffix not in LOCAL_DATA_SUFFIXES:
@@ -208,13 +208,10 @@ def warm_start(examples: str | Path, out: str | Path, *, opens_think: bool = Tru
     import shutil
 
     import torch
-    from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.trainer_callback import PrinterCallback
-    from trl import SFTConfig, SFTTrainer
 
     from . import modelbuild
-    from .arithmetic import read_jsonl
+    from ..core.datafile import read_jsonl
 
     started = time.perf_counter()
     out = Path(out)
@@ -234,23 +231,14 @@ def warm_start(examples: str | Path, out: str | Path, *, opens_think: bool = Tru
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": row["prompt"]}], tokenize=False,
                                                add_generation_prompt=True, **kwargs)
         rendered.append({"prompt": prompt, "completion": completion_for(prompt, row["thinking"], row["response"])})
-    # every example whole: long thinking must not be cut (its end, </think> and the answer, is what is learned)
-    longest = max(len(tokenizer(row["prompt"] + row["completion"], add_special_tokens=False).input_ids)
-                  for row in rendered) + 1
-    args = SFTConfig(
-        output_dir=str(out.with_name(out.name + ".trainer")), max_steps=steps, per_device_train_batch_size=batch_size,
-        learning_rate=lr, lr_scheduler_type="linear", warmup_steps=max(1, steps // 20), weight_decay=0.0,
-        logging_steps=max(1, steps // 10), save_strategy="no", report_to=[], seed=seed, bf16=False, fp16=False,
-        max_length=longest, disable_tqdm=True, dataloader_num_workers=0,
-    )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rendered), processing_class=tokenizer)
-    trainer.remove_callback(PrinterCallback)  # stdout is for the result; the loss goes to stderr below
-    trainer.add_callback(_loss_printer())
-    result = trainer.train()
+    from .finetune import fine_tune
+
+    trainer, result = fine_tune(model, tokenizer, rendered, out.with_name(out.name + ".trainer"), steps=steps,
+                                batch_size=batch_size, lr=lr, seed=seed, logging_steps=max(1, steps // 10),
+                                callbacks=[_loss_printer()])
     trainer.model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     shutil.rmtree(base, ignore_errors=True)
-    shutil.rmtree(args.output_dir, ignore_errors=True)
     return {"model": str(out), "steps": steps, "mean_loss": round(result.training_loss, 4),
             "final_loss": next((row["loss"] for row in reversed(trainer.state.log_history) if "loss" in row), None),
             "examples": len(rendered), "opens_think": opens_think, "seconds": round(time.perf_counter() - started, 1)}
@@ -293,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.verb == "examples":
-        from .arithmetic import read_jsonl, write_jsonl
+        from ..core.datafile import read_jsonl, write_jsonl
 
         rows = arithmetic_examples(read_jsonl(args.data), seed=args.seed, recheck_mean=args.recheck_mean,
                                    recheck_max=args.recheck_max)

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from importlib import resources
@@ -127,10 +126,15 @@ def git_reads_bundle(bundle: Path | None = None, git_config: dict[str, str] | No
 
 
 def _git(*args: str, cwd: Path | str | None = None) -> str:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise HistoryError(f"git {' '.join(args)}: {result.stderr.strip()}")
-    return result.stdout.strip()
+    from .git import git
+
+    return git(args, cwd, error=HistoryError).stdout.strip()
+
+
+def _git_status(*args: str, cwd: Path | str | None = None) -> int:
+    from .git import git
+
+    return git(args, cwd, check=False).returncode
 
 
 def checkout_root() -> Path:
@@ -160,8 +164,7 @@ def write_bundle(repo: Path, commit: str, out_dir: Path) -> dict:
         _git("symbolic-ref", "HEAD", "refs/heads/main", cwd=bare)
         if previous and previous["commit"] != split:
             # Every project made from an earlier bundle names a commit that must stay in this one.
-            known = subprocess.run(["git", "merge-base", "--is-ancestor", previous["commit"], split], cwd=bare,
-                                   capture_output=True).returncode == 0
+            known = _git_status("merge-base", "--is-ancestor", previous["commit"], split, cwd=bare) == 0
             if not known:
                 raise HistoryError(
                     _("the template history was rewritten: {old} (the shipped bundle's newest commit) is not in "

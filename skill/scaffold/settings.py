@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core import schema
+from ..core import schema, schemamessages
 from ..core.errors import UserError
 from ..core.i18n import _
 
@@ -91,8 +91,8 @@ def parse_sets(items) -> CliSettings:
                 item=item, option=OWN_OPTIONS[f"{table}.{key}"]))
         if table not in keys or key not in keys[table]:
             loc = (table,) if table not in keys else (table, key)
-            raise SettingError(f"--set {item!r}: " + schema._unknown_key_message(loc))
-        annotation = schema._field_at((table, key))[1]
+            raise SettingError(f"--set {item!r}: " + schemamessages.unknown_key_message(loc))
+        annotation = schemamessages.field_at((table, key))[1]
         value = parse_value("--set", item, text.strip(), _accepts_text(annotation), found.notes)
         found.tables.setdefault(table, {})[key] = value
     return found
@@ -114,7 +114,7 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
         except RegistryError as error:
             raise SettingError(f"--param {item!r}: {error}") from None
         if names[1] not in declared:
-            close = schema._suggest(names[1], declared)
+            close = schemamessages.suggest(names[1], declared)
             raise SettingError(_("--param {item!r}: reward {name!r} has no param {key!r}; {hint}it takes: {params}"
                                  ).format(item=item, name=names[0], key=names[1],
                                           hint=_("did you mean `{suggestion}`? ").format(suggestion=close)
@@ -134,7 +134,7 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
 
 
 def _check_param_kind(item: str, reward: str, key: str, value, default) -> None:
-    from ..core.registry import fits_kind, param_kind
+    from ..core.params import fits_kind, param_kind
 
     expected = param_kind(default)
     if expected and not fits_kind(value, expected):
@@ -228,14 +228,14 @@ def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list
     dataset (its columns are known only when it loads)."""
     from pathlib import Path
 
-    from ..core import project
+    from ..core import datafile
     from ..core.errors import shown_path
 
     path = Path(path).expanduser()
-    if path.suffix not in project.LOCAL_DATA_SUFFIXES or not path.is_file():
+    if path.suffix not in datafile.LOCAL_DATA_SUFFIXES or not path.is_file():
         return None
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
-    return project._scan(path, shown_path(path), wanted).columns
+    return datafile.scan(path, shown_path(path), wanted).columns
 
 
 def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from ..core import __version__
 from . import history, skillfiles
+from .git import git, installed as git_installed
 from ..core.errors import UserError, shown_path
 from ..core.i18n import _
 
@@ -74,27 +74,17 @@ def record_origin(project: str | Path, template: Path | None = None) -> str | No
     return ref
 
 
-def _git_path() -> str | None:
-    return shutil.which("git")
-
-
 def _git(args, cwd, check=True) -> subprocess.CompletedProcess:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if check and result.returncode != 0:
-        lines = (result.stderr or result.stdout).strip().splitlines()
-        raise UpdateError(_("git {command} failed in {path}: {error}").format(
-            command=args[0], path=cwd, error=lines[-1] if lines else result.returncode))
-    return result
+    return git(args, cwd, check=check, error=UpdateError)
 
 
 def _work_tree(path: Path) -> Path | None:
-    result = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True)
+    result = _git(["rev-parse", "--show-toplevel"], path, check=False)
     return Path(result.stdout.strip()) if result.returncode == 0 else None
 
 
 def _has_identity(cwd: Path) -> bool:
-    configured = subprocess.run(["git", "config", "user.email"], cwd=cwd, capture_output=True, text=True)
-    return bool(configured.stdout.strip())
+    return bool(_git(["config", "user.email"], cwd, check=False).stdout.strip())
 
 
 def _identity(cwd: Path) -> tuple[str, ...]:
@@ -126,7 +116,7 @@ def start_repository(project: str | Path, files: list[str]) -> str:
     user to commit), "no-git", or "failed" (git refused; the project itself is complete).
     """
     project = Path(project)
-    if _git_path() is None:
+    if not git_installed():
         return "no-git"
     top = _work_tree(project)
     if top is not None and top.resolve() == project.resolve():
@@ -336,7 +326,7 @@ def update(project: str | Path = ".", dry_run: bool = False) -> UpdateResult:
     if manifest is None or not history.bundle_path().is_file():
         raise UpdateError(_("this grpo-skill installation has no template history ({path}); reinstall it").format(
             path=history.bundle_path()))
-    if _git_path() is None:
+    if not git_installed():
         raise UpdateError(_("git is not installed; grpo-skill update needs it (https://git-scm.com)"))
     top = _work_tree(project)
     if top is None:

@@ -1,0 +1,151 @@
+"""A local data file read through once: its rows, its columns, and the first bad row named by its line.
+
+JSON lines, CSV, JSON and Parquet, as train.py reads them (``datasets``); ``jsonl_lines`` is the one JSON-lines reader
+of the package (`rewards try --file` reads its samples with it).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .i18n import _
+from .schema import ConfigError
+
+LOCAL_DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+# Suffixes that name a file (not a hub id) that train.py cannot read.
+OTHER_FILE_SUFFIXES = {".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".zip", ".gz", ".tar", ".yaml", ".yml", ".md",
+                       ".pkl", ".pt", ".xml", ".html"}
+
+
+@dataclass
+class DatasetInfo:
+    local: bool
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
+
+
+
+def jsonl_lines(path: Path, shown: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSON-lines file; a line that is no JSON is a ConfigError
+    naming it. Reading may raise OSError or UnicodeDecodeError, for the caller to say in its words."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column}); fix or remove "
+                                    "that line").format(file=shown, line=number, reason=error.msg,
+                                                        column=error.colno)) from None
+
+
+def read_jsonl(path: str | Path) -> list[Any]:
+    """Every value of a JSON-lines file (``jsonl_lines``), for files this package wrote."""
+    path = Path(path)
+    return [row for _number, row in jsonl_lines(path, str(path))]
+
+
+def write_jsonl(rows: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def missing_column(file: str, what: str, column: str, columns) -> ConfigError:
+    return ConfigError(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
+                         "file").format(what=what, column=column, file=Path(file).name,
+                                        columns=", ".join(sorted(columns)) or _("nothing")))
+
+
+def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
+    for what, column in wanted:
+        if column not in row:
+            if first:
+                raise missing_column(file, what, column, row)
+            raise ConfigError(_("{file}:{line}: this row has no {column!r} ({what}); every row needs it").format(
+                file=file, line=line, column=column, what=what))
+    prompt_column = wanted[0][1]
+    if not isinstance(row[prompt_column], str):
+        raise ConfigError(_("{file}:{line}: {column!r} must be text, not {value}").format(
+            file=file, line=line, column=prompt_column, value=json.dumps(row[prompt_column])[:40]))
+    if not row[prompt_column].strip():
+        raise ConfigError(_("{file}:{line}: {column!r} is empty; give every row a prompt, or remove the row").format(
+            file=file, line=line, column=prompt_column))
+
+
+def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
+    """Rows and columns of a local data file; every row has the ``wanted`` (what needs it, column) columns and a
+    prompt as text, else a ConfigError naming the first bad row by its line."""
+    suffix = data_file.suffix
+    if suffix == ".jsonl":
+        rows, columns = 0, []
+        for number, row in jsonl_lines(data_file, shown):
+            if not isinstance(row, dict):
+                raise ConfigError(_("{file}:{line}: each line must be one JSON object, like "
+                                    "{{\"prompt\": \"...\"}}").format(file=shown, line=number))
+            _check_row(shown, number, row, wanted, first=rows == 0)
+            columns = columns or list(row)
+            rows += 1
+        return DatasetInfo(True, rows, columns)
+    if suffix == ".csv":
+        with data_file.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, strict=True)
+            try:
+                header = next(reader, None)
+                if header is None:
+                    return DatasetInfo(True, 0, [])
+                rows = 0
+                for values in reader:
+                    if not any(values):
+                        continue
+                    if len(values) != len(header):
+                        raise ConfigError(_("{file}:{line}: {count} fields where the header has {expected}; quote "
+                                            "fields that hold commas").format(
+                            file=shown, line=reader.line_num, count=len(values), expected=len(header)))
+                    _check_row(shown, reader.line_num, dict(zip(header, values)), wanted, first=rows == 0)
+                    rows += 1
+            except csv.Error as error:
+                raise ConfigError(_("{file}:{line}: not valid CSV ({reason})").format(
+                    file=shown, line=reader.line_num, reason=error)) from None
+        if rows == 0:
+            for what, column in wanted:
+                if column not in header:
+                    raise missing_column(shown, what, column, header)
+        return DatasetInfo(True, rows, header)
+    if suffix == ".json":
+        try:
+            loaded = json.loads(data_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ConfigError(_("{file}:{line}: not valid JSON ({reason}, column {column})").format(
+                file=shown, line=error.lineno, reason=error.msg, column=error.colno)) from None
+        if isinstance(loaded, dict) and loaded and all(isinstance(v, list) for v in loaded.values()):
+            loaded = [dict(zip(loaded, values)) for values in zip(*loaded.values())]  # columns -> rows
+        if not isinstance(loaded, list) or not all(isinstance(row, dict) for row in loaded):
+            raise ConfigError(_("{file}: must hold a list of objects, like [{{\"prompt\": \"...\"}}]").format(
+                file=shown))
+        for number, row in enumerate(loaded, start=1):
+            _check_row(f"{shown} row", number, row, wanted, first=number == 1)
+        return DatasetInfo(True, len(loaded), list(loaded[0]) if loaded else [])
+    return _scan_parquet(data_file, shown, wanted)
+
+
+def _scan_parquet(data_file: Path, shown: str, wanted) -> DatasetInfo:
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:  # datasets brings pyarrow; without it train.py cannot read the file either
+        return DatasetInfo(True)
+    try:
+        metadata = parquet.ParquetFile(data_file).metadata
+    except Exception as error:  # pyarrow raises its own ArrowInvalid for a file that is not Parquet
+        raise ConfigError(_("{file}: not a Parquet file ({reason})").format(file=shown, reason=error)) from None
+    columns = list(metadata.schema.names)
+    for what, column in wanted:
+        if column not in columns:
+            raise missing_column(shown, what, column, columns)
+    return DatasetInfo(True, metadata.num_rows, columns)
