@@ -3,6 +3,7 @@
 import contextlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,3 +37,21 @@ def unwritable(folder):
         yield folder
     finally:
         subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+@contextlib.contextmanager
+def source_tree_build():
+    """One build of this repository at a time on this machine: setuptools writes its intermediate files into the
+    source tree's build/ folder, and the suite runs on two workers."""
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "grpo-skill-test-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build_wheel(source, outdir):
+    """``python -m build --wheel`` of ``source`` into ``outdir``."""
+    with source_tree_build():
+        return run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(outdir), str(source)])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO, run
+from support import REPO, build_wheel, run
 
 
 def with_this_pythons_packages(venv_dir):
@@ -26,7 +26,7 @@ def wheel_venv(tmp_path_factory):
     running Python's site-packages, so nothing is downloaded)."""
     root = tmp_path_factory.mktemp("wheel")
     for source in (REPO, REPO / "plugins" / "example-reward-plugin"):
-        run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root / "dist"), str(source)])
+        build_wheel(source, root / "dist")
     venv.EnvBuilder(with_pip=True).create(root / "venv")
     with_this_pythons_packages(root / "venv")
     python = root / "venv" / "bin" / "python"

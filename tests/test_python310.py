@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from support import REPO, run
+from support import REPO, run, source_tree_build
 
 
 def python310() -> str:
@@ -32,10 +32,12 @@ def venv310() -> Path:
     if not (folder / "ready").is_file():
         shutil.rmtree(folder, ignore_errors=True)
         run([python310(), "-m", "venv", str(folder)])
-        run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO)], timeout=900)
+        with source_tree_build():  # pip builds the wheel in the source tree
+            run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO)], timeout=900)
         (folder / "ready").write_text("")
-    run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "-e", str(REPO)],
-        timeout=300)
+    with source_tree_build():
+        run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "-e", str(REPO)],
+            timeout=300)
     return folder
 
 

@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from support import REPO, run
+from support import REPO, build_wheel, run
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_the_readme_opens_with_install_and_run(project):
 @pytest.mark.slow
 def test_a_fresh_venv_installs_the_requirements_and_trains(project, tmp_path, tiny_model):
     dist = tmp_path / "dist"
-    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)])
+    build_wheel(REPO, dist)
     venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")  # without system site-packages
     python = str(tmp_path / "venv" / "bin" / "python")
     # torch first, the build this machine runs (CPU here), as the README advises; all else from requirements.txt
