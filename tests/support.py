@@ -40,6 +40,19 @@ def unwritable(folder):
 
 
 @contextlib.contextmanager
+def config_edited(project, old, new):
+    """config.toml of ``project`` with ``old`` replaced by ``new`` inside the block, put back afterwards."""
+    config = Path(project) / "config.toml"
+    original = config.read_text()
+    assert old in original, f"{old!r} is not in {config}"
+    try:
+        config.write_text(original.replace(old, new))
+        yield
+    finally:
+        config.write_text(original)
+
+
+@contextlib.contextmanager
 def source_tree_build():
     """One build of this repository at a time on this machine: setuptools writes its intermediate files into the
     source tree's build/ folder, and the suite runs on two workers."""

@@ -10,7 +10,7 @@ import pytest
 from grpo_skill import Reward, hookimpl, plugins
 from grpo_skill.runtime import metrics
 
-from support import run
+from support import config_edited, run
 
 GAIN_WANTED = 0.5  # the issue's learning check: last 10 steps' mean reward >= first 10 + 0.5
 
@@ -94,15 +94,10 @@ def test_evaluate_samples_the_prompts_training_saw_with_the_runs_sampling_settin
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     project, summary, _ = trained
-    config = project / "config.toml"
-    original = config.read_text()
     # temperature 0.01: the likeliest token wins by e^50 or more (the tiny model's first two differ by 0.5 or more),
     # so the completions are the greedy ones; at 1.0 they are random text
-    try:
-        config.write_text(original.replace("seed = 42", "seed = 42\ntemperature = 0.01"))
+    with config_edited(project, "seed = 42", "seed = 42\ntemperature = 0.01"):
         result = run([sys.executable, "evaluate.py", "--prompts", "2"], cwd=project)
-    finally:
-        config.write_text(original)
     samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
     questions = [json.loads(line)["prompt"] for line in (project / "data" / "prompts.jsonl").read_text().splitlines()]
     assert [sample["prompt"] for sample in samples] == questions[:2]  # the dataset's first prompts, as written
@@ -171,13 +166,8 @@ def test_max_steps_and_model_overrides(trained, tiny_model):
 
 def test_prompts_longer_than_max_seq_length_stop_before_training(trained):
     project, _, _ = trained
-    config = project / "config.toml"
-    original = config.read_text()
-    try:
-        config.write_text(original.replace("max_seq_length = 256", "max_seq_length = 40"))
+    with config_edited(project, "max_seq_length = 256", "max_seq_length = 40"):
         result = run([sys.executable, "train.py", "--output-dir", "too-long"], cwd=project, check=False)
-    finally:
-        config.write_text(original)
     assert result.returncode != 0
     assert "model.max_seq_length (40) is below the longest prompt" in result.stderr
     assert not (project / "too-long" / "metrics.jsonl").exists()
@@ -200,16 +190,13 @@ class HalfReward:
 
 def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(trained, monkeypatch):
     project, _, _ = trained
-    config = project / "config.toml"
-    original = config.read_text()
     plugins.register(HalfReward(), name="half")
     ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
     try:
-        config.write_text(original.replace('name = "thinking"', 'name = "always_half"'))
-        monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "with-plugin"])
-        runpy.run_path(str(project / "train.py"), run_name="__main__")
+        with config_edited(project, 'name = "thinking"', 'name = "always_half"'):
+            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "with-plugin"])
+            runpy.run_path(str(project / "train.py"), run_name="__main__")
     finally:
-        config.write_text(original)
         plugins.unregister("half")
         signal.signal(signal.SIGINT, ctrl_c_handler)
     rows = [row for row in metrics.read_metrics(project / "with-plugin") if "reward" in row]
@@ -252,15 +239,12 @@ def test_completion_traces_are_written_every_step_and_shown_by_metrics(trained, 
 def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transformers_compile(trained, monkeypatch,
                                                                                               capsys):
     project, _, _ = trained
-    config = project / "config.toml"
-    original = config.read_text()
     ctrl_c_handler = signal.getsignal(signal.SIGINT)
     try:
-        config.write_text(original.replace("# compile_decoding = true", "compile_decoding = true"))  # as a user would
-        monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled"])
-        run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
+        with config_edited(project, "# compile_decoding = true", "compile_decoding = true"):  # as a user would
+            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled"])
+            run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
     finally:
-        config.write_text(original)
         signal.signal(signal.SIGINT, ctrl_c_handler)
     generation = run_globals["trainer"].generation_config
     # one cache size for every generation (max_seq_length), so that a GPU compiles the decode step once

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from grpo_skill import warmstart
-from support import run
+from support import config_edited, run
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # tiny models: spare threads on a busy CPU only slow them down
 
@@ -113,14 +113,8 @@ def test_train_continues_from_the_sft_adapter(warmed):
 
 def run_with_config_edit(project, old, new, *script):
     """Run a project script with one edit to config.toml, then put the file back."""
-    config = project / "config.toml"
-    original = config.read_text()
-    assert old in original
-    try:
-        config.write_text(original.replace(old, new))
+    with config_edited(project, old, new):
         return run([sys.executable, *script], cwd=project, check=False, env=ONE_THREAD)
-    finally:
-        config.write_text(original)
 
 
 def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
