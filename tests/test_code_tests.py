@@ -3,6 +3,7 @@ in a temporary folder, without the network where unshare allows it (plugins/rewa
 
 import os
 import socket
+import time
 import warnings
 
 import pytest
@@ -111,4 +112,9 @@ def test_children_of_a_timed_out_run_are_killed_too(tmp_path):
                 pass
         return found
 
+    # SIGKILL is delivered asynchronously: on a busy machine the child can take a moment to go (it would sleep 30 s
+    # if it had not been killed).
+    deadline = time.monotonic() + 5
+    while sleepers() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert sleepers() == []
