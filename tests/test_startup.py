@@ -3,6 +3,8 @@
 libraries (it asks no question) or huggingface_hub's download module (the preset's model is not cached)."""
 
 import json
+import os
+import shutil
 import sys
 
 from support import run
@@ -90,3 +92,25 @@ def test_kept_compiled_templates_follow_their_text(tmp_path):
         rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="y"))
         rendered.append(environment.from_string(f"{version} {{{{ name }}}}").render(name="z"))
     assert rendered == ["one: x", "one y", "one z", "two: x", "two y", "two z", "one: x", "one y", "one z"]
+
+
+def test_new_runs_git_only_for_the_projects_own_repository(tmp_path):
+    """copier's git work that cannot matter for a new folder (is the template a repository or a bundle, and one
+    index check per file written) is skipped: `new` and `plugin new` run git for the project's repository alone.
+    Afterwards copier is as it was, so that `update`, which writes into a repository, still syncs the index."""
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir()
+    real_git = shutil.which("git")
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real_git} "$@"\n')
+    (shims / "git").chmod(0o755)
+    code = (f"result = CliRunner().invoke(cli.main, ['new', {str(tmp_path / 'run')!r}, '--preset', 'thinking'])\n"
+            "assert result.exit_code == 0, result.output\n"
+            f"result = CliRunner().invoke(cli.main, ['plugin', 'new', 'answer-size', '-o', {str(tmp_path)!r}])\n"
+            "assert result.exit_code == 0, result.output\n"
+            "from copier import _main, _template, _vcs\n"
+            "assert _main.is_git_available is _vcs.is_git_available and _template.get_repo is _vcs.get_repo\n")
+    loaded_after(code, env={"PATH": f"{shims}:{os.environ['PATH']}"})
+    assert (tmp_path / "run" / "train.py").is_file() and (tmp_path / "grpo-skill-answer-size").is_dir()
+    commands = log.read_text().splitlines()
+    assert sorted(command.split()[0] for command in commands) == ["-c", "add", "config", "init", "rev-parse"], commands
+    assert (tmp_path / "run" / ".git").is_dir()

@@ -228,10 +228,9 @@ def _put_in_place(rendered: Path, target: Path) -> None:
 
 
 def _copy_template(destination: Path, data: dict) -> None:
-    copier = copying.load()
     # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
-    copier.run_copy(str(template_dir()), destination, data=data, defaults=True, quiet=True, overwrite=True,
-                    unsafe=True)
+    copying.copy_into_new_folder(template_dir(), destination, data=data, defaults=True, quiet=True, overwrite=True,
+                                 unsafe=True)
 
 
 def _previous_generation(target: Path, scratch: Path) -> Path | None:

@@ -50,9 +50,8 @@ def names(name: str) -> dict[str, str]:
 def new_plugin(name: str, parent: str | Path = ".") -> tuple[Path, list[str]]:
     """Render the plugin package into ``parent/<package name>``; refuses a name a loaded plugin registers, and
     an existing folder that is not empty."""
-    from .copying import load
+    from . import copying
 
-    copier = load()
     data = {**names(name), "grpo_skill_version": __version__}
     try:
         taken = plugins.rewards().get(data["reward_name"])
@@ -68,7 +67,7 @@ def new_plugin(name: str, parent: str | Path = ".") -> tuple[Path, list[str]]:
         raise ScaffoldError(_("{target} exists and is not empty; choose another name or -o").format(target=target))
     with tempfile.TemporaryDirectory() as scratch:
         rendered = Path(scratch) / data["package_name"]
-        copier.run_copy(str(template_dir()), rendered, data=data, defaults=True, quiet=True, overwrite=True)
+        copying.copy_into_new_folder(template_dir(), rendered, data=data, defaults=True, quiet=True, overwrite=True)
         files = sorted(path.relative_to(rendered).as_posix() for path in rendered.rglob("*") if path.is_file())
         try:
             shutil.copytree(rendered, target, dirs_exist_ok=True)
