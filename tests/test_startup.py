@@ -114,3 +114,13 @@ def test_new_runs_git_only_for_the_projects_own_repository(tmp_path):
     commands = log.read_text().splitlines()
     assert sorted(command.split()[0] for command in commands) == ["-c", "add", "config", "init", "rev-parse"], commands
     assert (tmp_path / "run" / ".git").is_dir()
+
+
+def test_a_command_called_from_python_freezes_nothing():
+    """The CLI run as a program freezes what it built out of the exit's garbage collections (console.Group.main);
+    called from Python (tests, other programs), whose process goes on, it must leave the collector as it was."""
+    code = ("import gc\n"
+            "result = CliRunner().invoke(cli.main, ['presets'])\n"
+            "assert result.exit_code == 0 and 'thinking' in result.output, result.output\n"
+            "assert gc.get_freeze_count() == 0, gc.get_freeze_count()\n")
+    loaded_after(code)
