@@ -13,70 +13,52 @@ import json
 import statistics
 from pathlib import Path
 
+from ..core.i18n import N_, gettext_for
+
 BENCHMARK_FILE = Path("docs/benchmarks.json")
 PLAN_GPU = "H200"  # plan's constants were fitted on one: its estimate there needs no scaling
 PLAN_PROMPT_TOKENS = 64  # given, not guessed: a guess counts with a tokenizer when one happens to be cached
 SPEED_PRESETS = ("standard", "thinking")
 GENERATED, HAND_WRITTEN = "generated default", "hand-written unsloth"
 
-# The rows references/grpo-config.md discusses, by (case, name) in docs/benchmarks.json; a row the JSON lacks is
-# left out. What ran, in each language: the settings come from the row.
+# The rows references/grpo-config.md discusses, by (case, name) in docs/benchmarks.json, with what ran; a row the
+# JSON lacks is left out. The settings come from the row. Every phrase here is translated through the gettext
+# catalog, as the CLI's messages are.
+REFERENCE = N_("a hand-written Unsloth GRPO loop (the reference)")
+AS_GENERATED = N_("the project `new` makes, as it is")
+UNSLOTH = N_("generated, Unsloth backend")
+UNSLOTH_SPEED = N_("generated, Unsloth backend, the preset's `steps_per_generation`")
 BENCHMARK_ROWS = {
-    ("standard", HAND_WRITTEN): ("a hand-written Unsloth GRPO loop (the reference)", "手写的 Unsloth GRPO 循环（参照）"),
-    ("standard", GENERATED): ("the project `new` makes, as it is", "`new` 生成的项目，不做改动"),
-    ("standard", "generated default, bf16 base"): ("the same with `load_in_4bit = false`",
-                                                    "同上，`load_in_4bit = false`"),
-    ("standard", "generated unsloth"): ("generated, Unsloth backend", "生成的项目，Unsloth 后端"),
-    ("standard", "generated unsloth + speed"): ("generated, Unsloth backend, the preset's `steps_per_generation`",
-                                                "生成的项目，Unsloth 后端，预设的 `steps_per_generation`"),
-    ("standard", "plain trl"): ("plain TRL + peft in bf16", "纯 TRL + peft，bf16"),
-    ("standard", "plain trl, spg 8, static compiled"): ("plain TRL in bf16, compiled static KV cache",
-                                                        "纯 TRL，bf16，编译的静态 KV 缓存"),
-    ("standard", "generated trl, spg 8, static compiled"): ("generated, TRL backend (4-bit), compiled static KV cache",
-                                                            "生成的项目，TRL 后端（4 位），编译的静态 KV 缓存"),
-    ("thinking", HAND_WRITTEN): ("a hand-written Unsloth GRPO loop (the reference)", "手写的 Unsloth GRPO 循环（参照）"),
-    ("thinking", GENERATED): ("the project `new` makes, as it is", "`new` 生成的项目，不做改动"),
-    ("thinking", "generated unsloth"): ("generated, Unsloth backend", "生成的项目，Unsloth 后端"),
-    ("thinking", "generated unsloth + speed"): ("generated, Unsloth backend, the preset's `steps_per_generation`",
-                                                "生成的项目，Unsloth 后端，预设的 `steps_per_generation`"),
+    ("standard", HAND_WRITTEN): REFERENCE,
+    ("standard", GENERATED): AS_GENERATED,
+    ("standard", "generated default, bf16 base"): N_("the same with `load_in_4bit = false`"),
+    ("standard", "generated unsloth"): UNSLOTH,
+    ("standard", "generated unsloth + speed"): UNSLOTH_SPEED,
+    ("standard", "plain trl"): N_("plain TRL + peft in bf16"),
+    ("standard", "plain trl, spg 8, static compiled"): N_("plain TRL in bf16, compiled static KV cache"),
+    ("standard", "generated trl, spg 8, static compiled"): N_("generated, TRL backend (4-bit), compiled static KV "
+                                                              "cache"),
+    ("thinking", HAND_WRITTEN): REFERENCE,
+    ("thinking", GENERATED): AS_GENERATED,
+    ("thinking", "generated unsloth"): UNSLOTH,
+    ("thinking", "generated unsloth + speed"): UNSLOTH_SPEED,
 }
 
-TEXT = {
-    "en": {
-        "speed_header": ("Preset", f"`plan` on an {PLAN_GPU}, the preset's settings",
-                         f"Measured on an {PLAN_GPU}: the project `new` makes", "A hand-written Unsloth loop"),
-        "estimate": "~{reserved:.1f} GiB reserved, ~{seconds:.1f} s/step",
-        "measured": "{seconds:.2f} s/step, {reserved:.1f} GiB reserved",
-        "reference": "{seconds:.2f} s/step, {reserved:.1f} GiB reserved ({ratio:.1f}× as long)",
-        "speed_note": ("Measured with Qwen3-4B's shape (random weights), {settings} ([docs/benchmarks.md]({link}), "
-                       "{date}); the estimate is for the preset's own settings, with {tokens}-token prompts: "
-                       "`grpo-skill plan --preset thinking --gpu {gpu} --prompt-tokens {tokens}`."),
-        "bench_header": ("Case", "What ran", "Settings", "s/step", "GiB reserved", "Measured"),
-        "settings": "G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}",
-        "per_step": "1 generation per step",
-        "per_steps": "1 generation per {steps} steps",
-        "bits": {True: "4-bit", False: "bf16"},
-        "join": "; ",
-        "case_settings": "{case}: {settings}",
-    },
-    "zh-CN": {
-        "speed_header": ("预设", f"`plan` 在 {PLAN_GPU} 上的估算（预设自己的设置）", f"{PLAN_GPU} 上实测：`new` 生成的项目",
-                         "手写的 Unsloth 循环"),
-        "estimate": "约 {reserved:.1f} GiB 保留显存，约每步 {seconds:.1f} 秒",
-        "measured": "每步 {seconds:.2f} 秒，保留显存 {reserved:.1f} GiB",
-        "reference": "每步 {seconds:.2f} 秒，保留显存 {reserved:.1f} GiB（用时 {ratio:.1f} 倍）",
-        "speed_note": ("实测使用 Qwen3-4B 的结构（随机权重），{settings}（[docs/benchmarks.md]({link})，{date}）；"
-                       "估算按预设自己的设置、{tokens} 个 token 的提示词："
-                       "`grpo-skill plan --preset thinking --gpu {gpu} --prompt-tokens {tokens}`。"),
-        "bench_header": ("场景", "运行的程序", "设置", "秒/步", "保留显存 GiB", "测量时间"),
-        "settings": "G {g}，批大小 {batch}，{tokens} 个 token，{spg}，{bits}",
-        "per_step": "每步生成一次",
-        "per_steps": "每 {steps} 步生成一次",
-        "bits": {True: "4 位", False: "bf16"},
-        "join": "；",
-        "case_settings": "{case}：{settings}",
-    },
-}
+SPEED_HEADER = (N_("Preset"), N_("`plan` on an {gpu}, the preset's settings"),
+                N_("Measured on an {gpu}: the project `new` makes"), N_("A hand-written Unsloth loop"))
+ESTIMATE = N_("~{reserved:.1f} GiB reserved, ~{seconds:.1f} s/step")
+MEASURED = N_("{seconds:.2f} s/step, {reserved:.1f} GiB reserved")
+AGAINST_REFERENCE = N_("{seconds:.2f} s/step, {reserved:.1f} GiB reserved ({ratio:.1f}× as long)")
+SPEED_NOTE = N_("Measured with Qwen3-4B's shape (random weights), {settings} ([docs/benchmarks.md]({link}), {date}); "
+                "the estimate is for the preset's own settings, with {tokens}-token prompts: `grpo-skill plan "
+                "--preset thinking --gpu {gpu} --prompt-tokens {tokens}`.")
+BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
+SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
+PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
+CASE_SETTINGS = N_("{case}: {settings}")
+# Translators: what separates the two presets' settings in the sentence under the speed table.
+CASE_SEPARATOR = N_("; ")
+
 BENCHMARKS_LINK = "https://github.com/grpo-skill/grpo-skill/blob/main/docs/benchmarks.md"
 
 
@@ -111,15 +93,15 @@ def _required(report: dict, case: str, name: str) -> dict:
     return row
 
 
-def _settings(row: dict, lang: str) -> str:
-    text, settings = TEXT[lang], row["settings"]
+def _settings(row: dict, tr) -> str:
+    settings = row["settings"]
     grpo = settings["grpo"]
     accumulation = grpo.get("gradient_accumulation_steps", 1)
     batch = grpo["per_device_train_batch_size"] * accumulation
     steps = max(1, (settings.get("steps_per_generation") or accumulation) // accumulation)  # optimizer steps
-    spg = text["per_step"] if steps == 1 else text["per_steps"].format(steps=steps)
-    return text["settings"].format(g=grpo["num_generations"], batch=batch, tokens=grpo["max_completion_length"],
-                                   spg=spg, bits=text["bits"][bool(settings["model"].get("load_in_4bit"))])
+    spg = tr(PER_STEP) if steps == 1 else tr(PER_STEPS).format(steps=steps)
+    return tr(SETTINGS).format(g=grpo["num_generations"], batch=batch, tokens=grpo["max_completion_length"],
+                               spg=spg, bits=tr("4-bit") if settings["model"].get("load_in_4bit") else "bf16")
 
 
 def _date(row: dict) -> str:
@@ -139,33 +121,33 @@ def plan_estimate(preset: str) -> tuple[float, float]:
 
 def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
     """The speed table (header, rows) and the sentence under it."""
-    report, text = benchmark(root), TEXT[lang]
+    report, tr = benchmark(root), gettext_for(lang)
     rows, cases = [], []
     for preset in SPEED_PRESETS:
         reserved, seconds = plan_estimate(preset)
         generated, reference = _required(report, preset, GENERATED), _required(report, preset, HAND_WRITTEN)
         rows.append((
             f"`{preset}`",
-            text["estimate"].format(reserved=reserved, seconds=seconds),
-            text["measured"].format(seconds=generated["s_per_step"], reserved=generated["peak_reserved_gib"]),
-            text["reference"].format(seconds=reference["s_per_step"], reserved=reference["peak_reserved_gib"],
-                                     ratio=reference["s_per_step"] / generated["s_per_step"]),
+            tr(ESTIMATE).format(reserved=reserved, seconds=seconds),
+            tr(MEASURED).format(seconds=generated["s_per_step"], reserved=generated["peak_reserved_gib"]),
+            tr(AGAINST_REFERENCE).format(seconds=reference["s_per_step"], reserved=reference["peak_reserved_gib"],
+                                         ratio=reference["s_per_step"] / generated["s_per_step"]),
         ))
         cases.append((preset, generated))
-    note = text["speed_note"].format(
-        settings=text["join"].join(text["case_settings"].format(case=f"`{case}`", settings=_settings(row, lang))
-                                   for case, row in cases),
+    note = tr(SPEED_NOTE).format(
+        settings=tr(CASE_SEPARATOR).join(tr(CASE_SETTINGS).format(case=f"`{case}`", settings=_settings(row, tr))
+                                         for case, row in cases),
         link=BENCHMARKS_LINK, date=max(_date(row) for _case, row in cases), tokens=PLAN_PROMPT_TOKENS, gpu=PLAN_GPU)
-    return text["speed_header"], rows, note
+    return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
 
 
 def render_benchmark(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], None]:
-    report, text = benchmark(root), TEXT[lang]
+    report, tr = benchmark(root), gettext_for(lang)
     rows = []
-    for (case, name), labels in BENCHMARK_ROWS.items():
+    for (case, name), label in BENCHMARK_ROWS.items():
         row = measured(report, case, name)
         if row is None:
             continue
-        rows.append((f"`{case}`", labels[lang == "zh-CN"], _settings(row, lang), f"{row['s_per_step']:.2f}",
+        rows.append((f"`{case}`", tr(label), _settings(row, tr), f"{row['s_per_step']:.2f}",
                      f"{row['peak_reserved_gib']:.1f}", _date(row)))
-    return text["bench_header"], rows, None
+    return tuple(tr(cell) for cell in BENCHMARK_HEADER), rows, None
