@@ -68,8 +68,6 @@ QUANT_OVERHEAD_BYTES = {"unsloth": 1 / 64 + 4 / (64 * 256), "trl": 4 / 64}
 OPTIMIZER_BYTES = {"adamw_8bit": 2, "paged_adamw_8bit": 2, "adamw_bnb_8bit": 2, "sgd": 0, "adafactor": 4}
 DEFAULT_OPTIMIZER_BYTES = 8  # two fp32 moments
 CUDA_CONTEXT_GIB = 0.6  # what the driver takes besides PyTorch's allocations
-CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
-CHAT_TEMPLATE_TOKENS = 12  # <|im_start|>user ... <|im_end|> <|im_start|>assistant (and <think>)
 
 
 class PlanError(UserError):

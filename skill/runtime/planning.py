@@ -4,31 +4,17 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 from ..core.i18n import _
-from .estimate import (CHARS_PER_TOKEN, CHAT_TEMPLATE_TOKENS, KNOWN_SHAPES, ModelShape, PlanError, Settings,
-                       estimate, known_shape, needed_gib, with_static_cache)
+from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, estimate, known_shape, needed_gib,
+                       with_static_cache)
 
 
 # -- settings from a project, a preset or a benchmark row ---------------------------------------------------------
-
-def prompt_tokens_of(dataset_file: Path | None, column: str = "prompt") -> int:
-    """The longest prompt, in tokens, guessed from its characters (no tokenizer here)."""
-    longest = 0
-    if dataset_file and dataset_file.suffix == ".jsonl" and dataset_file.is_file():
-        for line in dataset_file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                value = json.loads(line).get(column, "")
-                longest = max(longest, len(value if isinstance(value, str) else json.dumps(value)))
-    else:
-        longest = 160
-    return math.ceil(longest / CHARS_PER_TOKEN) + CHAT_TEMPLATE_TOKENS
-
 
 def shape_for(model_name: str) -> tuple[ModelShape, str]:
     """(shape, where it came from): a local folder's config.json, else the table of known shapes."""

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.datafile import jsonl_lines
+from ..core.errors import UserError
 from ..core.i18n import _
 
 CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
@@ -36,7 +38,7 @@ def prompts(data_file: Path | None, column: str) -> list[str] | None:
     suffix = data_file.suffix
     try:
         if suffix == ".jsonl":
-            rows = [json.loads(line) for line in data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = [row for _number, row in jsonl_lines(data_file, str(data_file))]
         elif suffix == ".json":
             rows = json.loads(data_file.read_text(encoding="utf-8"))
             if isinstance(rows, dict):
@@ -50,7 +52,7 @@ def prompts(data_file: Path | None, column: str) -> list[str] | None:
             return [str(value) for value in parquet.read_table(data_file, columns=[column]).column(column).to_pylist()]
         else:
             return None
-    except (ValueError, OSError, ImportError, KeyError):
+    except (UserError, ValueError, OSError, ImportError, KeyError):  # a bad line is for `check` to name
         return None
     values = [row.get(column, "") for row in rows if isinstance(row, dict)]
     return [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values]
