@@ -215,6 +215,16 @@ class Group(_TranslatedHelp, click.Group):
                 gc.freeze()
 
 
+def command(*args, **kwargs):
+    """A verb of this CLI (``click.command`` with its translated, wrapped help)."""
+    return click.command(*args, cls=Command, **kwargs)
+
+
+def group(*args, **kwargs):
+    """A verb with verbs of its own (``click.group``, the same way)."""
+    return click.group(*args, cls=Group, **kwargs)
+
+
 def _lang_before_command(args) -> str | None:
     """The group's --lang, if given before the command name (after it, options are the command's own)."""
     args = list(args)

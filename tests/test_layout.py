@@ -13,7 +13,7 @@ import grpo_skill
 
 PACKAGE = Path(grpo_skill.__file__).resolve().parent
 # The floors of docs/architecture.md: a module imports from its own floor or below.
-FLOORS = {"core": 0, "runtime": 1, "scaffold": 2, "advisors": 3, "cli": 4, "console": 4, "testing": 4, "": 4}
+FLOORS = {"core": 0, "runtime": 1, "scaffold": 2, "advisors": 3, "cli": 4, "verbs": 4, "console": 4, "testing": 4, "": 4}
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,155 @@
+"""The verbs for a project's life: `new` makes it, `update` merges a newer template into it, `check` validates it
+without loading a model."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..core import i18n
+from ..core.i18n import LANGS, N_, _
+from ..console import command, emit, warn_broken_plugins
+
+
+@command(help=N_("Create a runnable GRPO project at PATH (e.g. my-run or ~/runs/my-run) from a preset; "
+                      "the last part of PATH is the project's name."))
+@click.argument("path")
+@click.option("--preset", "-p", default="standard", show_default=True, help=N_("See `grpo-skill presets`."))
+@click.option("--reward", "-r", "rewards", multiple=True, metavar="NAME[:WEIGHT]",
+              help=N_("A reward and its weight; repeat for several. Default: the preset's."))
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "unsloth", "trl"]),
+              help=N_("auto: Unsloth when a CUDA GPU and unsloth are there, else TRL + peft."))
+@click.option("--model", help=N_("A hub id or a local model folder instead of the preset's model."))
+@click.option("--dataset", type=click.Path(dir_okay=False),
+              help=N_("Your prompts (.jsonl/.json/.csv/.parquet), copied into the project; default: sample prompts."))
+@click.option("--prompt-column", default="prompt", show_default=True, help=N_("The dataset's column of prompts."))
+@click.option("--answer-column", metavar="COL", help=N_(
+    "The dataset's column of gold answers, read by every reward that checks answers (accuracy, cosine_length...); "
+    "with the preset's rewards, a correctness reward is added on it."))
+@click.option("--set", "set_items", multiple=True, metavar="SECTION.KEY=VALUE", help=N_(
+    "Any config.toml setting, e.g. grpo.max_completion_length=1024 (a TOML value; repeat for several)."))
+@click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
+    "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several)."))
+@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+              help=N_("Language of the project's README and comments."))
+@click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
+              help=N_("The folder PATH is relative to."))
+@click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty; files you changed since "
+                                               "they were generated are backed up first, other files are kept."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_column, set_items, param_items, lang,
+        output_dir, force, as_json):
+    from ..scaffold import settings as given
+    from ..scaffold.generator import render_project
+
+    lang = lang or i18n.current()
+    warn_broken_plugins()
+    rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
+                              backend=backend, model=model, lang=lang, dataset=dataset, prompt_column=prompt_column,
+                              settings=given.parse(set_items, param_items), answer_column=answer_column)
+    target, files = rendered.target, rendered.files
+    from ..scaffold.update import start_repository
+
+    repository = start_repository(target, files)
+    result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
+              "backup_dir": str(rendered.backup_dir) if rendered.backup_dir else None,
+              "backed_up": rendered.backed_up, "repository": repository, "notes": rendered.notes}
+
+    def text(data):
+        click.echo(_("Created {project} ({count} files, preset {preset}).").format(
+            project=data["project"], count=len(files), preset=preset))
+        for note in rendered.notes:
+            click.echo(_("note: {note}").format(note=note))
+        if rendered.backed_up:
+            click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
+                folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
+        click.echo(_("Next:  cd {project} && python train.py").format(project=target))
+        if repository == "kept":
+            click.echo(_("note: the project's git repository is kept; review the changes with git diff and commit "
+                         "them before `grpo-skill update`"), err=True)
+        elif repository == "inside":
+            click.echo(_("note: the project is inside another git repository; commit it there before "
+                         "`grpo-skill update`"), err=True)
+        elif repository == "no-git":
+            click.echo(_("note: git is not installed, so the project is not a git repository; "
+                         "`grpo-skill update` will need one"), err=True)
+        elif repository == "failed":
+            click.echo(_("note: git could not commit the project; commit it yourself before `grpo-skill update`"),
+                       err=True)
+
+    emit(result, as_json, text)
+
+
+@command(help=N_(
+    "Bring PROJECT (default: the current folder) to this grpo-skill's template with a three-way merge: your "
+    "edits stay, the template's changes come in, and what cannot be merged is marked inline. The project must "
+    "be committed in git; review the result with git diff."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def update(project, dry_run, as_json):
+    from ..scaffold.update import update as update_project
+
+    result = update_project(project, dry_run=dry_run)
+    data = {"project": str(result.project.resolve()), "from": result.old, "to": result.new, "status": result.status,
+            "dry_run": dry_run, "changed": result.changed, "conflicts": result.conflicts,
+            "first_conflict": result.first_conflict}
+
+    def text(data):
+        if data["status"] == "unchanged":
+            click.echo(_("{project} is up to date (template {version}).").format(
+                project=data["project"], version=data["to"]))
+            return
+        title = (N_("Would update {project} from template {old} to {new}:") if dry_run
+                 else N_("Updated {project} from template {old} to {new}:"))
+        click.echo(_(title).format(project=data["project"], old=data["from"], new=data["to"]))
+        for path in data["changed"]:
+            click.echo(f"  {'!' if path in data['conflicts'] else ' '} {path}")
+        if data["conflicts"] and data["first_conflict"]:
+            click.echo(_("{count} file(s) with conflicts (marked '!'), the first at {where}: resolve the <<<<<<< "
+                         "lines, then commit.").format(count=len(data["conflicts"]), where=data["first_conflict"]),
+                       err=True)
+        elif data["conflicts"]:
+            click.echo(_("{count} file(s) with conflicts (marked '!'): resolve the <<<<<<< lines, then commit.").format(
+                count=len(data["conflicts"])), err=True)
+        elif not dry_run:
+            click.echo(_("Review with `git diff`, then commit."))
+
+    emit(data, as_json, text)
+    if result.conflicts and not dry_run:
+        sys.exit(1)
+
+@command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
+              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
+                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
+def check(project, run_rewards):
+    from ..core import project as projects
+    from ..scaffold.update import refuse_conflicts
+
+    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
+    loaded = projects.load(project, rewards=run_rewards)
+    warn_broken_plugins()
+    projects.check_hub_access(loaded, probe=False)
+    if run_rewards:
+        loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
+    click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
+        path=loaded.path, preset=loaded.model["preset"],
+        rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
+    # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
+    if loaded.unchecked_rewards:
+        click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
+                     "`grpo-skill check` without --no-rewards runs it").format(
+            names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
+    elif loaded.unrun_rewards:
+        click.echo(i18n.ngettext(
+            "reward {names} is from rewards.py, which was not run, so its params were not checked; "
+            "`grpo-skill check` without --no-rewards checks them",
+            "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
+            "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
+            names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
+
+
+VERBS = (new, update, check)
