@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import importlib.metadata
 import json
+import math
 import platform
 import re
 import subprocess
@@ -61,7 +62,9 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
     return report_of(env, tests, wall_seconds, pytest_status, expected)
 
 
-RECIPE_ID = re.compile(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^-\]]+)(?:-(?P<rate>[^\]]+))?\]$")
+RECIPE_ID = re.compile(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^-\]]+)(?:-(?P<variant>[^\]]+))?\]$")
+# tests/gpu/test_gpu_recipes.py's variants of a recipe run, each its own row: the label after the backend's name
+VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain generation", "reseeded": ", another seed"}
 
 
 def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_status: int | None,
@@ -88,10 +91,11 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
             learning["arithmetic"] = {"outcome": test["outcome"], **test["numbers"]}
         match = RECIPE_ID.search(test["test"])
         if match and "recipe_learns" in test["test"]:
-            # a run at the presets' own learning rate is its own row
-            label = match["backend"] + (", presets' lr" if match["rate"] == "presets" else "")
+            variant = match["variant"] or "scaled"
+            label = match["backend"] + VARIANT_LABELS.get(variant, f", {variant}")
             learning["recipes"].setdefault(match["preset"], {})[label] = {
-                "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
+                "outcome": test["outcome"], "seconds": test["seconds"], "backend": match["backend"],
+                "variant": variant, **test["numbers"]}
         match = re.search(r"continues_from_the_sft_adapter\[(?P<backend>[^\]]+)\]$", test["test"])
         if match:
             learning["warm_start_continuation"][match["backend"]] = {
@@ -101,6 +105,70 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
         counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
     return {"environment": env, "suite_wall_seconds": wall_seconds, "pytest_exit_status": pytest_status,
             "counts": counts, "grid": grid, "learning": learning, "tests": tests}
+
+
+# The fast path against the plain one (tests/gpu/test_gpu_recipes.py): which run plays which part, by its variant
+# and the generation path its summary.json says it took.
+PARITY_RUNS = {"fast": ("scaled", "fast"), "plain": ("plain", "plain"), "fast, another seed": ("reseeded", "fast")}
+
+
+def generation_parity(rows: dict) -> dict:
+    """A preset's fast-against-plain comparison from its trl recipe rows: held-out reward after GRPO on the fast
+    path and on the plain path at the same seed, and the run-to-run noise it is judged against: the larger of the
+    gap between two fast runs at different seeds and the probe's standard error of a difference of two means
+    (completions taken as independent). Within the noise means a gap of at most twice that."""
+    runs, missing = {}, []
+    for part, (variant, path) in PARITY_RUNS.items():
+        row = next((row for row in rows.values() if row.get("backend") == "trl" and row.get("variant") == variant),
+                   None)
+        if row is None or row["outcome"] != "passed" or row.get("heldout_reward_after") is None:
+            missing.append(f"{part}: {'no result' if row is None else row['outcome']}")
+        elif row.get("generation") != path:
+            missing.append(f"{part}: took the {row.get('generation') or 'unrecorded'} path")
+        else:
+            runs[part] = row
+    result = {"runs": {part: {key: row.get(key) for key in (
+        "generation", "seed", "heldout_reward_before", "heldout_reward_after", "heldout_reward_std_after",
+        "heldout_reward_accuracy_after", "heldout_completions", "train_seconds")} for part, row in runs.items()},
+        "missing": missing}
+    if missing:
+        return result
+    fast, plain, other = (runs[part] for part in PARITY_RUNS)
+    if fast["seed"] != plain["seed"] or other["seed"] == fast["seed"]:
+        result["missing"] = [f"seeds {fast['seed']} (fast), {plain['seed']} (plain), {other['seed']} (another seed): "
+                             "fast and plain need one seed, the noise run another"]
+        return result
+    gap = plain["heldout_reward_after"] - fast["heldout_reward_after"]
+    seed_gap = abs(other["heldout_reward_after"] - fast["heldout_reward_after"])
+    standard_error = math.sqrt(sum(run["heldout_reward_std_after"] ** 2 / run["heldout_completions"]
+                                   for run in (fast, plain)))
+    noise = max(seed_gap, standard_error)
+    result.update({"plain_minus_fast": round(gap, 3), "seed_gap": round(seed_gap, 3),
+                   "standard_error": round(standard_error, 3), "noise": round(noise, 3),
+                   "within_noise": abs(gap) <= 2 * noise})
+    return result
+
+
+def parity_by_preset(recipes: dict) -> dict:
+    return {preset: generation_parity(rows) for preset, rows in sorted(recipes.items())
+            if any(row.get("variant") in ("plain", "reseeded") for row in rows.values())}
+
+
+def reuse_line(preset: str, recipe_json: str) -> str:
+    """How many optimizer steps one generation feeds in a recipe as run, named for what it is."""
+    recipe = json.loads(recipe_json)
+    accumulation = recipe.get("gradient_accumulation_steps", 1)
+    per_generation = recipe.get("steps_per_generation") or accumulation
+    iterations = recipe.get("num_iterations", 1)
+    settings = f"steps_per_generation {per_generation}, gradient_accumulation_steps {accumulation}" + (
+        f", num_iterations {iterations}" if iterations != 1 else "")
+    steps = per_generation * iterations / accumulation
+    if steps <= 1:
+        return f"- {preset}: one generation per optimizer step ({settings}): on-policy"
+    return (f"- {preset}: one generation feeds {steps:g} optimizer steps ({settings}): all but the first step of each "
+            f"cycle train on completions an older policy sampled, which makes training more off-policy than one "
+            f"generation per step (TRL weighs them by its clipped importance ratio); both generation paths run it "
+            f"alike")
 
 
 def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
@@ -205,6 +273,11 @@ def markdown(report: dict) -> str:
         settings = next((row.get("settings") for rows in recipes.values() for row in rows.values()
                          if row.get("settings")), None)
         lines.append(f"- stand-in settings: `{settings}`")
+        lines += ["", "Generation reused for several optimizer steps (the recipes' `steps_per_generation`, as run):",
+                  ""]
+        lines += dict.fromkeys(reuse_line(preset, row["recipe"]) for preset in sorted(recipes)
+                               for row in recipes[preset].values() if row.get("recipe"))
+        lines += parity_markdown(recipes)
     continuation = learning.get("warm_start_continuation") or {}
     if continuation:
         lines += ["", "Warm start (`sft.py`) then `train.py` continuing from its adapter (tiny preset): relative change "
@@ -226,6 +299,45 @@ def markdown(report: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def parity_markdown(recipes: dict) -> list[str]:
+    parity = parity_by_preset(recipes)
+    lines = ["", "### Fast generation against plain, the same recipe", ""]
+    if not parity:
+        return lines + ["Not measured in these results: the trl recipe runs on the plain path and at another seed "
+                        "(`-k 'recipe and trl and not presets'`) have no result here."]
+    lines += ["Each trl recipe run three times on the same warm start: sampling from the merged bf16 copy of the "
+              "policy (`[model] generation = \"fast\"`, what `\"auto\"` takes on a GPU) and by TRL on the policy "
+              "itself (`\"plain\"`) at the same training seed, then the fast path at another seed. The probes of all "
+              "three sample with the recipe's seed. The noise is the gap between the two fast runs, or the probe's "
+              "standard error of a difference of two held-out means (completions taken as independent) where that "
+              "is larger; fast and plain reach the same held-out reward within the noise when they differ by at "
+              "most twice it. One seed pair gives a rough noise figure: a gap outside it asks for more seeds before "
+              "it is read as an effect.", "",
+              "| preset | run | generation | seed | held-out reward before -> after | accuracy after | train s |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for preset, result in parity.items():
+        for part, run in result["runs"].items():
+            lines.append(f"| {preset} | {part} | {run['generation']} | {run['seed']} | "
+                         f"{run['heldout_reward_before']} -> {run['heldout_reward_after']} | "
+                         f"{run['heldout_reward_accuracy_after']} | {run['train_seconds']} |")
+    lines.append("")
+    for preset, result in parity.items():
+        lines.append(f"- {preset}: {parity_verdict(result)}")
+    return lines
+
+
+def parity_verdict(result: dict) -> str:
+    if result["missing"]:
+        return "not compared: " + "; ".join(result["missing"])
+    gap, noise = result["plain_minus_fast"], result["noise"]
+    figures = (f"plain - fast {gap:+.3f}, noise {noise} (fast at two seeds {result['seed_gap']}, standard error "
+               f"{result['standard_error']})")
+    if result["within_noise"]:
+        return f"{figures}: the same held-out reward within the noise"
+    higher = "plain" if gap > 0 else "fast"
+    return f"{figures}: a gap over twice the noise, {higher} higher"
+
+
 def table(report: dict) -> str:
     rows = [f"{'test':58} {'result':8} {'seconds':>8}"]
     for test in report["tests"]:
@@ -240,6 +352,8 @@ def table(report: dict) -> str:
             rows.append(f"{preset} recipe [{backend}]: held-out reward {row.get('heldout_reward_before')} -> "
                         f"{row.get('heldout_reward_after')}, clipped {row.get('heldout_clipped_before')} -> "
                         f"{row.get('heldout_clipped_after')}")
+    for preset, result in parity_by_preset(report["learning"].get("recipes") or {}).items():
+        rows.append(f"{preset} recipe, fast against plain: {parity_verdict(result)}")
     arithmetic = report["learning"].get("arithmetic")
     if arithmetic:
         rows.append(f"arithmetic held-out accuracy: {arithmetic.get('heldout_accuracy_before_grpo')} before GRPO -> "

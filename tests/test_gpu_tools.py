@@ -95,6 +95,46 @@ def test_a_partial_gpu_run_merges_into_the_report():
     assert merged["environment"] == {"gpu": "new"}
 
 
+def recipe_run(variant, outcome="passed", **numbers):
+    recipe = "tests/gpu/test_gpu_recipes.py::test_preset_recipe_learns_on_a_model_like_its_target"
+    spread = {"heldout_reward_std_after": 0.3, "heldout_completions": 160, "heldout_reward_before": 0.772,
+              "heldout_reward_accuracy_after": 0.9, "train_seconds": 100.0}
+    return {"test": f"{recipe}[thinking-trl-{variant}]", "outcome": outcome, "seconds": 1.0,
+            "numbers": {**spread, **numbers, "recipe": json.dumps({"gradient_accumulation_steps": 4,
+                                                                   "steps_per_generation": 16})}, "error": ""}
+
+
+def parity_lines(*runs):
+    page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, list(runs), 1.0, 0))
+    return [line for line in page.splitlines()
+            if line.startswith(("- thinking:", "| thinking | fast", "| thinking | plain"))]
+
+
+def test_the_report_compares_fast_and_plain_generation_against_the_noise_of_two_seeds():
+    fast = recipe_run("scaled", generation="fast", seed=42, heldout_reward_after=1.073)
+    other_seed = recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.05)
+
+    lines = parity_lines(fast, recipe_run("plain", generation="plain", seed=42, heldout_reward_after=1.06), other_seed)
+    # noise: the larger of the seeds' gap 0.023 and the standard error sqrt(2 * 0.3^2 / 160) = 0.0335
+    assert "- thinking: plain - fast -0.013, noise 0.034 (fast at two seeds 0.023, standard error 0.034): the same " \
+           "held-out reward within the noise" in lines
+    assert "| thinking | plain | plain | 42 | 0.772 -> 1.06 | 0.9 | 100.0 |" in lines
+    assert any(line.startswith("- thinking: one generation feeds 4 optimizer steps") and "more off-policy" in line
+               for line in lines)
+
+    lines = parity_lines(fast, recipe_run("plain", generation="plain", seed=42, heldout_reward_after=0.95), other_seed)
+    assert "- thinking: plain - fast -0.123, noise 0.034 (fast at two seeds 0.023, standard error 0.034): a gap over " \
+           "twice the noise, fast higher" in lines
+
+
+def test_the_report_compares_only_runs_that_took_the_path_they_stand_for():
+    lines = parity_lines(recipe_run("scaled", generation="plain", seed=42, heldout_reward_after=1.0),  # auto went plain
+                         recipe_run("plain", outcome="failed"),
+                         recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.0))
+    assert "- thinking: not compared: fast: took the plain path; plain: failed" in lines
+    assert not any("within the noise" in line for line in lines)
+
+
 def test_the_benchmark_page_is_generated_from_its_json():
     json_file, md_file = REPO / "docs" / "benchmarks.json", REPO / "docs" / "benchmarks.md"
     assert json_file.is_file() == md_file.is_file(), "commit docs/benchmarks.json and .md together"

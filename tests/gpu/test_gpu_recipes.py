@@ -16,6 +16,12 @@ the standard recipe also runs once at the presets' own learning rate, to measure
 ``grpo-skill probe`` measures
 the model on held-out problems before GRPO and after it (``[model] adapter = outputs/adapter``): reward,
 each reward's mean (plus ``accuracy`` at weight 0, measured only), clipped and closed-thinking ratios.
+
+The trl recipes also run twice more on the same warm start, to tell whether the fast generation path (a merged
+bf16 copy of the policy, ``[model] generation``) changes what is learned: once with ``generation = "plain"`` at the
+same seed, and once on the fast path at another seed, whose gap to the first run is the run-to-run noise
+(scripts/gpu_report.py compares them). The three runs' probes sample with the same seed, so the held-out reward
+before GRPO is measured once and shared.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import os
 import shutil
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -93,11 +100,32 @@ def probe(commands: Commands, config: Path, name: str) -> dict:
     return json.loads(result.stdout[result.stdout.index("{"):])
 
 
+# One id per pytest run, the same in every xdist worker: a probe is shared within a run, never across runs.
+RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+
+
+def probe_shared(commands: Commands, config: Path, name: str, folder: Path) -> tuple[dict, bool]:
+    """(probe of ``config``, whether another test of this run measured it): runs whose held-out config is the same
+    text (same warm start, same recipe, same probe seed) probe the warm start once."""
+    from filelock import FileLock
+
+    key = hashlib.sha256(config.read_bytes()).hexdigest()[:12]
+    cached = folder / "probes" / f"{RUN_ID}-{key}.json"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cached) + ".lock"):
+        if cached.is_file():
+            return json.loads(cached.read_text()), True
+        result = probe(commands, config, name)
+        cached.write_text(json.dumps(result))
+        return result, False
+
+
 def figures(result: dict) -> dict:
     """What the report keeps of a probe."""
     rewards = result["rewards"]
     return {
         "reward": result["reward"]["mean"],
+        "reward_std": result["reward"]["std"],  # over the completions: the probe's own sampling spread
         **{f"reward_{name}": stats["mean"] for name, stats in rewards.items()},
         "clipped": result["clipped_ratio"],
         "closed_thinking": result["thinking"]["closed_ratio"],
@@ -108,14 +136,33 @@ def figures(result: dict) -> dict:
     }
 
 
-# (preset, backend, learning rate): every preset x backend at the scaled rate, and standard/trl once at the presets'
+# The variants of a run: "scaled" is the recipe as above (generation left to "auto": on a GPU the trl backend takes
+# the fast path, the test checks it); "presets" keeps the presets' learning rate; "plain" samples by the backend
+# itself at the same seed; "reseeded" is the fast path at another training seed (the noise between two runs).
+VARIANTS = {
+    "scaled": {"generation": "auto", "seed_offset": 0},
+    "presets": {"generation": "auto", "seed_offset": 0},
+    "plain": {"generation": "plain", "seed_offset": 0},
+    "reseeded": {"generation": "fast", "seed_offset": 1},
+}
+# (preset, backend, variant): every preset x backend scaled, standard/trl at the presets' rate, and each trl recipe
+# on the plain path and at another seed (fast against plain: tests/gpu/test_gpu_recipes.py's docstring)
 RUNS = [(preset, backend, "scaled") for preset in sorted(TARGETS) for backend in BACKENDS] + [
-    ("standard", "trl", "presets")]
+    ("standard", "trl", "presets")] + [
+    (preset, "trl", variant) for preset in sorted(TARGETS) for variant in ("plain", "reseeded")]
+
+
+def expected_generation(backend: str, asked: str) -> str:
+    """The path a run must take: the one asked for; "auto" is the fast path for the trl backend on a GPU (the
+    stand-in's copy fits an H200 many times over), the backend's own on a CPU or with Unsloth."""
+    if asked != "auto":
+        return asked
+    return "fast" if backend == "trl" and not DRY_RUN else "plain"
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("preset_name", "backend", "rate"), RUNS, ids=["-".join(run) for run in RUNS])
-def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, rate, tmp_path, commands,
+@pytest.mark.parametrize(("preset_name", "backend", "variant"), RUNS, ids=["-".join(run) for run in RUNS])
+def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, variant, tmp_path, commands,
                                                          record_property):
     if backend == "unsloth" and importlib.util.find_spec("unsloth") is None:
         pytest.skip("unsloth is not installed")
@@ -129,25 +176,40 @@ def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, r
                   "--model", model, "--dataset", data / "train.jsonl", "-o", tmp_path], name="new")
     project = tmp_path / name
     config = project / "config.toml"
-    for key, value in {**SCALED, **SCALED_BY_PRESET[preset_name], **(PRESETS_LR if rate == "presets" else {})}.items():
+    scaled = {**SCALED, **SCALED_BY_PRESET[preset_name], **(PRESETS_LR if variant == "presets" else {})}
+    for key, value in scaled.items():
         set_toml(config, "grpo", key, json.dumps(value))
+    # `new` adds the accuracy reward (weight 1) for a dataset with an answer column; the recipe under test is the
+    # preset's rewards, so accuracy stays beside them at weight 0: logged and probed, changing nothing in the reward
+    added = '[[rewards]]\nname = "accuracy"\nweight = 1.0\n'
+    assert added in config.read_text(), "new did not add the accuracy reward on the dataset's answer column"
+    config.write_text(config.read_text().replace(added, added.replace("1.0", "0.0")))
     recipe = (config.read_text())
     shutil.copyfile(data / "test.jsonl", project / "data" / "test.jsonl")
 
-    # 2. Held-out configs for the probe: the test problems, and accuracy measured beside the recipe's rewards
-    # (weight 0: it changes nothing in the weighted reward). "after" adds the adapter GRPO trains.
+    # 2. Held-out configs for the probe: the test problems (accuracy among the rewards, at weight 0). "after" adds
+    # the adapter GRPO trains.
     before = project / "heldout-before.toml"
-    before.write_text(recipe + '\n[[rewards]]\nname = "accuracy"\nweight = 0.0\n')
+    before.write_text(recipe)
     set_toml(before, "dataset", "path", '"data/test.jsonl"')
     after = project / "heldout-after.toml"
     after.write_text(before.read_text())
     set_toml(after, "model", "adapter", '"outputs/adapter"')
 
-    measured_before = probe(commands, before, "probe-before")
+    # 3. What only training sees (the probes keep the recipe's seed and sample alike): the generation path, the seed.
+    asked, seed = VARIANTS[variant]["generation"], _grpo(recipe)["seed"] + VARIANTS[variant]["seed_offset"]
+    set_toml(config, "model", "generation", json.dumps(asked))
+    set_toml(config, "grpo", "seed", json.dumps(seed))
+
+    measured_before, shared = probe_shared(commands, before, "probe-before", model.parent)
     trained = commands.run([sys.executable, "train.py"], name="train", cwd=project)
     measured_after = probe(commands, after, "probe-after")
     summary = json.loads((project / "outputs" / "summary.json").read_text())
 
+    record_property("generation_asked", asked)
+    record_property("generation", summary["generation"])
+    record_property("seed", seed)
+    record_property("heldout_before_shared", shared)
     record_property("train_seconds", round(trained.seconds, 1))
     record_property("grpo_first10_reward", round(summary["first_mean_reward"], 3))
     record_property("grpo_last10_reward", round(summary["last_mean_reward"], 3))
@@ -158,16 +220,20 @@ def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, r
     record_property("recipe", json.dumps({key: value for key, value in _grpo(recipe).items()
                                           if key in ("max_completion_length", "num_generations", "beta",
                                                      "per_device_train_batch_size", "gradient_accumulation_steps",
-                                                     "learning_rate", "max_steps", "steps_per_generation")},
+                                                     "learning_rate", "max_steps", "steps_per_generation",
+                                                     "num_iterations")},
                                           sort_keys=True))
     record_property("settings", json.dumps(SETTINGS, sort_keys=True))
 
+    # The run took the generation path it was given (train.py's summary, beside its 'generation:' line).
+    assert summary["generation"] == expected_generation(backend, asked), (
+        f"generation = {asked!r} took the {summary['generation']} path; the train log says why: {trained.log}")
     # What the preset's recipe promises, checked on every run: prompts rendered as the preset says.
     assert measured_before["thinking"]["mode"] == ("off" if preset_name == "standard" else "open")
     traces = (project / "outputs" / "completions.jsonl").read_text().splitlines()
     rewarded = {row["step"] for row in metrics.read_metrics(project / "outputs") if "reward" in row}
     assert {json.loads(line)["step"] for line in traces} == rewarded  # one group per generation
-    if DRY_RUN or rate == "presets":  # the presets' rate on a small model: measured, not a claim
+    if DRY_RUN or variant == "presets":  # the presets' rate on a small model: measured, not a claim
         return
     assert measured_after["reward"]["mean"] > measured_before["reward"]["mean"], (
         f"held-out reward {measured_before['reward']['mean']} before GRPO, {measured_after['reward']['mean']} after")
