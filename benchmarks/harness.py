@@ -19,6 +19,10 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   trl_default_gc        GRPOConfig.gradient_checkpointing left at TRL's default (True), as a hand-written loop has it
                         (the generated train.py passes False for Unsloth, which checkpoints in its own way)
 BENCH_COMPILE_DECODE=1 lets transformers compile the static-cache decode step (TRL's GenerationConfig turns it off).
+BENCH_GPU_GIB=24 runs as on a card of that size: `grpo-skill plan`'s view of the GPU (runtime.planning.gpu_memory_gib)
+is that size, and from the first model load the process may reserve no more than that on the GPU (torch's
+per-process memory fraction; the CUDA context, ~0.5 GiB on a real card, is not counted), so a run that needs more
+fails with an out-of-memory error instead of borrowing the bigger card's memory.
 """
 
 from __future__ import annotations
@@ -319,6 +323,7 @@ def main() -> int:
             if trainer_module is not None and not bench.info.get("trainer_hooked"):
                 on_trainer(trainer_module)  # its import escaped the hook (another finder went first)
             if bench.info["import_s"] is None:
+                hold_to_card_size()
                 bench.info["import_s"] = round(time.perf_counter() - STARTED, 2)
                 touch(os.environ.get("BENCH_READY"))
                 bench.info["gate_wait_s"] = round(wait_for(os.environ.get("BENCH_GO")), 2)
@@ -326,6 +331,21 @@ def main() -> int:
             return load(cls, *args, **kwargs)
 
         module.PreTrainedModel.from_pretrained = classmethod(from_pretrained)
+
+    card_gib = float(os.environ["BENCH_GPU_GIB"]) if os.environ.get("BENCH_GPU_GIB") else None
+
+    def hold_to_card_size():
+        bench.info["gpu_gib"] = card_gib
+        import torch
+
+        if card_gib is None or not torch.cuda.is_available():
+            return
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, card_gib * GIB / total), 0)
+        bench.info["gpu_total_gib"] = round(total / GIB, 1)
+
+    def on_planning(module):
+        module.gpu_memory_gib = lambda: card_gib
 
     def on_trainer(module):
         bench.info["trainer_hooked"] = True
@@ -364,6 +384,8 @@ def main() -> int:
         module.Progress.__init__, module.Progress.update = __init__, update_and_draw
 
     hooks = {"transformers.modeling_utils": on_modeling_utils, "transformers.trainer": on_trainer}
+    if card_gib is not None:
+        hooks["grpo_skill.runtime.planning"] = on_planning
     if "no_callbacks" in ablate:
         hooks["grpo_skill.runtime.callbacks"] = on_callbacks
     if "rich_manual_refresh" in ablate:

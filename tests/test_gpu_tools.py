@@ -266,3 +266,18 @@ def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, t
     config = project.load(job.cwd)  # the config check accepts it: bf16 weights, the TRL backend
     assert config.model["compile_decoding"] and not config.model["load_in_4bit"]
     assert config.grpo["cache_implementation"] == "static" and config.grpo["steps_per_generation"] == 8
+
+
+def test_the_harness_runs_a_project_as_on_a_card_of_the_size_asked(tmp_path):
+    """BENCH_GPU_GIB (the 24 GiB rows): the run's `plan` sees a card of that size, so auto chooses as it would
+    there; without it, the machine's own."""
+    script = tmp_path / "script.py"
+    script.write_text("from grpo_skill.runtime import planning\nprint('card', planning.gpu_memory_gib())\n")
+    harness = [sys.executable, str(REPO / "benchmarks" / "harness.py"), "--result", str(tmp_path / "r.json"),
+               str(script)]
+    assert "card 24.0" in run(harness, env={"BENCH_GPU_GIB": "24"}).stdout
+    from grpo_skill.runtime import planning
+
+    assert f"card {planning.gpu_memory_gib()}" in run(harness, env={"BENCH_GPU_GIB": None}).stdout
+    rows = {contender.key: contender for contender in bench_run.catalog.SUITES["default"]}
+    assert bench_run.catalog.preset_defaults(rows["thinking/generated default, 24 GiB card"])
