@@ -44,8 +44,6 @@ def metrics(run_dir, plot, show_completions, as_json):
     except FileNotFoundError:
         fail(_("{run_dir} has no {file}; pass the run's output folder (e.g. outputs)").format(
             run_dir=run_dir, file=run_metrics.METRICS_FILE))
-    except run_metrics.MetricsError as error:
-        fail(str(error))
     summary = run_metrics.reward_trend(rows)
     if plot:
         summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
