@@ -143,3 +143,47 @@ def test_settings_the_lean_loop_does_not_apply_go_to_generate(policy):
     assert not supports(GenerationConfig(max_new_tokens=8, repetition_penalty=1.1), {})
     assert not supports(GenerationConfig(max_new_tokens=8, num_beams=2), {})
     assert not supports(GenerationConfig(max_new_tokens=8), {"logits_processor": []})
+
+
+def test_a_copy_with_its_adapters_apart_generates_what_the_policy_generates(policy):
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, adapters="apart")
+    assert len(copy.adapted) == 7 * model.get_base_model().config.num_hidden_layers + 1  # 7 a layer, and lm_head
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+    with torch.no_grad():  # a training step: the copy takes the new adapters at its next generation
+        for name, param in model.named_parameters():
+            if "lora_A" in name:
+                param.add_(torch.randn_like(param) * 0.5)
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+
+
+def test_in_bf16_a_small_adapter_update_rounds_away_when_merged_and_stays_when_apart():
+    """What benchmarks/copy_fidelity.py measures on real weights, on the tiny model: an adapter delta well under
+    half a bf16 step of the base weights moves the policy's outputs; merged into bf16 weights it is gone."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=8, target_modules="all-linear"))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 1e-4)
+    inputs = torch.randint(0, model.config.vocab_size, (4, 24))
+    with torch.no_grad():
+        policy_logits = model(input_ids=inputs).logits.float()
+        with model.disable_adapter():
+            moved = (policy_logits - model(input_ids=inputs).logits.float()).norm()
+        errors = {}
+        for adapters in ("merged", "apart"):
+            copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, adapters=adapters,
+                                  dtype=torch.bfloat16, attn_implementation="sdpa")  # the policy's attention
+            errors[adapters] = (copy.model(input_ids=inputs).logits.float() - policy_logits).norm() / moved
+    assert errors["merged"] > 0.5, errors  # most of the update lost
+    assert errors["apart"] < 0.1, errors

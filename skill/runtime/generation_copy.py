@@ -10,12 +10,18 @@ reads the grouped K/V heads in place: on an H200, Qwen3-4B's shape, batch 64, a 
 14.5 with transformers' SDPA, and 6.7 against 6.9 at batch 8 (docs/benchmarks.md, 2026-12-03).
 
 What changes against sampling from the policy itself: the merged matrix is rounded to bf16 once, where the policy
-rounds the base and the adapter's outputs separately; the samples differ by that rounding, as vLLM's do.
+adds the adapter's output to the base layer's. The base weight is already a bf16 number, so an element of the
+adapter's delta under half a bf16 step of it rounds away: early in a run at a small learning rate the merged copy
+samples much as the base model does (benchmarks/copy_fidelity.py, docs/copy-fidelity.md). ``adapters="apart"``
+keeps each adapter beside its layer instead (``x W + (x A) sB``, as the policy computes it): the copy then samples
+what the policy would, at two small matmuls per layer more in each decode step. Merged is the default until a GPU
+measures what apart costs.
 """
 
 from __future__ import annotations
 
 import copy as copying
+import functools
 import sys
 import time
 
@@ -39,10 +45,11 @@ def torch_no_grad(function):
 
 
 class GenerationCopy:
-    """A bf16 model of the policy's architecture whose weights follow the policy's merged weights."""
+    """A model of the policy's architecture (bf16 on a GPU, fp32 on a CPU, or ``dtype``) whose weights follow the
+    policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-                 loop: str = "transformers"):
+                 loop: str = "transformers", adapters: str = "merged", dtype=None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -65,13 +72,15 @@ class GenerationCopy:
         device = next(p.device for p in base.parameters() if p.device.type != "meta")
         with torch.device(device):
             self.model = AutoModelForCausalLM.from_config(
-                config, dtype=torch.bfloat16 if device.type == "cuda" else torch.float32,
+                config, dtype=dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32),
                 attn_implementation=attn_implementation,
             )
         self.model.eval().requires_grad_(False)
         self.model.generation_config = copying.deepcopy(base.generation_config)
-        self._sources = [(param, base.get_submodule(module_name), leaf)
-                         for module_name, leaf, param in _parameters(self.model)]
+        if adapters not in ("merged", "apart"):
+            raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
+        self.adapted = _keep_adapters_apart(self.model, base) if adapters == "apart" else []
+        self._sources = list(_sources(self.model, base))
         self.refresh(everything=True)
         self.refresh_seconds = 0.0
         # "own": runtime/decode_loop.py samples (no per-token generate() bookkeeping); opt-in until measured on a GPU
@@ -81,8 +90,13 @@ class GenerationCopy:
     def refresh(self, everything: bool = False) -> None:
         """Copy the policy's current weights in: every linear layer with its adapters merged; the rest (embeddings,
         norms) only where they train, or on the first call."""
-        for param, source, leaf in self._sources:
-            if _has_adapter(source):
+        for copied, source in self.adapted:
+            copied.follow(source)
+        for param, source, leaf, base_only in self._sources:
+            if base_only:  # an adapted layer's base weight: copied once, it does not train
+                if everything:
+                    param.copy_(_base_weight(source, leaf))
+            elif _has_adapter(source):
                 param.copy_(_merged_weight(source, leaf))
             else:
                 tensor = getattr(_active_module(source), leaf)
@@ -128,6 +142,98 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
             dtype=dtype, gib=gib, tokens=max_cache_len, compiled=_("compiled") if compile_decode else _("not compiled")),
             file=sys.stderr)
     return copy
+
+
+def _sources(model, base):
+    """(copy's parameter, the policy's module it comes from, parameter name, whether it is an adapted layer's base
+    weight) for each of the copy's parameters."""
+    for module_name, leaf, param in _parameters(model):
+        owner_name, _dot, child = module_name.rpartition(".")
+        if child == "linear" and isinstance(model.get_submodule(owner_name), adapted_linear_class()):
+            yield param, base.get_submodule(owner_name), leaf, True
+        else:
+            yield param, base.get_submodule(module_name), leaf, False
+
+
+@functools.lru_cache(maxsize=None)
+def adapted_linear_class():
+    """The copy's linear layer with adapters beside it (a class made on first use: torch loads with the copy)."""
+    import torch
+    from torch.nn import functional
+
+    class AdaptedLinear(torch.nn.Module):
+        """A linear layer of the copy with its adapters beside it, added to its output as the policy adds them;
+        ``down`` holds the active adapters' A matrices stacked, ``up`` their B matrices times their scales."""
+
+        def __init__(self, linear, rank: int):
+            super().__init__()
+            self.linear = linear
+            # fp32, as peft computes the adapters of a bf16 policy: in bf16 the adapters' small output would round
+            # differently from the policy's
+            self.register_buffer("down", torch.zeros(rank, linear.in_features, device=linear.weight.device),
+                                 persistent=False)
+            self.register_buffer("up", torch.zeros(linear.out_features, rank, device=linear.weight.device),
+                                 persistent=False)
+
+        def forward(self, x):
+            adapted = functional.linear(functional.linear(x.to(self.down.dtype), self.down), self.up)
+            return (self.linear(x) + adapted).to(x.dtype)
+
+        def follow(self, layer) -> None:
+            """Take ``layer``'s (a peft LoRA layer's) adapters as they are now."""
+            if getattr(layer, "merged", False) or getattr(layer, "disable_adapters", False):
+                self.down.zero_()
+                self.up.zero_()
+                return
+            active = _separable_adapters(layer)
+            self.down.copy_(torch.cat([layer.lora_A[name].weight.detach() for name in active]))
+            self.up.copy_(torch.cat([layer.lora_B[name].weight.detach() * layer.scaling[name] for name in active],
+                                    dim=1))
+
+    return AdaptedLinear
+
+
+def _separable_adapters(layer) -> list[str] | None:
+    """The active adapters of a peft LoRA layer when each is a plain ``B @ A`` the copy can keep beside the layer
+    (no DoRA or other variant, weights not transposed); None otherwise."""
+    if not _has_adapter(layer) or getattr(layer, "fan_in_fan_out", False):
+        return None
+    active = [name for name in layer.active_adapters if name in getattr(layer, "lora_A", {})]
+    variants = getattr(layer, "lora_variant", {})
+    if not active or any(variants.get(name) is not None or layer.use_dora.get(name) for name in active):
+        return None
+    return active
+
+
+def _keep_adapters_apart(model, base) -> list:
+    """Put an AdaptedLinear in place of each linear layer of the copy whose policy layer has plain LoRA adapters;
+    returns (adapted layer, policy layer) pairs. Layers it cannot keep apart stay merged."""
+    import torch
+
+    adapted_class, adapted = adapted_linear_class(), []
+    for name, layer in base.named_modules():
+        active = _separable_adapters(layer)
+        if not active:
+            continue
+        linear = model.get_submodule(name)
+        if type(linear) is not torch.nn.Linear:
+            continue
+        rank = sum(layer.lora_A[adapter].weight.shape[0] for adapter in active)
+        owner_name, _dot, child = name.rpartition(".")
+        replacement = adapted_class(linear, rank)
+        setattr(model.get_submodule(owner_name) if owner_name else model, child, replacement)
+        adapted.append((replacement, layer))
+    return adapted
+
+
+def _base_weight(layer, leaf: str):
+    """``leaf`` of a LoRA layer's base layer (dequantized when 4-bit), without its adapters."""
+    from peft.utils.integrations import dequantize_module_weight
+
+    base = layer.base_layer
+    if leaf != "weight":
+        return getattr(base, leaf).detach()
+    return dequantize_module_weight(base).detach()
 
 
 def _parameters(model):
