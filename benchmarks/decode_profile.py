@@ -171,7 +171,8 @@ def main(argv=None) -> int:
                     started = time.perf_counter()
                     copies[key] = GenerationCopy(source, max_cache_len=PROMPT_TOKENS + args.new_tokens,
                                                  compile_decode=True, attn_implementation=spec.get("attn", "sdpa"),
-                                                 loop=spec.get("loop", "transformers"))
+                                                 loop=spec.get("loop", "transformers"),
+                                                 adapters=spec.get("adapters", "merged"))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -228,6 +229,14 @@ PATHS = {
     "merged copy, grouped decode, lean loop": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "loop": "own",
                                                "profile": True, "tells": "the same, sampled by runtime/decode_loop.py "
                                                "instead of transformers' generate (no per-token bookkeeping)"},
+    "copy with adapters apart, grouped decode": {"kind": "copy", "attn": "grpo_skill_grouped_decode",
+                                                 "adapters": "apart", "profile": True,
+                                                 "tells": "the copy with each LoRA beside its layer (fp32, as the "
+                                                 "policy computes it), not merged: what sampling as the policy "
+                                                 "would costs (docs/copy-fidelity.md)"},
+    "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,
+                                               "adapters": "apart", "decode": False,
+                                               "tells": "its refresh: only the adapters are copied in"},
     "merged copy, flex": {"kind": "copy", "attn": "flex_attention", "profile": True, "tells": "the same with "
                           "flex_attention (grouped KV heads read as they are)"},
     "4-bit policy, dynamic cache": {"kind": "policy", "cache": None, "four_bit": True, "tells": "TRL backend with a "
