@@ -49,12 +49,10 @@ class JudgeServer:
                     count = sum(1 for path, _h, _b in server.requests if path == self.path)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    time.sleep(server.delay)
-                    self.answer(body, count)
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                time.sleep(server.delay)
+                with server.lock:  # before the reply: once it is sent the client may send its next request
+                    server.in_flight -= 1
+                self.answer(body, count)
 
             def answer(self, body, count):
                 mode = self.path.split("/")[1]
