@@ -7,9 +7,9 @@ import pytest
 
 # Plugins installed on this machine stay out of the tests; tests that want entry points set this themselves.
 os.environ["GRPO_SKILL_PLUGINS"] = ""
-# Built models are cached across test runs here, not in the user's cache.
 # A program the tests run that dies of a signal (a train.py once exited -11 in CI) prints where it was
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+# Built models are cached across test runs here, not in the user's cache.
 os.environ.setdefault("GRPO_SKILL_CACHE", str(Path(tempfile.gettempdir()) / "grpo-skill-test-cache"))
 
 from support import run  # noqa: E402
