@@ -88,8 +88,9 @@ class GenerationCopy:
 
     @torch_no_grad
     def refresh(self, everything: bool = False) -> None:
-        """Copy the policy's current weights in: every linear layer with its adapters merged; the rest (embeddings,
-        norms) only where they train, or on the first call."""
+        """Copy the policy's current weights in: each adapted linear layer's adapters (merged into its weight, or
+        beside it with its base weight copied on the first call only); the rest (embeddings, norms) only where
+        they train, or on the first call."""
         for copied, source in self.adapted:
             copied.follow(source)
         for param, source, leaf, base_only in self._sources:
@@ -264,12 +265,9 @@ def _plain(tensor):
 def _merged_weight(layer, leaf: str):
     """``leaf`` of a LoRA layer as the copy holds it: the base weight (dequantized when 4-bit) plus each active,
     unmerged adapter's delta, summed in fp32."""
-    from peft.utils.integrations import dequantize_module_weight
-
-    base = layer.base_layer
     if leaf != "weight":
-        return getattr(base, leaf).detach()
-    weight = dequantize_module_weight(base).detach().float()
+        return _base_weight(layer, leaf)
+    weight = _base_weight(layer, leaf).float()
     if getattr(layer, "merged", False) or getattr(layer, "disable_adapters", False):
         return weight
     for adapter in layer.active_adapters:

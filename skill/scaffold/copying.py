@@ -83,7 +83,7 @@ def copy_into_new_folder(template: Path, destination: Path, **options) -> None:
         raise FileExistsError(destination)
     template_module, main_module = sys.modules.get("copier._template"), sys.modules.get("copier._main")
     skipped = []
-    if (template / ".git").exists() is False and hasattr(template_module, "get_repo"):
+    if not (template / ".git").exists() and hasattr(template_module, "get_repo"):
         get_repo, folder = template_module.get_repo, str(template)
         skipped.append((template_module, "get_repo", lambda url: None if url == folder else get_repo(url)))
     if hasattr(main_module, "is_git_available"):
