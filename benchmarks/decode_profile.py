@@ -234,6 +234,9 @@ PATHS = {
                                                  "tells": "the copy with each LoRA beside its layer (fp32, as the "
                                                  "policy computes it), not merged: what sampling as the policy "
                                                  "would costs (docs/copy-fidelity.md)"},
+    "copy with adapters apart, grouped decode, lean loop": {"kind": "copy", "attn": "grpo_skill_grouped_decode",
+                                                            "adapters": "apart", "loop": "own", "profile": True,
+                                                            "tells": "the same, sampled by runtime/decode_loop.py"},
     "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,
                                                "adapters": "apart", "decode": False,
                                                "tells": "its refresh: only the adapters are copied in"},

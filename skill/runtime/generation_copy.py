@@ -1,21 +1,19 @@
-"""The fast generation path: sampling from a bf16 copy of the policy with its LoRA merged in.
+"""The fast generation path: sampling from a bf16 copy of the policy that decodes with a static cache, compiled.
 
-A policy decodes every token through its base weights *and* its LoRA adapters (two extra small matmuls per linear
-layer, +60% per decode step on Qwen3-4B's shape, docs/benchmarks.md), and with a 4-bit base it also dequantizes every
-weight on every token. The copy holds each linear layer as one bf16 matrix, ``W + scale * B @ A``, computed in fp32
-from the policy before each generation and never written back: the policy's own weights stay exactly as trained.
-That is what vLLM's colocate mode does with its own copy, without vLLM. The copy decodes with a static KV cache of
-one size, so transformers compiles the decode step once (on a GPU). Its decode attention (runtime/grouped_decode.py)
-reads the grouped K/V heads in place: on an H200, Qwen3-4B's shape, batch 64, a decode step took 8.4 ms against
-14.5 with transformers' SDPA, and 6.7 against 6.9 at batch 8 (docs/benchmarks.md, 2026-12-03).
+A policy with a 4-bit base dequantizes every weight on every token, and transformers decodes it step by step
+uncompiled under TRL. The copy holds each linear layer's base weight once in bf16 and, beside it, the layer's LoRA
+adapters as the policy computes them (``x W + (x A) sB``, the adapters in fp32), copied in before each generation and
+never written back: the policy's own weights stay exactly as trained. That is what vLLM's colocate mode does with its
+own copy, without vLLM. The copy decodes with a static KV cache of one size, so transformers compiles the decode step
+once (on a GPU). Its decode attention (runtime/grouped_decode.py) reads the grouped K/V heads in place: on an H200,
+Qwen3-4B's shape, batch 64, a decode step took 8.4 ms against 14.5 with transformers' SDPA, and 6.7 against 6.9 at
+batch 8 (docs/benchmarks.md, 2026-12-03).
 
-What changes against sampling from the policy itself: the merged matrix is rounded to bf16 once, where the policy
-adds the adapter's output to the base layer's. The base weight is already a bf16 number, so an element of the
-adapter's delta under half a bf16 step of it rounds away: early in a run at a small learning rate the merged copy
-samples much as the base model does (benchmarks/copy_fidelity.py, docs/copy-fidelity.md). ``adapters="apart"``
-keeps each adapter beside its layer instead (``x W + (x A) sB``, as the policy computes it): the copy then samples
-what the policy would, at two small matmuls per layer more in each decode step. Merged is the default until a GPU
-measures what apart costs.
+``adapters="merged"`` folds each adapter into its layer's weight instead (``W + scale * B @ A``, rounded to bf16
+once): no adapter matmuls per token, but an element of the adapter's delta under half a bf16 step of the base weight
+rounds away, so early in a run at a small learning rate (the presets' 1e-5) the merged copy samples much as the base
+model does (benchmarks/copy_fidelity.py, docs/copy-fidelity.md): training would learn from another policy's
+samples. The default keeps them apart, so the copy samples what the policy would.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ class GenerationCopy:
     policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-                 loop: str = "transformers", adapters: str = "merged", dtype=None):
+                 loop: str = "transformers", adapters: str = "apart", dtype=None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -125,23 +123,25 @@ class GenerationCopy:
             return self.model.generate(*args, generation_config=config, **kwargs)
 
 
-def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED) -> GenerationCopy:
-    """Make the trainer sample from a merged copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
+def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
+            adapters: str = "apart") -> GenerationCopy:
+    """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
     ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
     from peft import PeftModel
 
     policy = trainer.accelerator.unwrap_model(trainer.model)
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
-    copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation)
+    copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters)
     policy.generate = copy.generate
     if distributed.is_main_process():
         gib = sum(p.numel() * p.element_size() for p in copy.model.parameters()) / 2**30
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
-        print(_("generation: a merged {dtype} copy of the policy ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
+        held = _("its LoRA beside each layer") if copy.adapted else _("its LoRA merged")
+        print(_("generation: a {dtype} copy of the policy, {held} ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
                 "decode step {compiled}").format(
-            dtype=dtype, gib=gib, tokens=max_cache_len, compiled=_("compiled") if compile_decode else _("not compiled")),
-            file=sys.stderr)
+            dtype=dtype, held=held, gib=gib, tokens=max_cache_len,
+            compiled=_("compiled") if compile_decode else _("not compiled")), file=sys.stderr)
     return copy
 
 
