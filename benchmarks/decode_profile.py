@@ -124,6 +124,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--new-tokens", type=int, default=256)
     parser.add_argument("--paths", nargs="+", default=list(PATHS))
+    parser.add_argument("--no-profile", action="store_true",
+                        help="time the decode step only (the profiler's pass costs about a minute a row)")
     args = parser.parse_args(argv)
 
     import torch
@@ -195,7 +197,7 @@ def main(argv=None) -> int:
             row = {"path": path, "batch": batch, "decode_ms": step, "floor_ms": floor,
                    "x_floor": step / floor if step else None, "refresh_ms": refresh_ms,
                    "copy_build_s": build_s, "error": error, "tells": spec["tells"]}
-            if spec.get("profile") and step:
+            if spec.get("profile") and step and not args.no_profile:
                 profiles[f"{path} @ {batch}"] = profile_step(torch, generate, inputs, config, 64)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
