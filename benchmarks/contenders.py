@@ -114,7 +114,7 @@ DEFAULT = [
 ]
 
 # The generated project as a user gets it: backend and generation path left to "auto" (on a GPU with room for it,
-# the fast path: a merged bf16 copy of the policy, compiled decoding), the preset's speed settings.
+# the fast path: a bf16 copy of the policy, compiled decoding), the preset's speed settings.
 DEFAULT += [
     Contender("generated default", "standard", "generated", "auto", "the standard preset as `new` makes it: "
               "whatever path auto takes on this machine", preset_speed=True, warmup_cycles=1, measure_cycles=2,

@@ -1,10 +1,11 @@
 """How much of what a LoRA has learned the fast path's generation copy samples with (issue 21 item 6).
 
-The copy (skill/runtime/generation_copy.py) holds each linear layer as one bf16 matrix, ``W + scale * B @ A``
-summed in fp32 and rounded to bf16 once. The base ``W`` is already a bf16 number, so an element of the adapter's
-delta smaller than half a bf16 step of ``W`` rounds away: until the adapter has moved far enough, the copy samples
-from (nearly) the base model while the policy it stands for has learned. The policy itself adds the adapter's
-output to the base layer's, where nothing rounds away.
+A merged copy (``GenerationCopy(adapters="merged")``, skill/runtime/generation_copy.py) holds each linear layer as
+one bf16 matrix, ``W + scale * B @ A`` summed in fp32 and rounded to bf16 once. The base ``W`` is already a bf16
+number, so an element of the adapter's delta smaller than half a bf16 step of ``W`` rounds away: until the adapter
+has moved far enough, the copy samples from (nearly) the base model while the policy it stands for has learned. The
+policy itself adds the adapter's output to the base layer's, where nothing rounds away, and so does the copy with
+its adapters apart (the default).
 
 This measures it on real weights (SmolLM2-135M-Instruct, the model scripts/real_weights.py converts; on a CPU):
 LoRA r16 on every linear layer, as the presets have it, trained with AdamW on worked additions (the product's
@@ -144,8 +145,9 @@ def markdown(report: dict) -> str:
             cells += [f"{row[f'kl_policy_copy_{adapters}']:.2e}", "" if kept is None else f"{kept:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "kept: the share of the policy's move away from the base that the copy samples with (1: all of it; "
-              "0: the copy samples as the base does). Merged: the fast path's default, each adapter summed into its "
-              "layer's bf16 weight; apart: `GenerationCopy(adapters=\"apart\")`, each adapter beside its layer."]
+              "0: the copy samples as the base does). Merged: `GenerationCopy(adapters=\"merged\")`, each adapter "
+              "summed into its layer's bf16 weight; apart: the fast path's default since 2026-12-04, each adapter "
+              "beside its layer, in fp32 as the policy computes it."]
     return "\n".join(lines) + "\n"
 
 

@@ -305,7 +305,7 @@ def parity_markdown(recipes: dict) -> list[str]:
     if not parity:
         return lines + ["Not measured in these results: the trl recipe runs on the plain path and at another seed "
                         "(`-k 'recipe and trl and not presets'`) have no result here."]
-    lines += ["Each trl recipe run three times on the same warm start: sampling from the merged bf16 copy of the "
+    lines += ["Each trl recipe run three times on the same warm start: sampling from the bf16 copy of the "
               "policy (`[model] generation = \"fast\"`, what `\"auto\"` takes on a GPU) and by TRL on the policy "
               "itself (`\"plain\"`) at the same training seed, then the fast path at another seed. The probes of all "
               "three sample with the recipe's seed. The noise is the gap between the two fast runs, or the probe's "

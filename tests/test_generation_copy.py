@@ -1,4 +1,4 @@
-"""The fast generation path: a merged copy of the policy samples what the policy itself would, and never changes it."""
+"""The fast generation path: a copy of the policy samples what the policy itself would, and never changes it."""
 
 import pytest
 

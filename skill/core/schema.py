@@ -166,7 +166,7 @@ def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
 def _check_fast_generation(model: dict, grpo: dict, source: Source) -> None:
     where = ("model", "generation")
     if model["backend"] == "unsloth":
-        raise source.error(where, _("'fast' samples from a merged copy with the TRL backend; Unsloth generates "
+        raise source.error(where, _("'fast' samples from a copy of the policy with the TRL backend; Unsloth generates "
                                     "with its own: set backend = 'auto' or 'trl', or generation = 'plain'"))
     if grpo.get("use_vllm"):
         raise source.error(where, _("vLLM generates the completions; remove use_vllm or set generation = 'plain'"))

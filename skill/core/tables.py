@@ -32,7 +32,7 @@ class ModelTable(Table):
     load_in_4bit: bool = False
     # TRL backend: a static KV cache and a compiled decode step (runtime/decoding.py)
     compile_decoding: bool = False
-    # how completions are sampled: "fast" from a merged bf16 copy of the policy (runtime/generation_copy.py),
+    # how completions are sampled: "fast" from a bf16 copy of the policy (runtime/generation_copy.py),
     # "plain" by the backend itself, "auto" fast on a CUDA GPU where `plan` says the copy fits
     generation: Literal["auto", "fast", "plain"] = "auto"
     # a LoRA adapter folder to continue from (e.g. what sft.py saved); checked for existence by project.py

@@ -21,11 +21,11 @@ from .estimate import with_static_cache  # noqa: F401  (train.py calls decoding.
 @dataclass(frozen=True)
 class Generation:
     backend: str  # "unsloth" or "trl": what trains
-    fast: bool  # sample from a merged bf16 copy of the policy (runtime/generation_copy.py)
+    fast: bool  # sample from a bf16 copy of the policy (runtime/generation_copy.py)
     why: str
 
     def describe(self) -> str:
-        path = _("fast (a merged copy of the policy, decoding compiled on a GPU)") if self.fast else _(
+        path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
             "the {backend} backend's own").format(backend=self.backend)
         return _("generation: {path}: {why}").format(path=path, why=self.why)
 

@@ -172,7 +172,7 @@ FAST_GENERATION_MARGIN = 0.9  # the fast path is chosen when its estimate leaves
 
 
 def generation_path(settings: Settings) -> str:
-    """How completions are sampled: "fast" (a merged bf16 copy), "unsloth", "trl" or "trl compiled"."""
+    """How completions are sampled: "fast" (a bf16 copy of the policy), "unsloth", "trl" or "trl compiled"."""
     if settings.generation == "fast":
         return "fast"
     if settings.backend == "unsloth":

@@ -188,7 +188,7 @@ def check_thinking_reward_sees_think_end(model: str, rows: list[dict], record_pr
 
 @pytest.mark.gpu
 def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, commands, qwen3_4b, record_property):
-    """A project as `new` makes it (no --backend, no [model] edits) samples from the merged bf16 copy on a GPU
+    """A project as `new` makes it (no --backend, no [model] edits) samples from the bf16 copy of the policy on a GPU
     where plan says it fits: the user gets the fastest path without knowing its name."""
     model = str(qwen3_4b["chat"])
     commands.run([*commands.grpo_skill(), "new", "default", "--preset", "standard", "--model", model,

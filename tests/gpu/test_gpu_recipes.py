@@ -17,8 +17,8 @@ the standard recipe also runs once at the presets' own learning rate, to measure
 the model on held-out problems before GRPO and after it (``[model] adapter = outputs/adapter``): reward,
 each reward's mean (plus ``accuracy`` at weight 0, measured only), clipped and closed-thinking ratios.
 
-The trl recipes also run twice more on the same warm start, to tell whether the fast generation path (a merged
-bf16 copy of the policy, ``[model] generation``) changes what is learned: once with ``generation = "plain"`` at the
+The trl recipes also run twice more on the same warm start, to tell whether the fast generation path (a bf16
+copy of the policy, ``[model] generation``) changes what is learned: once with ``generation = "plain"`` at the
 same seed, and once on the fast path at another seed, whose gap to the first run is the run-to-run noise
 (scripts/gpu_report.py compares them). The three runs' probes sample with the same seed, so the held-out reward
 before GRPO is measured once and shared.
