@@ -252,7 +252,7 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
 # The decode-step table of docs/benchmarks.json (benchmarks/decode_profile.py) measures the fast path's decode step
 # at several batch sizes, which the training rows (one batch size per case) cannot tell apart into base and per
 # sequence: its rows of the path train.py takes are fitted too.
-COPY_DECODE_PATH = "merged copy, grouped decode"
+COPY_DECODE_PATH = "copy with adapters apart, grouped decode"
 
 
 def decode_errors(report: dict, calibration: dict) -> list[float]:

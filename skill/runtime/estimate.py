@@ -23,7 +23,7 @@ from ..core.i18n import _
 GIB = 2**30
 
 # Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark on H200s,
-# 2026-12-01 to 03, and its decode-step table); `--leave-out thinking` shows how a fit without a case does on it.
+# 2026-12-01 to 04, and its decode-step table); `--leave-out thinking` shows how a fit without a case does on it.
 # Memory terms multiply bytes; time terms are seconds (or FLOP/s).
 CALIBRATION: dict[str, float] = {
     "fixed_gib": 0.231,  # CUDA workspaces, buffers, the allocator's rounding
@@ -39,21 +39,22 @@ CALIBRATION: dict[str, float] = {
     "decode_base_s_unsloth": 0.00615,  # one decoding step for the whole generation batch: base + per sequence
     "decode_per_sequence_s_unsloth": 0.0007,
     "decode_base_s_trl": 0.107,
-    "decode_per_sequence_s_trl": 1.68e-11,
+    "decode_per_sequence_s_trl": 3.32e-12,
     "train_flops_per_s_unsloth": 8e+13,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 2.02e+14,
+    "train_flops_per_s_trl": 2.44e+14,
     # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
     "decode_base_s_trl_4bit": 0.09,
-    "decode_per_sequence_s_trl_4bit": 2.63e-11,
-    "train_flops_per_s_trl_4bit": 1.77e+14,
+    "decode_per_sequence_s_trl_4bit": 3.46e-12,
+    "train_flops_per_s_trl_4bit": 1.43e+14,
     # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
     # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
-    "decode_base_s_trl_compiled": 0.0246,
-    "decode_per_sequence_s_trl_compiled": 2.97e-09,
-    # The fast generation path (a merged bf16 copy, compiled static-cache decoding with grouped K/V heads): the
-    # 'generated default' rows and the decode-step table (2026-12-03: 6.65 ms at 8 sequences, 8.38 at 64)
-    "decode_base_s_copy": 0.00619,
-    "decode_per_sequence_s_copy": 3.34e-05,
+    "decode_base_s_trl_compiled": 0.0271,
+    "decode_per_sequence_s_trl_compiled": 1.79e-05,
+    # The fast generation path (a bf16 copy, each LoRA beside its layer, compiled static-cache decoding with grouped
+    # K/V heads): the 'generated default' rows and the decode-step table (2026-12-04: 9.28 ms at 8 sequences, 10.93
+    # at 64)
+    "decode_base_s_copy": 0.00928,
+    "decode_per_sequence_s_copy": 2.45e-05,
     "step_overhead_s": 0.541,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
@@ -162,7 +163,7 @@ class Settings:
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
     compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
-    generation: str = "plain"  # [model] generation: "fast" (a merged bf16 copy), "plain", or "auto" (not resolved)
+    generation: str = "plain"  # [model] generation: "fast" (a bf16 copy), "plain", or "auto" (not resolved)
     max_seq_length: int = 512  # the fast path's static cache holds this many tokens per sequence
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
