@@ -1,22 +1,26 @@
-"""How much of what a LoRA has learned the fast path's generation copy samples with (issue 21 item 6).
+"""How much of what a LoRA has learned the fast path's generation copy samples with, and how far its sampling is
+from the distribution the trainer computes log-probs for (issue 21 item 6).
 
 A merged copy (``GenerationCopy(adapters="merged")``, skill/runtime/generation_copy.py) holds each linear layer as
-one bf16 matrix, ``W + scale * B @ A`` summed in fp32 and rounded to bf16 once. The base ``W`` is already a bf16
-number, so an element of the adapter's delta smaller than half a bf16 step of ``W`` rounds away: until the adapter
-has moved far enough, the copy samples from (nearly) the base model while the policy it stands for has learned. The
-policy itself adds the adapter's output to the base layer's, where nothing rounds away, and so does the copy with
-its adapters apart (the default).
+one bf16 matrix, ``W + scale * B @ A`` summed in fp32 and rounded to bf16 once: an element of the adapter's delta
+smaller than half a bf16 step of ``W`` rounds away. The copy with its adapters apart (the default) adds them to the
+layer's output as the policy does. But the policy rounds too: in a bf16 run each layer's output is a bf16 number, and
+an adapter's small contribution to it rounds away there as well. So two references:
 
-This measures it on real weights (SmolLM2-135M-Instruct, the model scripts/real_weights.py converts; on a CPU):
-LoRA r16 on every linear layer, as the presets have it, trained with AdamW on worked additions (the product's
-arithmetic task) for a few steps at several learning rates; after each, on held-out prompts, the next-token
-distributions of the base (adapter off), the policy (adapter on, bf16 base) and the copy the product builds from it.
+- the *learned* update: the policy computed in fp32 (its bf16 base weights upcast, which is exact, and its fp32
+  LoRA) against the base computed the same way. "kept" is the share of that move a way of sampling keeps.
+- the *trainer*: the policy as a bf16 run computes it (bf16 base, fp32 LoRA), whose log-probs GRPO's loss uses.
+  KL(trainer || sampler) is how far a sampler's distribution is from it: zero means on-policy samples.
+
+Measured on real weights (SmolLM2-135M-Instruct, the model scripts/real_weights.py converts; on a CPU): LoRA r16 on
+every linear layer, as the presets have it, trained with AdamW on worked additions (the product's arithmetic task)
+at several learning rates, held-out prompts. The LoRA trains with the base in fp32 (the checkpoint's bf16 values
+upcast): bf16 matmuls are slow on a CPU, and the update is then the one the data asks for, not shaped by bf16
+rounding. Eager CPU kernels; on a GPU the compiled decode step rounds in its own order, which these numbers do not
+show.
 
     python benchmarks/copy_fidelity.py                      # writes docs/copy-fidelity.json and .md
     python benchmarks/copy_fidelity.py --out /tmp/fidelity  # elsewhere
-
-Per row: KL(policy || base) per token, how far training moved the model; KL(policy || copy), how far the copy is
-from it; and the share of the move the copy keeps, 1 - KL(policy || copy) / KL(policy || base).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL_NAME = "smollm2-135m-instruct"
-LEARNING_RATES = (1e-5, 1e-4, 1e-3)
+LEARNING_RATES = (1e-5, 1e-4)
 CHECKPOINTS = (10, 40)
 BATCH = 16
 ADAPTERS = ("merged", "apart")  # the copy's two ways to hold an adapter (GenerationCopy's ``adapters``)
@@ -80,6 +84,22 @@ def copy_of(policy, adapters: str):
                           adapters=adapters, dtype=torch.bfloat16).model
 
 
+def bf16_run_of(policy):
+    """The policy as a bf16 run holds it: base weights in bf16, the LoRA in fp32 (peft's default)."""
+    import copy
+
+    import torch
+
+    held = copy.deepcopy(policy)
+    for name, param in held.named_parameters():
+        if "lora_" not in name:
+            param.data = param.data.to(torch.bfloat16)
+    return held
+
+
+SAMPLERS = ("base", "trainer", "merged", "apart")  # what each row compares: the bf16 base and policy, the copies
+
+
 def measure(args) -> dict:
     import torch
     from peft import LoraConfig, get_peft_model
@@ -92,7 +112,7 @@ def measure(args) -> dict:
     mask = held_out["attention_mask"][:, 1:].float()
     rows = []
     for lr in args.learning_rates:
-        base = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
+        base = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
         policy = get_peft_model(base, LoraConfig(r=16, lora_alpha=16, target_modules="all-linear",
                                                  lora_dropout=0.0))
         optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
@@ -106,48 +126,59 @@ def measure(args) -> dict:
             optimizer.zero_grad()
             if step not in args.checkpoints:
                 continue
+            learned = log_probs(policy, held_out)[:, :-1]
             with policy.disable_adapter():
-                base_log = log_probs(policy, held_out)[:, :-1]
-            policy_log = log_probs(policy, held_out)[:, :-1]
-            moved = kl(policy_log, base_log, mask)
-            deltas = [layer.get_delta_weight("default").float().norm() / layer.base_layer.weight.float().norm()
-                      for layer in policy.modules() if hasattr(layer, "get_delta_weight")]
-            row = {"learning_rate": lr, "step": step, "loss": round(float(loss.detach()), 4),
-                   "delta_relative_norm": float(sum(deltas) / len(deltas)), "kl_policy_base": moved}
+                learned_base = log_probs(policy, held_out)[:, :-1]
+            moved = kl(learned, learned_base, mask)
+            run = bf16_run_of(policy)
+            trainer = log_probs(run, held_out)[:, :-1]
+            with run.disable_adapter():
+                sampled = {"base": log_probs(run, held_out)[:, :-1]}
+            sampled["trainer"] = trainer
             for adapters in ADAPTERS:
-                apart = kl(policy_log, log_probs(copy_of(policy, adapters), held_out)[:, :-1], mask)
-                row[f"kl_policy_copy_{adapters}"] = apart
-                row[f"kept_{adapters}"] = 1 - apart / moved if moved > 0 else None
+                sampled[adapters] = log_probs(copy_of(run, adapters), held_out)[:, :-1]
+            with torch.no_grad():
+                deltas = [layer.get_delta_weight("default").float().norm() / layer.base_layer.weight.float().norm()
+                          for layer in policy.modules() if hasattr(layer, "get_delta_weight")]
+            row = {"learning_rate": lr, "step": step, "loss": round(float(loss.detach()), 4),
+                   "delta_relative_norm": float(sum(deltas) / len(deltas)), "kl_learned_base": moved}
+            for name, log_q in sampled.items():
+                row[f"kept_{name}"] = 1 - kl(learned, log_q, mask) / moved if moved > 0 else None
+                row[f"kl_trainer_{name}"] = kl(trainer, log_q, mask)
             rows.append(row)
-            print(f"lr {lr:g} step {step}: KL(policy||base) {moved:.2e}, kept merged {row['kept_merged']:.2f}, "
-                  f"apart {row['kept_apart']:.2f}", file=sys.stderr)
+            print(f"lr {lr:g} step {step}: learned move {moved:.2e}; kept: "
+                  + ", ".join(f"{name} {row[f'kept_{name}']:.2f}" for name in SAMPLERS), file=sys.stderr)
     return {"date": datetime.date.today().isoformat(), "model": MODEL_NAME, "lora": "r16, alpha 16, all linear",
             "batch": BATCH, "rows": rows}
 
 
 def markdown(report: dict) -> str:
     lines = [
-        "# How much of the LoRA the generation copy keeps",
+        "# How much of the LoRA the generation copy keeps, and how far it samples from the trainer",
         "",
-        f"Measured by `python benchmarks/copy_fidelity.py` on {report['date']}: {report['model']} (real weights, "
-        f"bf16), LoRA {report['lora']}, AdamW on worked additions, batch {report['batch']}; held-out prompts. "
-        "The copy is the fast path's (skill/runtime/generation_copy.py), in bf16 as on a GPU.",
+        f"Measured by `python benchmarks/copy_fidelity.py` on {report['date']}: {report['model']} (real weights), "
+        f"LoRA {report['lora']}, trained with AdamW on worked additions (base in fp32), batch {report['batch']}; "
+        "held-out prompts; eager CPU kernels. The copies are the fast path's (skill/runtime/generation_copy.py), in "
+        "bf16 as on a GPU.",
         "",
-        "| learning rate | step | adapter delta / base weight (norm) | KL(policy ‖ base) | KL(policy ‖ merged copy) "
-        "| kept, merged | KL(policy ‖ copy, adapters apart) | kept, apart |",
-        "|---|---|---|---|---|---|---|---|",
+        "| learning rate | step | adapter delta / base weight (norm) | learned move: KL(fp32 policy ‖ fp32 base) "
+        "| kept: bf16 base | kept: bf16 policy (the trainer) | kept: merged copy | kept: copy, adapters apart "
+        "| KL(trainer ‖ base) | KL(trainer ‖ merged copy) | KL(trainer ‖ copy, adapters apart) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
         cells = [f"{row['learning_rate']:g}", str(row["step"]), f"{row['delta_relative_norm']:.1e}",
-                 f"{row['kl_policy_base']:.2e}"]
-        for adapters in ADAPTERS:
-            kept = row[f"kept_{adapters}"]
-            cells += [f"{row[f'kl_policy_copy_{adapters}']:.2e}", "" if kept is None else f"{kept:.2f}"]
+                 f"{row['kl_learned_base']:.2e}"]
+        cells += [f"{row[f'kept_{name}']:.2f}" for name in SAMPLERS]
+        cells += [f"{row[f'kl_trainer_{name}']:.2e}" for name in ("base", "merged", "apart")]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "kept: the share of the policy's move away from the base that the copy samples with (1: all of it; "
-              "0: the copy samples as the base does). Merged: `GenerationCopy(adapters=\"merged\")`, each adapter "
-              "summed into its layer's bf16 weight; apart: the fast path's default since 2026-12-04, each adapter "
-              "beside its layer, in fp32 as the policy computes it."]
+    lines += ["", "kept: the share of the learned move (the policy against the base, both computed in fp32) that a "
+              "way of sampling keeps, 1 - KL(fp32 policy ‖ sampler) / KL(fp32 policy ‖ fp32 base); 1: all of it, 0: "
+              "no closer than the base. The bf16 policy is what a bf16 run computes (bf16 base, fp32 LoRA), the "
+              "trainer's log-probs; its own kept shows what bf16 activations round away. KL(trainer ‖ sampler), per "
+              "token: how far a sampler's distribution is from the one GRPO's loss assumes (0: on-policy). Merged: "
+              "`GenerationCopy(adapters=\"merged\")`; apart: the fast path's default, each adapter beside its "
+              "layer in fp32."]
     return "\n".join(lines) + "\n"
 
 

@@ -11,10 +11,11 @@ batch 8 (docs/benchmarks.md, 2026-12-03).
 
 ``adapters="merged"`` folds each adapter into its layer's weight instead (``W + scale * B @ A``, rounded to bf16
 once): no adapter matmuls per token, but an element of the adapter's delta under half a bf16 step of the base weight
-rounds away, so early in a run at a small learning rate (the presets' 1e-5) the merged copy samples much as the base
-model does (benchmarks/copy_fidelity.py, docs/copy-fidelity.md): training would learn from another policy's
-samples. The default keeps them apart, so the copy samples what the policy would; its adapter matmuls cost about
-2.6 ms a decode step on that shape (9.3 ms against 6.7 merged at batch 8, 10.9 against 8.4 at 64; 2026-12-04).
+rounds away, so the merged copy samples from another distribution than the one the trainer computes log-probs for:
+on SmolLM2-135M, 2.7e-3 nats a token away early at the presets' lr 1e-5, as far as the trainer had moved from the
+base by then (benchmarks/copy_fidelity.py, docs/copy-fidelity.md). The default keeps them apart, so the copy
+computes what the trainer computes; its adapter matmuls cost about 2.6 ms a decode step on that shape (9.3 ms
+against 6.7 merged at batch 8, 10.9 against 8.4 at 64; 2026-12-04).
 """
 
 from __future__ import annotations
