@@ -56,10 +56,15 @@ def prompts(torch, batch: int, vocab: int):
     return {"input_ids": ids.cuda(), "attention_mask": mask.cuda()}
 
 
-def timed_generate(torch, generate, inputs, config, tokens: int) -> float:
+def sample_length(config, tokens: int) -> None:
+    """Ask ``config`` for ``tokens`` new tokens: exactly that many without stop tokens; with them, at most (a
+    random-weight model almost never samples one, and forcing the length would mask them)."""
     config.max_new_tokens = tokens
-    # without stop tokens every sequence runs to the end; with them, a random-weight model almost never samples one
     config.min_new_tokens = tokens if config.eos_token_id is None else None
+
+
+def timed_generate(torch, generate, inputs, config, tokens: int) -> float:
+    sample_length(config, tokens)
     torch.cuda.synchronize()
     started = time.perf_counter()
     generate(**inputs, generation_config=config)
@@ -79,8 +84,7 @@ def profile_step(torch, generate, inputs, config, tokens: int) -> dict:
     """Kernel time per decode step by kind, and the GPU's idle share, over one generation of ``tokens``."""
     from torch.profiler import ProfilerActivity, profile
 
-    config.max_new_tokens = tokens
-    config.min_new_tokens = tokens if config.eos_token_id is None else None
+    sample_length(config, tokens)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         started = time.perf_counter()
