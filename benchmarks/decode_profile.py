@@ -182,7 +182,8 @@ def main(argv=None) -> int:
                     copies[key] = GenerationCopy(source, max_cache_len=PROMPT_TOKENS + args.new_tokens,
                                                  compile_decode=True, attn_implementation=spec.get("attn", "sdpa"),
                                                  loop=spec.get("loop", "transformers"),
-                                                 adapters=spec.get("adapters", "merged"))
+                                                 adapters=spec.get("adapters", "merged"),
+                                                 adapter_dtype=getattr(torch, spec.get("adapter_dtype", ""), None))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -251,6 +252,13 @@ PATHS = {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "stops": True,
         "tells": "the same with the stop tokens GRPOTrainer passes: generate then checks every token whether all "
                  "sequences stopped (a sync with the GPU); training measured ~14 ms a token against this table's ~11"},
+    "copy with adapters apart in bf16, grouped decode": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "profile": True, "tells": "the copy with each LoRA beside its layer in bf16, as the trainer computes it under "
+                                  "bf16 autocast (benchmarks/sampler_mismatch.py)"},
+    "copy with adapters apart in bf16, grouped decode, stop tokens": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "stops": True, "tells": "the same with GRPOTrainer's stop tokens"},
     "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,
                                                "adapters": "apart", "decode": False,
                                                "tells": "its refresh: only the adapters are copied in"},

@@ -187,3 +187,51 @@ def test_in_bf16_a_small_adapter_update_rounds_away_when_merged_and_stays_when_a
             errors[adapters] = (copy.model(input_ids=inputs).logits.float() - policy_logits).norm() / moved
     assert errors["merged"] > 0.5, errors  # most of the update lost
     assert errors["apart"] < 0.1, errors
+
+
+def test_under_bf16_autocast_the_copy_computes_the_adapters_as_the_trainer_does():
+    """A bf16 run's trainer scores completions under accelerate's bf16 autocast, where a LoRA's matmuls run in bf16:
+    the copy that install() makes for it computes exactly that; adapters in fp32 (peft without autocast) do not."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy, autocast_dtype
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 1e-2)
+    try:
+        accelerator = Accelerator(mixed_precision="bf16", cpu=True)
+        assert autocast_dtype(accelerator) == torch.bfloat16
+        trainer = accelerator.prepare_model(model)  # what the Trainer scores with
+        inputs = torch.randint(0, model.config.vocab_size, (4, 24))
+        with torch.no_grad():
+            scored = trainer(input_ids=inputs).logits
+            copies = {dtype: GenerationCopy(model, max_cache_len=64, compile_decode=False, adapters="apart",
+                                            dtype=torch.bfloat16, attn_implementation="sdpa", adapter_dtype=dtype)
+                      for dtype in (torch.bfloat16, None)}
+            logits = {dtype: copy.model(input_ids=inputs).logits.float() for dtype, copy in copies.items()}
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
+    assert torch.equal(logits[torch.bfloat16], scored)
+    assert not torch.equal(logits[None], scored)
+    assert copies[None].adapted[0][0].down.dtype == torch.float32  # None: the adapters' own dtype
+
+
+def test_without_mixed_precision_the_copy_keeps_the_adapters_own_dtype():
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    from grpo_skill.runtime.generation_copy import autocast_dtype
+
+    try:
+        assert autocast_dtype(Accelerator(mixed_precision="no", cpu=True)) is None
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)

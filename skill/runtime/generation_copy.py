@@ -46,10 +46,12 @@ def torch_no_grad(function):
 
 class GenerationCopy:
     """A model of the policy's architecture (bf16 on a GPU, fp32 on a CPU, or ``dtype``) whose weights follow the
-    policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``)."""
+    policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``),
+    computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
+    forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-                 loop: str = "transformers", adapters: str = "apart", dtype=None):
+                 loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -79,7 +81,7 @@ class GenerationCopy:
         self.model.generation_config = copying.deepcopy(base.generation_config)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
-        self.adapted = _keep_adapters_apart(self.model, base) if adapters == "apart" else []
+        self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype) if adapters == "apart" else []
         self._sources = list(_sources(self.model, base))
         self.refresh(everything=True)
         self.refresh_seconds = 0.0
@@ -134,17 +136,32 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
     policy = trainer.accelerator.unwrap_model(trainer.model)
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
-    copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters)
+    copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
+                          adapter_dtype=autocast_dtype(trainer.accelerator))
     policy.generate = copy.generate
     if distributed.is_main_process():
         gib = sum(p.numel() * p.element_size() for p in copy.model.parameters()) / 2**30
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
-        held = _("its LoRA beside each layer") if copy.adapted else _("its LoRA merged")
+        if copy.adapted:
+            held = _("its LoRA beside each layer in {dtype}, as the trainer computes it").format(
+                dtype=str(copy.adapted[0][0].down.dtype).removeprefix("torch."))
+        else:
+            held = _("its LoRA merged")
         print(_("generation: a {dtype} copy of the policy, {held} ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
                 "decode step {compiled}").format(
             dtype=dtype, held=held, gib=gib, tokens=max_cache_len,
             compiled=_("compiled") if compile_decode else _("not compiled")), file=sys.stderr)
     return copy
+
+
+def autocast_dtype(accelerator):
+    """The dtype the trainer's forward autocasts to (accelerate's bf16 or fp16 mixed precision), or None: under
+    autocast a LoRA's matmuls run in that dtype, not in the adapters' own fp32."""
+    import torch
+
+    if not getattr(accelerator, "native_amp", False):
+        return None
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(accelerator.mixed_precision))
 
 
 def _sources(model, base):
@@ -165,21 +182,23 @@ def adapted_linear_class():
     from torch.nn import functional
 
     class AdaptedLinear(torch.nn.Module):
-        """A linear layer of the copy with its adapters beside it, added to its output as the policy adds them;
-        ``down`` holds the active adapters' A matrices stacked, ``up`` their B matrices times their scales."""
+        """A linear layer of the copy with its adapters beside it, added to its output in the order peft adds
+        them: ``base(x) + up(down(x)) * scale``, the adapters in ``dtype``. ``down`` holds the active adapters'
+        A matrices stacked, ``up`` their B matrices (times their scales when there are several)."""
 
-        def __init__(self, linear, rank: int):
+        def __init__(self, linear, rank: int, dtype):
             super().__init__()
             self.linear = linear
-            # fp32, as peft computes the adapters of a bf16 policy: in bf16 the adapters' small output would round
-            # differently from the policy's
-            self.register_buffer("down", torch.zeros(rank, linear.in_features, device=linear.weight.device),
-                                 persistent=False)
-            self.register_buffer("up", torch.zeros(linear.out_features, rank, device=linear.weight.device),
-                                 persistent=False)
+            # fp32 (the adapters' own) matches a policy computed without autocast; under bf16 autocast the
+            # policy's adapter matmuls run in bf16, and a copy in fp32 would round otherwise
+            self.register_buffer("down", torch.zeros(rank, linear.in_features, device=linear.weight.device,
+                                                     dtype=dtype), persistent=False)
+            self.register_buffer("up", torch.zeros(linear.out_features, rank, device=linear.weight.device,
+                                                   dtype=dtype), persistent=False)
+            self.scale = 1.0
 
         def forward(self, x):
-            adapted = functional.linear(functional.linear(x.to(self.down.dtype), self.down), self.up)
+            adapted = functional.linear(functional.linear(x.to(self.down.dtype), self.down), self.up) * self.scale
             return (self.linear(x) + adapted).to(x.dtype)
 
         def follow(self, layer) -> None:
@@ -190,8 +209,13 @@ def adapted_linear_class():
                 return
             active = _separable_adapters(layer)
             self.down.copy_(torch.cat([layer.lora_A[name].weight.detach() for name in active]))
-            self.up.copy_(torch.cat([layer.lora_B[name].weight.detach() * layer.scaling[name] for name in active],
-                                    dim=1))
+            if len(active) == 1:  # B as it is and its scale after, as peft computes it (the same rounding)
+                self.up.copy_(layer.lora_B[active[0]].weight.detach())
+                self.scale = float(layer.scaling[active[0]])
+            else:
+                self.up.copy_(torch.cat([layer.lora_B[name].weight.detach() * layer.scaling[name]
+                                         for name in active], dim=1))
+                self.scale = 1.0
 
     return AdaptedLinear
 
@@ -208,9 +232,10 @@ def _separable_adapters(layer) -> list[str] | None:
     return active
 
 
-def _keep_adapters_apart(model, base) -> list:
-    """Put an AdaptedLinear in place of each linear layer of the copy whose policy layer has plain LoRA adapters;
-    returns (adapted layer, policy layer) pairs. Layers it cannot keep apart stay merged."""
+def _keep_adapters_apart(model, base, adapter_dtype=None) -> list:
+    """Put an AdaptedLinear in place of each linear layer of the copy whose policy layer has plain LoRA adapters,
+    computing them in ``adapter_dtype`` (None: the adapters' own); returns (adapted layer, policy layer) pairs.
+    Layers it cannot keep apart stay merged."""
     import torch
 
     adapted_class, adapted = adapted_linear_class(), []
@@ -223,7 +248,7 @@ def _keep_adapters_apart(model, base) -> list:
             continue
         rank = sum(layer.lora_A[adapter].weight.shape[0] for adapter in active)
         owner_name, _dot, child = name.rpartition(".")
-        replacement = adapted_class(linear, rank)
+        replacement = adapted_class(linear, rank, adapter_dtype or layer.lora_A[active[0]].weight.dtype)
         setattr(model.get_submodule(owner_name) if owner_name else model, child, replacement)
         adapted.append((replacement, layer))
     return adapted

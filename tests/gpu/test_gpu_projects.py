@@ -204,3 +204,5 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
         return
     assert (summary["generation"], summary["backend"]) == ("fast", "trl"), summary
     assert "generation: fast" in said
+    # bf16 on: the copy computes the LoRA as the trainer scores it, under bf16 autocast (benchmarks/sampler_mismatch.py)
+    assert "its LoRA beside each layer in bfloat16, as the trainer computes it" in said
