@@ -22,7 +22,8 @@ completion's tokens (to its end of turn):
   the share of tokens whose trainer/sampler ratio is outside [0.8, 1.2] (PPO's clip range) says how many a
   truncated importance weight would touch.
 
-    python benchmarks/sampler_mismatch.py --out /tmp/mismatch       # on a CUDA GPU; writes mismatch.json and .md
+    python benchmarks/sampler_mismatch.py                  # on a CUDA GPU; writes docs/sampler-mismatch.json and .md
+    python benchmarks/sampler_mismatch.py --out /tmp/mm    # elsewhere
 """
 
 from __future__ import annotations
@@ -213,12 +214,15 @@ def markdown(report: dict) -> str:
     lines += [f"- {name}: {spec['tells']}" for name, spec in SAMPLERS.items()]
     lines += ["- trainer, batches of 8: the trainer's own forward on the same sequences in batches of 8 instead of "
               "all at once (kernel order alone)"]
+    if report.get("notes"):
+        lines += ["", "Notes:", ""] + [f"- {note}" for note in report["notes"]]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for mismatch.json and mismatch.md")
+    parser.add_argument("--out", type=Path, default=copy_fidelity.REPO / "docs",
+                        help="folder for sampler-mismatch.json and .md")
     parser.add_argument("--learning-rates", type=float, nargs="+", default=list(LEARNING_RATES))
     parser.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
     parser.add_argument("--prompts", type=int, default=PROMPTS)
@@ -226,8 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = measure(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "mismatch.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.out / "mismatch.md").write_text(markdown(report))
+    (args.out / "sampler-mismatch.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / "sampler-mismatch.md").write_text(markdown(report))
     print(markdown(report))
     return 0
 

@@ -252,6 +252,8 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
 # The decode-step table of docs/benchmarks.json (benchmarks/decode_profile.py) measures the fast path's decode step
 # at several batch sizes, which the training rows (one batch size per case) cannot tell apart into base and per
 # sequence: its rows of the path train.py takes are fitted too.
+# The adapters in fp32: the path the 'generated default' training rows were measured with. A bf16 run's copy now
+# computes them in bf16 (faster); refit on that row once training rows measure it.
 COPY_DECODE_PATH = "copy with adapters apart, grouped decode"
 
 

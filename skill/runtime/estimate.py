@@ -52,7 +52,8 @@ CALIBRATION: dict[str, float] = {
     "decode_per_sequence_s_trl_compiled": 1.79e-05,
     # The fast generation path (a bf16 copy, each LoRA beside its layer, compiled static-cache decoding with grouped
     # K/V heads): the 'generated default' rows and the decode-step table (2026-12-04: 9.28 ms at 8 sequences, 10.93
-    # at 64)
+    # at 64), both measured with the adapters in fp32; in bf16, as a bf16 run now computes them, the step measured
+    # 8.44 and 10.40 ms against 10.01 and 11.78 in fp32 in one call: these constants overestimate it by ~12-16%
     "decode_base_s_copy": 0.00928,
     "decode_per_sequence_s_copy": 2.45e-05,
     "step_overhead_s": 0.541,
