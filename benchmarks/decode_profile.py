@@ -179,7 +179,9 @@ def main(argv=None) -> int:
                 key = path
                 if key not in copies:
                     started = time.perf_counter()
-                    copies[key] = GenerationCopy(source, max_cache_len=PROMPT_TOKENS + args.new_tokens,
+                    copies[key] = GenerationCopy(source,
+                                                 max_cache_len=spec.get("cache_len", PROMPT_TOKENS + args.new_tokens),
+                                                 cache_step=spec.get("cache_step"),
                                                  compile_decode=True, attn_implementation=spec.get("attn", "sdpa"),
                                                  loop=spec.get("loop", "transformers"),
                                                  adapters=spec.get("adapters", "merged"),
@@ -259,6 +261,15 @@ PATHS = {
     "copy with adapters apart in bf16, grouped decode, stop tokens": {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
         "stops": True, "tells": "the same with GRPOTrainer's stop tokens"},
+    "copy with adapters apart in bf16, grouped decode, cache of 1024": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "cache_len": 1024, "tells": "the same with the cache train.py gives the copy for the standard preset "
+                                    "(max_seq_length 1024 tokens, not the 352 this generation fills): the decode "
+                                    "attention reads the whole cache, empty positions too"},
+    "copy with adapters apart in bf16, grouped decode, cache of 1024 fitted in steps of 512": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "cache_len": 1024, "cache_step": 512, "tells": "the same, each generation's cache as long as it can fill, "
+                                                      "rounded up to 512 tokens (GenerationCopy's cache_step)"},
     "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,
                                                "adapters": "apart", "decode": False,
                                                "tells": "its refresh: only the adapters are copied in"},

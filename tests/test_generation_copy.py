@@ -235,3 +235,28 @@ def test_without_mixed_precision_the_copy_keeps_the_adapters_own_dtype():
         assert autocast_dtype(Accelerator(mixed_precision="no", cpu=True)) is None
     finally:
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_with_a_cache_step_each_generation_gets_a_cache_of_its_own_length(policy):
+    """A static cache as long as the generation needs, in steps (few lengths, few compiled graphs), never longer
+    than max_cache_len; it samples what the policy samples."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=96, compile_decode=False, cache_step=32)
+    inputs = tokenizer(["<|im_start|>user\nhello<|im_end|>\n"], return_tensors="pt")
+    width = inputs["input_ids"].shape[1]
+    lengths = {}
+    for new_tokens in (4, 40, 200):
+        config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                  pad_token_id=tokenizer.pad_token_id or 0)
+        out = copy.generate(**inputs, generation_config=config, return_dict_in_generate=True)
+        lengths[new_tokens] = out.past_key_values.max_cache_len
+        if new_tokens < 200:
+            assert torch.equal(out.sequences, model.generate(**inputs, generation_config=config))
+    assert lengths[4] == -(-(width + 4) // 32) * 32 < 96
+    assert lengths[40] == -(-(width + 40) // 32) * 32 > lengths[4]
+    assert lengths[200] >= width + 200 - 1  # past max_cache_len: as long as the generation needs, as before
+    assert GenerationCopy(model, max_cache_len=96, compile_decode=False).cache_length(width, 4) == 96

@@ -2,20 +2,20 @@
 
 A policy with a 4-bit base dequantizes every weight on every token, and transformers decodes it step by step
 uncompiled under TRL. The copy holds each linear layer's base weight once in bf16 and, beside it, the layer's LoRA
-adapters as the policy computes them (``x W + (x A) sB``, the adapters in fp32), copied in before each generation and
-never written back: the policy's own weights stay exactly as trained. That is what vLLM's colocate mode does with its
-own copy, without vLLM. The copy decodes with a static KV cache of one size, so transformers compiles the decode step
-once (on a GPU). Its decode attention (runtime/grouped_decode.py) reads the grouped K/V heads in place: on an H200,
-Qwen3-4B's shape, batch 64, a decode step took 8.4 ms against 14.5 with transformers' SDPA, and 6.7 against 6.9 at
-batch 8 (docs/benchmarks.md, 2026-12-03).
+adapters computed as the trainer computes them (``x W + ((x A) B) s``; under a bf16 run's autocast the adapter's
+matmuls run in bf16, so the copy's do too), copied in before each generation and never written back: the policy's own
+weights stay exactly as trained. That is what vLLM's colocate mode does with its own copy, without vLLM. The copy
+decodes with a static KV cache of one size, so transformers compiles the decode step once (on a GPU). Its decode
+attention (runtime/grouped_decode.py) reads the grouped K/V heads in place: on an H200, Qwen3-4B's shape, batch 64, a
+decode step took 8.4 ms against 14.5 with transformers' SDPA, and 6.7 against 6.9 at batch 8 (docs/benchmarks.md,
+2026-12-03).
 
-``adapters="merged"`` folds each adapter into its layer's weight instead (``W + scale * B @ A``, rounded to bf16
-once): no adapter matmuls per token, but an element of the adapter's delta under half a bf16 step of the base weight
-rounds away, so the merged copy samples from another distribution than the one the trainer computes log-probs for:
-on SmolLM2-135M, 2.7e-3 nats a token away early at the presets' lr 1e-5, as far as the trainer had moved from the
-base by then (benchmarks/copy_fidelity.py, docs/copy-fidelity.md). The default keeps them apart, so the copy
-computes what the trainer computes; its adapter matmuls cost about 2.6 ms a decode step on that shape (9.3 ms
-against 6.7 merged at batch 8, 10.9 against 8.4 at 64; 2026-12-04).
+Why the adapters stay apart, in the trainer's dtype: GRPOTrainer scores the samples with its own forward and corrects
+nothing for a sampler that differs from it. On an H200 (docs/sampler-mismatch.md, benchmarks/sampler_mismatch.py) the
+copy with bf16 adapters sampled 1.9e-3 to 2.4e-3 nats a token from the trainer, the closest of all samplers, TRL's own
+``generate`` included; ``adapters="merged"`` (each adapter folded into its layer's bf16 weight: no adapter matmuls per
+token) was as close while the update was small and 1.0e-2 away once it was large. Keeping them apart costs time: a
+decode step of 8.4 ms against 5.7 merged at batch 8, 10.4 against 7.5 at 64 (2026-12-04).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class GenerationCopy:
     forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-                 loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None):
+                 loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None,
+                 cache_step: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -63,6 +64,7 @@ class GenerationCopy:
         base = policy.get_base_model()
         self.policy = policy
         self.max_cache_len = max_cache_len
+        self.cache_step = cache_step
         self.compile_decode = compile_decode
         config = copying.deepcopy(base.config)
         for attribute in ("quantization_config", "_pre_quantization_dtype"):
@@ -118,13 +120,27 @@ class GenerationCopy:
         config = copying.deepcopy(generation_config or self.model.generation_config)
         config.cache_implementation = "static"
         config.disable_compile = not self.compile_decode
-        config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
+        prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+        config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
+        if self.cache_step:  # transformers keeps the longest cache it has made: start from this one's length
+            self.model._previous_max_cache_length = -1
         with torch.no_grad():
             if self.loop is not None and not args:
                 complete = prepared(self.model, config)
                 if supports(complete, kwargs):
                     return self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
             return self.model.generate(*args, generation_config=config, **kwargs)
+
+
+    def cache_length(self, prompt_width: int, new_tokens: int | None) -> int:
+        """The static KV cache's length for one generation. Without ``cache_step``: ``max_cache_len`` always, one
+        compiled graph. With it: what this generation can fill, rounded up to a multiple of ``cache_step`` (a few
+        lengths, a graph each) and at most ``max_cache_len``; the decode step's attention reads the whole cache,
+        empty positions too, so a shorter one is read faster."""
+        if not self.cache_step or new_tokens is None:
+            return self.max_cache_len
+        needed = prompt_width + new_tokens
+        return min(self.max_cache_len, -(-needed // self.cache_step) * self.cache_step)
 
 
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
