@@ -254,6 +254,24 @@ def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transf
     assert [row["step"] for row in metrics.read_metrics(project / "compiled") if "reward" in row] == [1, 2]
 
 
+def test_the_fast_path_on_a_cpu_trains_from_a_copy_that_computes_the_lora_as_the_trainer(trained, monkeypatch,
+                                                                                      capsys):
+    """generation = "fast" without a GPU: the copy is installed on the real GRPOTrainer, decodes uncompiled, and
+    keeps the adapters in the trainer's precision (no bf16 autocast on a CPU run: their own fp32)."""
+    project, _, _ = trained
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)
+    try:
+        with config_edited(project, 'generation = "auto"', 'generation = "fast"'):  # as a user would
+            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "fast"])
+            runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c_handler)
+    said = capsys.readouterr().err
+    assert "generation: a float32 copy of the policy, its LoRA beside each layer in float32, as the trainer " \
+           "computes it" in said, said[-2000:]
+    assert [row["step"] for row in metrics.read_metrics(project / "fast") if "reward" in row] == [1, 2]
+
+
 def test_a_run_repeats_step_for_step_with_the_same_seed(trained):
     """TRL adds the LoRA adapter before it seeds; train.py seeds first, so its random starting weights repeat."""
     project, _, _ = trained
