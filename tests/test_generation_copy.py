@@ -159,22 +159,29 @@ def test_a_copy_with_its_adapters_apart_generates_what_the_policy_generates(poli
     assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
 
 
-def test_in_bf16_a_small_adapter_update_rounds_away_when_merged_and_stays_when_apart():
-    """What benchmarks/copy_fidelity.py measures on real weights, on the tiny model: an adapter delta well under
-    half a bf16 step of the base weights moves the policy's outputs; merged into bf16 weights it is gone."""
+def bf16_policy(lora_alpha: int, adapter_scale: float):
+    """The tiny model in bf16 with a LoRA r8 (fp32, peft's default) on every linear layer, B drawn at this scale."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     from grpo_skill.builtins.presets import build_tiny_model
-    from grpo_skill.runtime.generation_copy import GenerationCopy
 
     model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=8, target_modules="all-linear"))
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=lora_alpha, target_modules="all-linear"))
     torch.manual_seed(0)
     with torch.no_grad():
         for name, param in model.named_parameters():
             if "lora_B" in name:
-                param.normal_(0, 1e-4)
+                param.normal_(0, adapter_scale)
+    return model
+
+
+def test_in_bf16_a_small_adapter_update_rounds_away_when_merged_and_stays_when_apart():
+    """What benchmarks/copy_fidelity.py measures on real weights, on the tiny model: an adapter delta well under
+    half a bf16 step of the base weights moves the policy's outputs; merged into bf16 weights it is gone."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = bf16_policy(lora_alpha=8, adapter_scale=1e-4)
     inputs = torch.randint(0, model.config.vocab_size, (4, 24))
     with torch.no_grad():
         policy_logits = model(input_ids=inputs).logits.float()
@@ -194,19 +201,10 @@ def test_under_bf16_autocast_the_copy_computes_the_adapters_as_the_trainer_does(
     the copy that install() makes for it computes exactly that; adapters in fp32 (peft without autocast) do not."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    from grpo_skill.builtins.presets import build_tiny_model
     from grpo_skill.runtime.generation_copy import GenerationCopy, autocast_dtype
 
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 1e-2)
+    model = bf16_policy(lora_alpha=16, adapter_scale=1e-2)
     try:
         accelerator = Accelerator(mixed_precision="bf16", cpu=True)
         assert autocast_dtype(accelerator) == torch.bfloat16

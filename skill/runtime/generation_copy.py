@@ -120,10 +120,11 @@ class GenerationCopy:
         config = copying.deepcopy(generation_config or self.model.generation_config)
         config.cache_implementation = "static"
         config.disable_compile = not self.compile_decode
-        prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
-        config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
-        if self.cache_step:  # transformers keeps the longest cache it has made: start from this one's length
-            self.model._previous_max_cache_length = -1
+        config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
+        if self.cache_step:
+            prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+            config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
+            self.model._previous_max_cache_length = -1  # transformers would keep the longest cache it has made
         with torch.no_grad():
             if self.loop is not None and not args:
                 complete = prepared(self.model, config)
