@@ -228,11 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=PROMPTS)
     parser.add_argument("--new-tokens", type=int, default=NEW_TOKENS)
     args = parser.parse_args(argv)
-    report = measure(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sampler-mismatch.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.out / "sampler-mismatch.md").write_text(markdown(report))
-    print(markdown(report))
+    copy_fidelity.write(measure(args), args.out / "sampler-mismatch", markdown)
     return 0
 
 
