@@ -103,8 +103,8 @@ def bf16_run_of(policy):
 
 
 SAMPLERS = ("base", "trainer", *COPIES)  # what each row compares: the bf16 base and policy, the copies
-LABELS = {"base": "bf16 base", "trainer": "trainer", "merged": "merged copy", "apart, fp32": "copy, adapters apart in fp32",
-          "apart, bf16": "copy, adapters apart in bf16"}
+LABELS = {"base": "bf16 base", "trainer": "trainer", "merged": "merged copy",
+          "apart, fp32": "copy, adapters apart in fp32", "apart, bf16": "copy, adapters apart in bf16"}
 
 
 def measure(args) -> dict:

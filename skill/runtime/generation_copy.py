@@ -132,7 +132,6 @@ class GenerationCopy:
                     return self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
             return self.model.generate(*args, generation_config=config, **kwargs)
 
-
     def cache_length(self, prompt_width: int, new_tokens: int | None) -> int:
         """The static KV cache's length for one generation. Without ``cache_step``: ``max_cache_len`` always, one
         compiled graph. With it: what this generation can fill, rounded up to a multiple of ``cache_step`` (a few
