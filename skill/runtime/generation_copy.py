@@ -13,9 +13,9 @@ decode step took 8.4 ms against 14.5 with transformers' SDPA, and 6.7 against 6.
 Why the adapters stay apart, in the trainer's dtype: GRPOTrainer scores the samples with its own forward and corrects
 nothing for a sampler that differs from it. On an H200 (docs/sampler-mismatch.md, benchmarks/sampler_mismatch.py) the
 copy with bf16 adapters sampled 1.9e-3 to 2.4e-3 nats a token from the trainer, the closest of all samplers by a small
-margin, TRL's own ``generate`` included; ``adapters="merged"`` (each adapter folded into its layer's bf16 weight: no adapter matmuls per
-token) was as close while the update was small and 1.0e-2 away once it was large. Keeping them apart costs time: a
-decode step of 8.4 ms against 5.7 merged at batch 8, 10.4 against 7.5 at 64 (2026-12-04).
+margin, TRL's own ``generate`` included; ``adapters="merged"`` (each adapter folded into its layer's bf16 weight:
+no adapter matmuls per token) was as close while the update was small and 1.0e-2 away once it was large. Keeping them
+apart costs time: a decode step of 8.4 ms against 5.7 merged at batch 8, 10.4 against 7.5 at 64 (2026-12-04).
 """
 
 from __future__ import annotations
