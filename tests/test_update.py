@@ -4,6 +4,7 @@ three-way update of a project the user has edited."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -265,6 +266,8 @@ def test_an_update_that_cannot_write_a_file_changes_nothing(project, monkeypatch
     from support import unwritable
 
     install_version(monkeypatch, versions["B"])
+    stale = project / "README.md"  # a tracked file touched, not changed: git's stat data of it goes stale, which
+    os.utime(stale, (stale.stat().st_atime, stale.stat().st_mtime + 5))  # a plain `git status` would write back
     before = snapshot(project)
     with unwritable(project / "train.py"):
         code, output = grpo_skill("update", str(project))
