@@ -244,9 +244,8 @@ PATHS = {
                                                "instead of transformers' generate (no per-token bookkeeping)"},
     "copy with adapters apart, grouped decode": {"kind": "copy", "attn": "grpo_skill_grouped_decode",
                                                  "adapters": "apart", "profile": True,
-                                                 "tells": "the copy with each LoRA beside its layer (fp32, as the "
-                                                 "policy computes it), not merged: what sampling as the policy "
-                                                 "would costs (docs/copy-fidelity.md)"},
+                                                 "tells": "the copy with each LoRA beside its layer (fp32, as peft "
+                                                 "computes it without autocast), not merged"},
     "copy with adapters apart, grouped decode, lean loop": {"kind": "copy", "attn": "grpo_skill_grouped_decode",
                                                             "adapters": "apart", "loop": "own", "profile": True,
                                                             "tells": "the same, sampled by runtime/decode_loop.py"},

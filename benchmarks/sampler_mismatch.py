@@ -91,11 +91,10 @@ def trainer_log_probs(trainer, sequences, attention, steps: int, rows: int):
 
 
 def compare(trainer_log, sampler_log, tokens, mask) -> dict:
-    per_token_kl = (trainer_log.exp() * (trainer_log - sampler_log)).sum(-1)
     log_ratio = (sampler_log.gather(-1, tokens[..., None]) - trainer_log.gather(-1, tokens[..., None]))[..., 0]
     count = mask.sum()
     outside = ((-log_ratio).exp().sub(1).abs() > CLIP).float()
-    return {"kl_trainer_sampler": float((per_token_kl * mask).sum() / count),
+    return {"kl_trainer_sampler": copy_fidelity.kl(trainer_log, sampler_log, mask),
             "mean_log_ratio": float((log_ratio * mask).sum() / count),
             "mean_abs_log_ratio": float((log_ratio.abs() * mask).sum() / count),
             "outside_clip": float((outside * mask).sum() / count)}
@@ -181,7 +180,8 @@ def measure(args) -> dict:
                 policy_log = torch.log_softmax(trainer(input_ids=sample).logits.float(), -1)
                 with policy.disable_adapter():
                     base_log = torch.log_softmax(trainer(input_ids=sample).logits.float(), -1)
-            row["kl_trainer_base_on_prompts"] = float((policy_log.exp() * (policy_log - base_log)).sum(-1).mean())
+            every_token = torch.ones_like(policy_log[..., 0])
+            row["kl_trainer_base_on_prompts"] = copy_fidelity.kl(policy_log, base_log, every_token)
             rows.append(row)
     return {"date": datetime.date.today().isoformat(), "model": copy_fidelity.MODEL_NAME,
             "device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
