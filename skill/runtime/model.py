@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..core.i18n import _
 from ..core.project import ConfigError, ProjectConfig
-from . import machine
+from . import distributed, machine
 
 
 def adapter_dir(config: ProjectConfig) -> Path | None:
@@ -76,9 +76,11 @@ def load(config: ProjectConfig, backend: str, tokenizer=None):
 
         dtype = torch_dtype()
         tokenizer = tokenizer or load_tokenizer(config)
-        model = AutoModelForCausalLM.from_pretrained(
-            model_path, dtype=dtype, quantization_config=machine.quantization_config(config, dtype)
-        )
+        four_bit = machine.quantization_config(config, dtype)
+        if stored_in_4bit(model_path):
+            model = _load_stored_4bit(config, model_path, dtype, keep_4bit=four_bit is not None)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, quantization_config=four_bit)
         if adapter:
             from peft import PeftModel
 
@@ -86,6 +88,46 @@ def load(config: ProjectConfig, backend: str, tokenizer=None):
     if tokenizer.pad_token is None:  # GRPO pads the group's completions
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def stored_in_4bit(model_path: str) -> bool:
+    """Whether the checkpoint was saved in 4 bits by bitsandbytes (its config says so), as the presets'
+    ``unsloth/...-bnb-4bit`` models are: transformers then loads it 4-bit whatever ``load_in_4bit`` says."""
+    from transformers import AutoConfig
+
+    settings = getattr(AutoConfig.from_pretrained(model_path), "quantization_config", None)
+    if settings is not None and not isinstance(settings, dict):
+        settings = settings.to_dict()
+    return bool(settings) and settings.get("quant_method") == "bitsandbytes" and bool(
+        settings.get("load_in_4bit") or settings.get("_load_in_4bit"))
+
+
+def _load_stored_4bit(config: ProjectConfig, model_path: str, dtype, keep_4bit: bool):
+    """A checkpoint stored in 4 bits, loaded as stored, then held in ``dtype`` unless ``keep_4bit``: the same
+    weights (the same outputs as the 4-bit model), computed without dequantizing each layer on every call."""
+    from transformers import AutoModelForCausalLM
+
+    name = config.model["name"]
+    if not machine.has_bitsandbytes():
+        raise ConfigError(_("model.name {name} is stored in 4 bits (bitsandbytes), which is not installed: pip install "
+                            "bitsandbytes, or name a 16-bit checkpoint of the model").format(name=name))
+    if not keep_4bit and distributed.shards_weights():
+        raise ConfigError(_("model.name {name} is stored in 4 bits, and FSDP and ZeRO-3 shard 16-bit weights only: "
+                            "name a 16-bit checkpoint of the model, or launch with accelerate/ddp.yaml").format(name=name))
+    # no quantization_config argument: None would replace the checkpoint's own and load it as if it were 16-bit
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+    if keep_4bit:
+        return model
+    model = model.dequantize(dtype=dtype)
+    # dequantize leaves the flag; TRL and peft would still treat the model as 4-bit (bf16 adapters, k-bit layers)
+    if getattr(model, "is_loaded_in_4bit", False):
+        del model.is_loaded_in_4bit
+    if distributed.is_main_process():
+        print(_("note: {name} is stored in 4 bits; with load_in_4bit = false (or no CUDA GPU) its weights are held in "
+                "{dtype}: the same values, not dequantized again at every step (for the model's original weights, "
+                "name its 16-bit checkpoint)").format(name=name, dtype=str(dtype).removeprefix("torch.")),
+              file=sys.stderr)
+    return model
 
 
 def for_sampling(model, backend: str):

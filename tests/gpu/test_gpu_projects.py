@@ -206,3 +206,35 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     assert "generation: fast" in said
     # bf16 on: the copy computes the LoRA as the trainer scores it, under bf16 autocast (benchmarks/sampler_mismatch.py)
     assert "its LoRA beside each layer in bfloat16, as the trainer computes it" in said
+
+
+@pytest.mark.gpu
+def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands, record_property):
+    """The presets name checkpoints saved in 4 bits (unsloth/...-bnb-4bit). With ``load_in_4bit = false`` the TRL
+    backend holds their weights in bf16, says so, and trains; without that, transformers read the 16-bit request as
+    "this checkpoint is 16-bit" and stopped on mismatched shapes. The tiny build, saved in 4 bits here, stands in."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        if DRY_RUN:  # the CPU suite installs no bitsandbytes (tests/test_stored_4bit.py says why)
+            pytest.skip("bitsandbytes is not installed on this machine")
+        pytest.fail("bitsandbytes is not installed: the GPU bundle carries it (scripts/build_gpu_bundle.py)")
+    built = commands.run([*commands.grpo_skill(), "build-model", "--shape", "tiny"], name="build-tiny")
+    source = built.stdout.strip().splitlines()[-1]
+    stored = tmp_path / "tiny-bnb-4bit"
+    four_bit = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+    AutoModelForCausalLM.from_pretrained(source, quantization_config=four_bit, dtype=torch.bfloat16).save_pretrained(stored)
+    AutoTokenizer.from_pretrained(source).save_pretrained(stored)
+
+    commands.run([*commands.grpo_skill(), "new", "stored", "--preset", "tiny", "--backend", "trl",
+                  "--model", stored, "-o", tmp_path], name="new")
+    project = tmp_path / "stored"
+    set_toml(project / "config.toml", "model", "load_in_4bit", "false")
+    trained = commands.run([sys.executable, "train.py", "--max-steps", 2], name="train", cwd=project)
+    record_property("train_seconds", round(trained.seconds, 1))
+    said = trained.log.read_text(encoding="utf-8")
+    dtype = "bfloat16" if torch_cuda() else "float32"
+    assert f"note: {stored} is stored in 4 bits; with load_in_4bit = false (or no CUDA GPU) its weights are held " \
+           f"in {dtype}" in said
+    assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == 2
