@@ -258,3 +258,24 @@ def test_with_a_cache_step_each_generation_gets_a_cache_of_its_own_length(policy
     assert lengths[40] == -(-(width + 40) // 32) * 32 > lengths[4]
     assert lengths[200] >= width + 200 - 1  # past max_cache_len: as long as the generation needs, as before
     assert GenerationCopy(model, max_cache_len=96, compile_decode=False).cache_length(width, 4) == 96
+
+
+def test_the_copy_is_the_policys_frozen_weights_where_it_holds_them_in_its_dtype(policy):
+    """A 16-bit base costs no second copy of its weights: the copy decodes with the policy's own frozen tensors, and
+    allocates only what it computes itself (adapters, merged or trained weights, another dtype)."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+    q_proj = model.get_base_model().model.layers[0].self_attn.q_proj
+    assert copy.model.model.layers[0].self_attn.q_proj.linear.weight.data_ptr() == q_proj.base_layer.weight.data_ptr()
+    copy_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())
+    assert copy.shared_bytes == copy_bytes  # the tiny policy trains only adapters: every weight is shared
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+
+    merged = GenerationCopy(model, max_cache_len=64, compile_decode=False, adapters="merged")
+    assert merged.model.model.layers[0].self_attn.q_proj.weight.data_ptr() != q_proj.base_layer.weight.data_ptr()
+    assert merged.model.model.norm.weight.data_ptr() == model.get_base_model().model.norm.weight.data_ptr()
+
+    other_dtype = GenerationCopy(model, max_cache_len=64, compile_decode=False, dtype=torch.bfloat16)
+    assert other_dtype.shared_bytes == 0

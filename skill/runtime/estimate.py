@@ -166,6 +166,9 @@ class Settings:
     compiled_decoding: bool = False  # [model] compile_decoding (TRL): the decode step compiled by transformers
     generation: str = "plain"  # [model] generation: "fast" (a bf16 copy), "plain", or "auto" (not resolved)
     max_seq_length: int = 512  # the fast path's static cache holds this many tokens per sequence
+    # the fast path's copy decodes with the policy's frozen 16-bit tensors (embeddings, norms, a 16-bit base) instead
+    # of copies of them; False for benchmark rows measured before it did (2026-12-05)
+    copy_shares_frozen: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
     @property
@@ -256,8 +259,11 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
                          * k[f"generation_logit_bytes_{backend}"])
 
     copy = 0.0
-    if settings.generation == "fast":  # every weight again in bf16, and a static cache of max_seq_length tokens
-        copy = shape.params * 2
+    if settings.generation == "fast":  # what the copy holds of its own, and a static cache of max_seq_length tokens
+        if not settings.copy_shares_frozen:
+            copy = shape.params * 2
+        elif settings.load_in_4bit:  # the linear layers in bf16; embeddings and norms are the policy's own
+            copy = shape.linear_params * 2
         kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
     fixed = k["fixed_gib"] * GIB
     peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)

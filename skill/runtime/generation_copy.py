@@ -74,7 +74,7 @@ class GenerationCopy:
         if untie:  # an adapter on lm_head (the tiny preset) moves it away from the input embeddings
             config.tie_word_embeddings = False
         device = next(p.device for p in base.parameters() if p.device.type != "meta")
-        with torch.device(device):
+        with torch.device("meta"):  # no memory yet: each weight is the policy's own or made below
             self.model = AutoModelForCausalLM.from_config(
                 config, dtype=dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32),
                 attn_implementation=attn_implementation,
@@ -83,8 +83,8 @@ class GenerationCopy:
         self.model.generation_config = copying.deepcopy(base.generation_config)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
-        self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype) if adapters == "apart" else []
-        self._sources = list(_sources(self.model, base))
+        self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype, device) if adapters == "apart" else []
+        self._sources, self.shared_bytes = _materialize(self.model, base, device)
         self.refresh(everything=True)
         self.refresh_seconds = 0.0
         # "own": runtime/decode_loop.py samples (no per-token generate() bookkeeping); opt-in until measured on a GPU
@@ -156,16 +156,17 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
                           adapter_dtype=autocast_dtype(trainer.accelerator))
     policy.generate = copy.generate
     if distributed.is_main_process():
-        gib = sum(p.numel() * p.element_size() for p in copy.model.parameters()) / 2**30
+        held_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())
+        own = (held_bytes - copy.shared_bytes) / 2**30
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
         if copy.adapted:
             held = _("its LoRA beside each layer in {dtype}, as the trainer computes it").format(
                 dtype=str(copy.adapted[0][0].down.dtype).removeprefix("torch."))
         else:
             held = _("its LoRA merged")
-        print(_("generation: a {dtype} copy of the policy, {held} ({gib:.1f} GiB), static KV cache of {tokens} tokens, "
-                "decode step {compiled}").format(
-            dtype=dtype, held=held, gib=gib, tokens=max_cache_len,
+        print(_("generation: a {dtype} copy of the policy, {held} ({own:.1f} GiB of its own, {shared:.1f} GiB the "
+                "policy's frozen weights themselves), static KV cache of {tokens} tokens, decode step {compiled}").format(
+            dtype=dtype, held=held, own=own, shared=copy.shared_bytes / 2**30, tokens=max_cache_len,
             compiled=_("compiled") if compile_decode else _("not compiled")), file=sys.stderr)
     return copy
 
@@ -180,15 +181,48 @@ def autocast_dtype(accelerator):
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(accelerator.mixed_precision))
 
 
-def _sources(model, base):
-    """(copy's parameter, the policy's module it comes from, parameter name, whether it is an adapted layer's base
-    weight) for each of the copy's parameters."""
+def _materialize(model, base, device) -> tuple[list, int]:
+    """Give the copy (built on the meta device) its weights: a weight the policy holds frozen, in the copy's dtype
+    (a 16-bit base's, its embeddings and norms), is that very tensor, never copied; any other is allocated here and
+    filled by ``refresh``. Returns (what ``refresh`` copies in, as (parameter, policy module, name, whether it is an
+    adapted layer's base weight)), bytes shared with the policy)."""
+    import torch
+
+    made, to_refresh, shared_bytes = {}, [], 0
     for module_name, leaf, param in _parameters(model):
         owner_name, _dot, child = module_name.rpartition(".")
-        if child == "linear" and isinstance(model.get_submodule(owner_name), adapted_linear_class()):
-            yield param, base.get_submodule(owner_name), leaf, True
-        else:
-            yield param, base.get_submodule(module_name), leaf, False
+        base_only = child == "linear" and isinstance(model.get_submodule(owner_name), adapted_linear_class())
+        source = base.get_submodule(owner_name if base_only else module_name)
+        if id(param) not in made:  # tied parameters (embeddings and output layer) stay one
+            frozen = _frozen_source(source, leaf, base_only)
+            if frozen is not None and (frozen.dtype, frozen.shape, frozen.device) == (param.dtype, param.shape, device):
+                made[id(param)] = torch.nn.Parameter(frozen, requires_grad=False)
+                shared_bytes += frozen.numel() * frozen.element_size()
+            else:
+                made[id(param)] = torch.nn.Parameter(torch.empty_like(param, device=device), requires_grad=False)
+                to_refresh.append((made[id(param)], source, leaf, base_only))
+        model.get_submodule(module_name)._parameters[leaf] = made[id(param)]
+    for name, buffer in list(model.named_buffers()):
+        if buffer.is_meta:  # computed when the model is made (rotary frequencies): the policy's are the same
+            module_name, _dot, leaf = name.rpartition(".")
+            model.get_submodule(module_name)._buffers[leaf] = base.get_buffer(name).detach().clone().to(device)
+    return to_refresh, shared_bytes
+
+
+def _frozen_source(source, leaf: str, base_only: bool):
+    """The policy's tensor that a copy's parameter can be, as it is: a weight that does not train and that the copy
+    uses unchanged; None when the copy computes its own (4-bit, merged with adapters, or training)."""
+    import torch
+
+    if base_only:
+        tensor = getattr(source.base_layer, leaf)
+    elif _has_adapter(source):
+        return None
+    else:
+        tensor = getattr(_active_module(source), leaf)
+    if tensor is None or tensor.requires_grad or type(tensor) not in (torch.nn.Parameter, torch.Tensor):
+        return None  # bitsandbytes' 4-bit weights are a Parameter subclass holding packed bytes
+    return tensor.detach()
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,15 +236,15 @@ def adapted_linear_class():
         them: ``base(x) + up(down(x)) * scale``, the adapters in ``dtype``. ``down`` holds the active adapters'
         A matrices stacked, ``up`` their B matrices (times their scales when there are several)."""
 
-        def __init__(self, linear, rank: int, dtype):
+        def __init__(self, linear, rank: int, dtype, device):
             super().__init__()
             self.linear = linear
             # fp32 (the adapters' own) matches a policy computed without autocast; under bf16 autocast the
             # policy's adapter matmuls run in bf16, and a copy in fp32 would round otherwise
-            self.register_buffer("down", torch.zeros(rank, linear.in_features, device=linear.weight.device,
-                                                     dtype=dtype), persistent=False)
-            self.register_buffer("up", torch.zeros(linear.out_features, rank, device=linear.weight.device,
-                                                   dtype=dtype), persistent=False)
+            self.register_buffer("down", torch.zeros(rank, linear.in_features, device=device, dtype=dtype),
+                                 persistent=False)
+            self.register_buffer("up", torch.zeros(linear.out_features, rank, device=device, dtype=dtype),
+                                 persistent=False)
             self.scale = 1.0
 
         def forward(self, x):
@@ -248,7 +282,7 @@ def _separable_adapters(layer) -> list[str] | None:
     return active
 
 
-def _keep_adapters_apart(model, base, adapter_dtype=None) -> list:
+def _keep_adapters_apart(model, base, adapter_dtype, device) -> list:
     """Put an AdaptedLinear in place of each linear layer of the copy whose policy layer has plain LoRA adapters,
     computing them in ``adapter_dtype`` (None: the adapters' own); returns (adapted layer, policy layer) pairs.
     Layers it cannot keep apart stay merged."""
@@ -264,7 +298,7 @@ def _keep_adapters_apart(model, base, adapter_dtype=None) -> list:
             continue
         rank = sum(layer.lora_A[adapter].weight.shape[0] for adapter in active)
         owner_name, _dot, child = name.rpartition(".")
-        replacement = adapted_class(linear, rank, adapter_dtype or layer.lora_A[active[0]].weight.dtype)
+        replacement = adapted_class(linear, rank, adapter_dtype or layer.lora_A[active[0]].weight.dtype, device)
         setattr(model.get_submodule(owner_name) if owner_name else model, child, replacement)
         adapted.append((replacement, layer))
     return adapted
@@ -281,8 +315,8 @@ def _base_weight(layer, leaf: str):
 
 
 def _parameters(model):
-    """(module name, parameter name, parameter) for each of the copy's parameters (tied ones once)."""
-    for name, param in model.named_parameters():
+    """(module name, parameter name, parameter) for each of the copy's parameters (tied ones under each name)."""
+    for name, param in model.named_parameters(remove_duplicate=False):
         module_name, _dot, leaf = name.rpartition(".")
         yield module_name, leaf, param
 

@@ -153,7 +153,7 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
                               int(round(prompt)), int(settings.get("processes", 1)))
     if settings["backend"] == "auto" and gpu_gib:
         resolved, _why = resolve_generation(resolved, gpu_gib)
-    return resolved
+    return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")))
 
 
 def gpu_memory_gib() -> float | None:
