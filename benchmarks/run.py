@@ -113,9 +113,14 @@ def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
     spg = grpo.get("steps_per_generation") or (grpo["generation_batch_size"] // batch if "generation_batch_size"
                                                in grpo else grpo["gradient_accumulation_steps"])
     warmup, measure = (1, 1) if dry_run else (contender.warmup_cycles, contender.measure_cycles)
+    model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model}
+    if catalog.preset_defaults(contender):  # the weights as the preset holds them ("auto": per path)
+        from grpo_skill import plugins
+
+        model["load_in_4bit"] = plugins.get_preset(case["preset"]).load_in_4bit
     return {
         "program": contender.program, "backend": contender.backend, "preset": case["preset"],
-        "model": {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model},
+        "model": model,
         "lora": lora, "grpo": grpo, "steps_per_generation": spg,
         "warmup_steps": warmup * spg, "measure_steps": measure * spg,
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
@@ -221,7 +226,7 @@ class Benchmark:
             project = job.workdir / "project"
             config = project / "config.toml"
             model_keys = {key: settings["model"][key] for key in ("max_seq_length", "load_in_4bit")}
-            if settings["compile_decode"] and not settings["model"]["load_in_4bit"]:
+            if settings["compile_decode"] and settings["model"]["load_in_4bit"] is False:
                 model_keys["compile_decoding"] = True  # the project's own switch (refused with 4-bit weights)
             edit_toml(config, "model", model_keys)
             edit_toml(config, "lora", settings["lora"])
@@ -254,7 +259,7 @@ class Benchmark:
                # one compile cache for every Unsloth contender: only the first pays Unsloth's compilation
                "UNSLOTH_COMPILE_LOCATION": str(self.work / "unsloth_compiled_cache"),
                **settings["env"]}
-        if settings["compile_decode"] and job.contender.program == "generated" and settings["model"]["load_in_4bit"]:
+        if settings["compile_decode"] and job.contender.program == "generated" and settings["model"]["load_in_4bit"] is True:
             env["BENCH_COMPILE_DECODE"] = "1"  # 4-bit: train.py refuses compile_decoding, so the harness turns it on
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -317,6 +322,10 @@ class Benchmark:
                 measured = json.loads(path.read_text())
                 row.update({key: value for key, value in measured.items() if key not in row})
                 break
+        summary = job.workdir / "outputs" / "summary.json" if job.workdir else None
+        if contender.program == "generated" and summary and summary.is_file():  # the path "auto" took, train.py says
+            said = json.loads(summary.read_text())
+            row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit") if key in said}
         if job.launched:
             row["wall_s"] = round(time.time() - job.launched, 1)
         if error:

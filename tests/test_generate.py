@@ -365,8 +365,35 @@ def test_a_4bit_preset_on_a_machine_without_cuda_says_it_loads_full_precision(cl
     from grpo_skill.runtime import machine
 
     monkeypatch.setattr(machine, "cuda_available", lambda: False)  # the same on a GPU machine
-    cli("new", "four-bit", "--preset", "standard", "-o", str(tmp_path))
+    cli("new", "four-bit", "--preset", "standard", "--set", "model.load_in_4bit=true", "-o", str(tmp_path))
     config = projects.load(tmp_path / "four-bit")
     assert config.model["load_in_4bit"] is True
     assert machine.quantization_config(config, None) is None
     assert "note: load_in_4bit needs a CUDA GPU; loading the model in full precision" in capsys.readouterr().err
+
+
+def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_and_4_bit_elsewhere(
+        cli, tmp_path, monkeypatch, english):
+    """The presets' load_in_4bit = "auto": on a GPU where plan fits the fast path, the copy decodes with the base's
+    own 16-bit weights (less memory than a 4-bit base plus the copy's 16-bit layers); where it does not fit, the
+    backend's own generation on 4-bit weights; without CUDA, full precision and no note."""
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import decoding, planning
+
+    cli("new", "auto-bits", "--preset", "standard", "-o", str(tmp_path))
+    config = projects.load(tmp_path / "auto-bits", rewards=False)
+    assert config.model["load_in_4bit"] == "auto"
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
+    roomy = decoding.choose(config, "unsloth", cuda=True)
+    assert (roomy.backend, roomy.fast, roomy.load_in_4bit) == ("trl", True, False)
+    assert 'weights: 16-bit (load_in_4bit = "auto"): the fast path\'s copy decodes with the base\'s own 16-bit ' \
+           "weights" in roomy.describe()
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 12.0)
+    small = decoding.choose(config, "unsloth", cuda=True)
+    assert (small.backend, small.fast, small.load_in_4bit) == ("unsloth", False, True)
+    assert 'weights: 4-bit (load_in_4bit = "auto"): the unsloth backend\'s own generation' in small.describe()
+    cpu = decoding.choose(config, "trl", cuda=False)
+    assert (cpu.fast, cpu.load_in_4bit) == (False, False)
+    forced = projects.load(tmp_path / "auto-bits", {"model.load_in_4bit": True}, rewards=False)
+    assert decoding.choose(forced, "unsloth", cuda=True).load_in_4bit is True  # true stays true on the fast path
+    assert decoding.choose(forced, "unsloth", cuda=True).weights_why is None

@@ -160,7 +160,7 @@ def test_listings_in_both_languages():
     assert "+0.5 when the completion ends with '.'" in output
     assert not CJK.search(output)
     code, output = invoke("--lang", "zh-CN", "presets", "--json")
-    assert '"description": "Qwen3-4B, 4-bit, thinking off' in output  # JSON stays data: untranslated
+    assert '"description": "Qwen3-4B, thinking off' in output  # JSON stays data: untranslated
 
 
 def test_the_language_does_not_leak_between_invocations():

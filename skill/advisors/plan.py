@@ -44,7 +44,7 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
                                                                    generation_batch_size=None)))
     if settings.generation == "fast":
         candidates.append(({"model.generation": "plain"}, dict(generation="plain")))
-    if not settings.load_in_4bit:
+    if not settings.holds_4bit:
         candidates.append(({"model.load_in_4bit": True}, dict(load_in_4bit=True)))
     if not settings.gradient_checkpointing:
         candidates.append(({"lora.gradient_checkpointing": "unsloth"}, dict(gradient_checkpointing="unsloth")))
@@ -85,7 +85,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
     settings, generation_why = resolve_generation(settings, gpu_gib)
     result = estimate(settings, calibration)
-    out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape),
+    out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
                                   "generation_steps": settings.generation_steps,
                                   "generation_batch": settings.generation_batch},
            "peak_allocated_gib": round(result.peak_allocated_gib, 2),
@@ -159,7 +159,8 @@ def render_text(result: dict) -> str:
             f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in result["set"].items()))
     lines = [_("{what}: {model} ({source}), backend {backend}, {weights}").format(
         what=what, model=result["model"], source=result["shape_source"], backend=settings["backend"],
-        weights=_("4-bit") if settings["load_in_4bit"] else _("16-bit weights"))]
+        weights=(_("4-bit") if settings["holds_4bit"] else _("16-bit weights")) + (
+            _(" (load_in_4bit = \"auto\")") if settings["load_in_4bit"] == "auto" else ""))]
     lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "

@@ -57,7 +57,7 @@ class Preset:
     description: str
     model_id: str
     max_seq_length: int
-    load_in_4bit: bool
+    load_in_4bit: bool | str  # True, False or "auto" (as [model] load_in_4bit)
     grpo: Mapping[str, Any]
     rewards: tuple[tuple[str, float], ...]
     lora: LoraSettings = LoraSettings()

@@ -150,7 +150,7 @@ def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
     if model["backend"] == "unsloth":
         raise source.error(where, _("Unsloth decodes with its own CUDA graphs; compile_decoding is for backend = "
                                     "'trl': remove it, or set backend = 'trl'"))
-    if model["load_in_4bit"]:
+    if model["load_in_4bit"] is True:
         raise source.error(where, _("with 4-bit weights a compiled decode step was measured slower, not faster "
                                     "(docs/benchmarks.md); set load_in_4bit = false (bf16 weights) or remove "
                                     "compile_decoding"))

@@ -29,7 +29,8 @@ class ModelTable(Table):
     name: NonEmptyStr
     backend: Literal["auto", "unsloth", "trl"] = "auto"
     max_seq_length: Annotated[int, Field(ge=16)]
-    load_in_4bit: bool = False
+    # "auto": 16-bit weights where the run samples on the fast path (its copy then decodes with them), else 4-bit
+    load_in_4bit: bool | Literal["auto"] = False
     # TRL backend: a static KV cache and a compiled decode step (runtime/decoding.py)
     compile_decoding: bool = False
     # how completions are sampled: "fast" from a bf16 copy of the policy (runtime/generation_copy.py),

@@ -23,39 +23,67 @@ class Generation:
     backend: str  # "unsloth" or "trl": what trains
     fast: bool  # sample from a bf16 copy of the policy (runtime/generation_copy.py)
     why: str
+    load_in_4bit: bool = False  # [model] load_in_4bit made concrete ("auto" resolved for this path)
+    weights_why: str | None = None  # why, when it was "auto"
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
             "the {backend} backend's own").format(backend=self.backend)
-        return _("generation: {path}: {why}").format(path=path, why=self.why)
+        said = _("generation: {path}: {why}").format(path=path, why=self.why)
+        if self.weights_why:
+            said += "\n" + _("weights: {bits} (load_in_4bit = \"auto\"): {why}").format(
+                bits=_("4-bit") if self.load_in_4bit else _("16-bit"), why=self.weights_why)
+        return said
 
 
 def choose(config, backend: str, cuda: bool) -> Generation:
-    """``[model] generation`` made concrete for this machine. ``backend`` is what ``machine.choose_backend`` took;
-    "auto" takes the fast path (training with TRL) on a CUDA GPU where `grpo-skill plan` says it fits."""
+    """``[model] generation`` made concrete for this machine, and with it ``load_in_4bit = "auto"``. ``backend`` is
+    what ``machine.choose_backend`` took; "auto" takes the fast path (training with TRL) on a CUDA GPU where
+    `grpo-skill plan` says it fits."""
+    backend, fast, why = _path(config, backend, cuda)
+    load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
+    return Generation(backend, fast, why, load_in_4bit, weights_why)
+
+
+def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, str | None]:
+    """(load_in_4bit, why when it was "auto"). "auto": 16-bit where the fast path's copy decodes with the base's own
+    weights (less memory than 4-bit plus the copy's 16-bit layers, and faster training steps; a checkpoint stored in
+    4 bits gives the same values), 4-bit on the backends' own generation."""
+    value = model.get("load_in_4bit", False)
+    if value != "auto":
+        return bool(value), None
+    if not cuda:
+        return False, _("no CUDA GPU: full precision")
+    if backend == "trl" and (fast or model.get("compile_decoding")):
+        return False, _("the fast path's copy decodes with the base's own 16-bit weights: less memory than a 4-bit "
+                        "base plus the copy's 16-bit layers, and faster training steps")
+    return True, _("the {backend} backend's own generation").format(backend=backend)
+
+
+def _path(config, backend: str, cuda: bool) -> tuple[str, bool, str]:
+    """(backend, fast, why): ``[model] generation`` made concrete."""
     from . import planning as plan  # reads the project's model shape and presets: only when asked
 
     requested = config.model.get("generation", "auto")
     if requested == "plain":
-        return Generation(backend, False, _("[model] generation = 'plain'"))
+        return backend, False, _("[model] generation = 'plain'")
     if requested == "fast":
         if not cuda:
-            return Generation("trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled"))
-        return Generation("trl", True, _("[model] generation = 'fast'"))
+            return "trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled")
+        return "trl", True, _("[model] generation = 'fast'")
     if not cuda:
-        return Generation(backend, False, _("no CUDA GPU"))
+        return backend, False, _("no CUDA GPU")
     if config.model.get("backend") == "unsloth" or config.grpo.get("use_vllm") or config.model.get(
             "compile_decoding") or distributed.is_launched():
-        return Generation(backend, False, _("the config asks for another path"))
+        return backend, False, _("the config asks for another path")
     try:
         settings, _about = plan.from_config(config, backend="trl")
     except plan.PlanError:
-        return Generation(backend, False, _("no model shape known to plan its memory; set generation = 'fast' to "
-                                            "take it anyway"))
+        return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway")
     settings, why = plan.resolve_generation(settings, plan.gpu_memory_gib(), cuda=True)
     if settings.generation == "fast":
-        return Generation("trl", True, why)
-    return Generation(backend, False, why)
+        return "trl", True, why
+    return backend, False, why
 
 
 def wanted(model: dict, backend: str, cuda: bool) -> bool:

@@ -148,7 +148,7 @@ class Settings:
 
     shape: ModelShape
     backend: str = "unsloth"  # "unsloth" or "trl"
-    load_in_4bit: bool = True
+    load_in_4bit: bool | str = True  # [model] load_in_4bit: True, False or "auto" (``holds_4bit`` resolves it)
     lora_r: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     gradient_checkpointing: str | bool = "unsloth"
@@ -170,6 +170,14 @@ class Settings:
     # of copies of them; False for benchmark rows measured before it did (2026-12-05)
     copy_shares_frozen: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
+
+    @property
+    def holds_4bit(self) -> bool:
+        """Whether the base weights are 4-bit: "auto" holds them in 16 bits where the copy decodes with them (the
+        fast path) or decoding compiles, and in 4 bits on the backends' own generation."""
+        if self.load_in_4bit == "auto":
+            return not (self.generation == "fast" or self.compiled_decoding)
+        return bool(self.load_in_4bit)
 
     @property
     def generation_steps(self) -> int:
@@ -222,7 +230,7 @@ def _time_backend(settings: Settings) -> str:
     backend = _backend(settings)
     if settings.generation == "fast":
         return "copy"
-    if backend == "trl" and settings.load_in_4bit:
+    if backend == "trl" and settings.holds_4bit:
         return "trl_4bit"
     return "trl_compiled" if backend == "trl" and settings.compiled_decoding else backend
 
@@ -230,7 +238,7 @@ def _time_backend(settings: Settings) -> str:
 def estimate(settings: Settings, calibration: dict[str, float] | None = None) -> Estimate:
     k = {**CALIBRATION, **(calibration or {})}
     shape, backend = settings.shape, _backend(settings)
-    if settings.load_in_4bit:
+    if settings.holds_4bit:
         weights = shape.linear_params * (0.5 + QUANT_OVERHEAD_BYTES[backend]) + shape.embedding_params * 2
     else:
         weights = shape.params * 2
@@ -262,7 +270,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     if settings.generation == "fast":  # what the copy holds of its own, and a static cache of max_seq_length tokens
         if not settings.copy_shares_frozen:
             copy = shape.params * 2
-        elif settings.load_in_4bit:  # the linear layers in bf16; embeddings and norms are the policy's own
+        elif settings.holds_4bit:  # the linear layers in bf16; embeddings and norms are the policy's own
             copy = shape.linear_params * 2
         kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
     fixed = k["fixed_gib"] * GIB
@@ -279,7 +287,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
                                                 else 0)  # forward + backward (2) + reference + old log-probs
     training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
-        "trl_4bit" if settings.load_in_4bit else "trl")
+        "trl_4bit" if settings.holds_4bit else "trl")
     train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs

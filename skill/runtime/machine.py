@@ -51,9 +51,10 @@ def has_bitsandbytes() -> bool:
     return importlib.util.find_spec("bitsandbytes") is not None
 
 
-def quantization_config(config: ProjectConfig, dtype):
-    """bitsandbytes 4-bit settings when ``model.load_in_4bit`` and a CUDA GPU; else None (full precision)."""
-    if not config.model["load_in_4bit"]:
+def quantization_config(config: ProjectConfig, dtype, load_in_4bit: bool | None = None):
+    """bitsandbytes 4-bit settings when ``load_in_4bit`` (``model.load_in_4bit`` as this run resolved it) and a CUDA
+    GPU; else None (full precision)."""
+    if not (config.model["load_in_4bit"] is True if load_in_4bit is None else load_in_4bit):
         return None
     if not cuda_available():  # bitsandbytes' 4-bit layers run on CUDA only
         if distributed.is_main_process():

@@ -49,12 +49,20 @@ def load_tokenizer(config: ProjectConfig):
     return tokenizer
 
 
-def load(config: ProjectConfig, backend: str, tokenizer=None):
+def load(config: ProjectConfig, backend: str, tokenizer=None, load_in_4bit: bool | None = None):
     """(model, tokenizer): ``model.name`` loaded for ``backend``, with ``model.adapter`` on it (trainable) when
     set. Without an adapter the model has no LoRA yet: ``add_lora`` gives it one. ``tokenizer``: the one from
-    ``load_tokenizer`` that the prompts were rendered with, kept (Unsloth loads its own beside it, unused then)."""
+    ``load_tokenizer`` that the prompts were rendered with, kept (Unsloth loads its own beside it, unused then).
+    ``load_in_4bit``: as the run resolved ``model.load_in_4bit`` (train.py); None resolves "auto" here as train.py
+    would on this machine (evaluate.py, sft.py, the probe)."""
     adapter = adapter_dir(config)
     model_path = config.model_path()
+    if load_in_4bit is None:
+        load_in_4bit = config.model["load_in_4bit"]
+        if load_in_4bit == "auto":
+            from . import decoding
+
+            load_in_4bit = decoding.choose(config, backend, machine.cuda_available()).load_in_4bit
     if backend == "unsloth":
         if "unsloth" not in sys.modules and "transformers" in sys.modules:
             print(_("warning: unsloth was imported after transformers, so it cannot patch it fully; import unsloth "
@@ -67,7 +75,7 @@ def load(config: ProjectConfig, backend: str, tokenizer=None):
         model, own_tokenizer = FastLanguageModel.from_pretrained(
             str(adapter or model_path),
             max_seq_length=config.model["max_seq_length"],
-            load_in_4bit=config.model["load_in_4bit"],
+            load_in_4bit=load_in_4bit,
             **patching,  # how Unsloth patches the adapter it loads, as get_peft_model would
         )
         tokenizer = tokenizer or own_tokenizer
@@ -76,7 +84,7 @@ def load(config: ProjectConfig, backend: str, tokenizer=None):
 
         dtype = torch_dtype()
         tokenizer = tokenizer or load_tokenizer(config)
-        four_bit = machine.quantization_config(config, dtype)
+        four_bit = machine.quantization_config(config, dtype, load_in_4bit)
         if stored_in_4bit(model_path):
             model = _load_stored_4bit(config, model_path, dtype, keep_4bit=four_bit is not None)
         else:
@@ -123,9 +131,9 @@ def _load_stored_4bit(config: ProjectConfig, model_path: str, dtype, keep_4bit: 
     if getattr(model, "is_loaded_in_4bit", False):
         del model.is_loaded_in_4bit
     if distributed.is_main_process():
-        print(_("note: {name} is stored in 4 bits; with load_in_4bit = false (or no CUDA GPU) its weights are held in "
-                "{dtype}: the same values, not dequantized again at every step (for the model's original weights, "
-                "name its 16-bit checkpoint)").format(name=name, dtype=str(dtype).removeprefix("torch.")),
+        print(_("note: {name} is stored in 4 bits; this run holds its weights in {dtype}: the same values, not "
+                "dequantized again at every step (for the model's original weights, name its 16-bit checkpoint)").format(
+            name=name, dtype=str(dtype).removeprefix("torch.")),
               file=sys.stderr)
     return model
 

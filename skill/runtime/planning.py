@@ -76,7 +76,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     return Settings(
         shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
         max_seq_length=int(model.get("max_seq_length", 512)),
-        load_in_4bit=bool(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
+        load_in_4bit=_load_in_4bit(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
         lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
         num_generations=int(grpo.get("num_generations", 8)),
@@ -89,6 +89,10 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
                              if grpo.get("cache_implementation") == "static" else None),
     )
+
+
+def _load_in_4bit(value) -> bool | str:
+    return "auto" if value == "auto" else bool(value)
 
 
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,

@@ -109,7 +109,7 @@ def render_presets(lang: str = "en") -> str:
             f"`{name}`",
             f"`{preset.model_id}`",
             str(preset.max_seq_length),
-            yes if preset.load_in_4bit else no,
+            "`auto`" if preset.load_in_4bit == "auto" else yes if preset.load_in_4bit else no,
             grpo_summary(preset.grpo, quote=lambda text: f"`{text}`"),
             ", ".join(f"`{reward}` {_number(weight)}" for reward, weight in preset.rewards),
             _prose(translate(preset.description)),

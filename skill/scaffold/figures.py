@@ -32,6 +32,7 @@ BENCHMARK_ROWS = {
     ("standard", HAND_WRITTEN): REFERENCE,
     ("standard", GENERATED): AS_GENERATED,
     ("standard", "generated default, bf16 base"): N_("the same with `load_in_4bit = false`"),
+    ("standard", "generated default, 4-bit base"): N_("the same with `load_in_4bit = true`"),
     ("standard", "generated unsloth"): UNSLOTH,
     ("standard", "generated unsloth + speed"): UNSLOTH_SPEED,
     ("standard", "plain trl"): N_("plain TRL + peft in bf16"),
@@ -101,7 +102,13 @@ def _settings(row: dict, tr) -> str:
     steps = max(1, (settings.get("steps_per_generation") or accumulation) // accumulation)  # optimizer steps
     spg = tr(PER_STEP) if steps == 1 else tr(PER_STEPS).format(steps=steps)
     return tr(SETTINGS).format(g=grpo["num_generations"], batch=batch, tokens=grpo["max_completion_length"],
-                               spg=spg, bits=tr("4-bit") if settings["model"].get("load_in_4bit") else "bf16")
+                               spg=spg, bits=tr("4-bit") if _held_4bit(row) else "bf16")
+
+
+def _held_4bit(row: dict) -> bool:
+    """Whether the row's base weights were 4-bit: as train.py said it took them, else as the settings asked."""
+    asked = row["settings"]["model"].get("load_in_4bit")
+    return bool((row.get("took") or {}).get("load_in_4bit", asked)) if asked == "auto" else bool(asked)
 
 
 def _date(row: dict) -> str:

@@ -176,6 +176,20 @@ def wire_rewards(rewards: list[dict], settings: CliSettings, answer_column: str 
                              "e.g. --reward accuracy").format(column=answer_column, names=", ".join(chosen)))
 
 
+def _model_accepts(key: str, value) -> bool:
+    """Whether config.toml's [model] takes ``value`` for ``key`` (copier's own check of it would end in a
+    traceback)."""
+    from pydantic import ValidationError
+
+    from ..core.tables import ModelTable
+
+    try:
+        ModelTable.model_validate({"preset": "p", "name": "n", "max_seq_length": 1024, key: value})
+    except ValidationError:
+        return False
+    return True
+
+
 def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, dataset_given: bool,
                      notes: list[str]) -> None:
     """Merge --set values into the answers copier renders, where config.toml writes each key."""
@@ -191,7 +205,8 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
                 local = Path(str(value)).expanduser()
                 data["model_name"] = str(local.resolve()) if local.exists() else value
             elif table == "model" and key in ("backend", "max_seq_length", "load_in_4bit"):
-                data[key] = value
+                if _model_accepts(key, value):  # else the preset's stays, and the config check names the given value
+                    data[key] = value
             elif table == "dataset" and key == "path":
                 if dataset_given:
                     raise SettingError(_("--set dataset.path and --dataset: give the dataset once"))

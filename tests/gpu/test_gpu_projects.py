@@ -206,6 +206,9 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     assert "generation: fast" in said
     # bf16 on: the copy computes the LoRA as the trainer scores it, under bf16 autocast (benchmarks/sampler_mismatch.py)
     assert "its LoRA beside each layer in bfloat16, as the trainer computes it" in said
+    # load_in_4bit = "auto": the base in 16 bits, and the copy decodes with those very tensors (no second copy)
+    assert 'weights: 16-bit (load_in_4bit = "auto")' in said and summary["load_in_4bit"] is False
+    assert "(0.0 GiB of its own," in said
 
 
 @pytest.mark.gpu
@@ -235,6 +238,5 @@ def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands
     record_property("train_seconds", round(trained.seconds, 1))
     said = trained.log.read_text(encoding="utf-8")
     dtype = "bfloat16" if torch_cuda() else "float32"
-    assert f"note: {stored} is stored in 4 bits; with load_in_4bit = false (or no CUDA GPU) its weights are held " \
-           f"in {dtype}" in said
+    assert f"note: {stored} is stored in 4 bits; this run holds its weights in {dtype}: the same values" in said
     assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == 2
