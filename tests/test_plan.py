@@ -211,13 +211,17 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     project = new_project(cli, tmp_path)
     roomy = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--json").stdout)
     assert roomy["generation_path"] == "fast" and roomy["settings"]["backend"] == "trl"
-    assert 6 < roomy["parts_gib"]["generation_copy"] < 7  # Qwen3-4B's linear layers again in bf16, not embeddings
-    bf16 = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set", "model.load_in_4bit=false",
-                          "--json").stdout)
-    assert bf16["generation_path"] == "fast" and bf16["parts_gib"]["generation_copy"] == 0  # the base's own weights
-    assert bf16["needed_gib"] < roomy["needed_gib"]
+    # load_in_4bit = "auto": the base in 16 bits, and the copy decodes with its very weights
+    assert roomy["settings"]["load_in_4bit"] == "auto" and not roomy["settings"]["holds_4bit"]
+    assert roomy["parts_gib"]["generation_copy"] == 0
+    four_bit = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set", "model.load_in_4bit=true",
+                              "--json").stdout)
+    assert four_bit["generation_path"] == "fast" and four_bit["settings"]["holds_4bit"]
+    assert 6 < four_bit["parts_gib"]["generation_copy"] < 7  # Qwen3-4B's linear layers again in bf16, not embeddings
+    assert four_bit["needed_gib"] > roomy["needed_gib"]
     small = json.loads(cli("plan", str(project), "--gpu-memory", str(roomy["needed_gib"] * 0.8), "--json").stdout)
     assert small["generation_path"] == "unsloth" and small["parts_gib"]["generation_copy"] == 0
+    assert small["settings"]["holds_4bit"]  # "auto" off the fast path: 4-bit
     assert "more than nine tenths" in small["generation_why"]
     text = cli("plan", str(project), "--gpu-memory", "141").stdout
     assert "generation: fast (plan: " in text
