@@ -394,6 +394,11 @@ def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_an
     assert 'weights: 4-bit (load_in_4bit = "auto"): the unsloth backend\'s own generation' in small.describe()
     cpu = decoding.choose(config, "trl", cuda=False)
     assert (cpu.fast, cpu.load_in_4bit) == (False, False)
+    from grpo_skill.runtime import distributed
+
+    monkeypatch.setattr(distributed, "shards_weights", lambda: True)  # FSDP or ZeRO-3 shard 16-bit weights only
+    assert decoding.choose(config, "trl", cuda=True).load_in_4bit is False
+    monkeypatch.setattr(distributed, "shards_weights", lambda: False)
     forced = projects.load(tmp_path / "auto-bits", {"model.load_in_4bit": True}, rewards=False)
     assert decoding.choose(forced, "unsloth", cuda=True).load_in_4bit is True  # true stays true on the fast path
     assert decoding.choose(forced, "unsloth", cuda=True).weights_why is None

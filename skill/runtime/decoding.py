@@ -54,9 +54,13 @@ def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, s
         return bool(value), None
     if not cuda:
         return False, _("no CUDA GPU: full precision")
-    if backend == "trl" and (fast or model.get("compile_decoding")):
+    if distributed.shards_weights():
+        return False, _("FSDP and ZeRO-3 shard 16-bit weights")
+    if backend == "trl" and fast:
         return False, _("the fast path's copy decodes with the base's own 16-bit weights: less memory than a 4-bit "
                         "base plus the copy's 16-bit layers, and faster training steps")
+    if backend == "trl" and model.get("compile_decoding"):
+        return False, _("compile_decoding: with 4-bit weights a compiled decode step was measured slower")
     return True, _("the {backend} backend's own generation").format(backend=backend)
 
 

@@ -59,7 +59,9 @@ def load(config: ProjectConfig, backend: str, tokenizer=None, load_in_4bit: bool
     model_path = config.model_path()
     if load_in_4bit is None:
         load_in_4bit = config.model["load_in_4bit"]
-        if load_in_4bit == "auto":
+        if load_in_4bit == "auto" and backend == "unsloth":
+            load_in_4bit = True  # Unsloth in 16 bits would download another checkpoint (its 16-bit twin)
+        elif load_in_4bit == "auto":
             from . import decoding
 
             load_in_4bit = decoding.choose(config, backend, machine.cuda_available()).load_in_4bit
