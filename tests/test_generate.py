@@ -398,6 +398,9 @@ def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_an
 
     monkeypatch.setattr(distributed, "shards_weights", lambda: True)  # FSDP or ZeRO-3 shard 16-bit weights only
     assert decoding.choose(config, "trl", cuda=True).load_in_4bit is False
+    fast = projects.load(tmp_path / "auto-bits", {"model.generation": "fast"}, rewards=False)
+    with pytest.raises(projects.ConfigError, match="FSDP and ZeRO-3 shard; set generation = 'plain'"):
+        decoding.choose(fast, "trl", cuda=True)  # the copy would read sharded weights
     monkeypatch.setattr(distributed, "shards_weights", lambda: False)
     forced = projects.load(tmp_path / "auto-bits", {"model.load_in_4bit": True}, rewards=False)
     assert decoding.choose(forced, "unsloth", cuda=True).load_in_4bit is True  # true stays true on the fast path

@@ -71,6 +71,11 @@ def _path(config, backend: str, cuda: bool) -> tuple[str, bool, str]:
     requested = config.model.get("generation", "auto")
     if requested == "plain":
         return backend, False, _("[model] generation = 'plain'")
+    if requested == "fast" and distributed.shards_weights():
+        from ..core.project import ConfigError
+
+        raise ConfigError(_("model.generation = 'fast': its copy reads the policy's weights whole, which FSDP and ZeRO-3 "
+                            "shard; set generation = 'plain', or launch with accelerate/ddp.yaml"))
     if requested == "fast":
         if not cuda:
             return "trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled")
