@@ -308,6 +308,20 @@ def test_a_new_benchmark_row_makes_the_quoted_figures_stale(tmp_path, capsys):
     assert "3.21 s/step" in (tmp_path / "SKILL.md").read_text(encoding="utf-8")
 
 
+def test_the_speed_note_says_when_the_measured_default_is_no_longer_the_presets(tmp_path):
+    """Rows measured before a preset's load_in_4bit changed are named as such under the table, until new rows come."""
+    copy_generated_docs(tmp_path)
+    stale = "Those rows held the base in 4 bits: the presets' default then"
+    report_file = tmp_path / figures.BENCHMARK_FILE
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    defaults = [row for row in report["rows"] if row["name"] == figures.GENERATED]
+    for value, said in ((True, True), ("auto", False)):  # 4-bit as before 2026-12-05; "auto" as run.py records now
+        for row in defaults:
+            row["settings"]["model"]["load_in_4bit"] = value
+        report_file.write_text(json.dumps(report), encoding="utf-8")
+        assert (stale in figures.render_speed("en", tmp_path)[2]) is said
+
+
 def test_docs_name_a_benchmark_row_they_quote_that_is_gone(tmp_path, capsys):
     copy_generated_docs(tmp_path)
     report_file = tmp_path / figures.BENCHMARK_FILE

@@ -53,6 +53,9 @@ AGAINST_REFERENCE = N_("{seconds:.2f} s/step, {reserved:.1f} GiB reserved ({rati
 SPEED_NOTE = N_("Measured with Qwen3-4B's shape (random weights), {settings} ([docs/benchmarks.md]({link}), {date}); "
                 "the estimate is for the preset's own settings, with {tokens}-token prompts: `grpo-skill plan "
                 "--preset thinking --gpu {gpu} --prompt-tokens {tokens}`.")
+# A preset's default that changed after its row ran is said under the table, not left to the settings column.
+DEFAULT_CHANGED = N_("Those rows held the base in 4 bits: the presets' default then; `load_in_4bit = \"auto\"` (16-bit "
+                     "on the fast path) has not been measured on a GPU yet.")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -145,7 +148,16 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
         settings=tr(CASE_SEPARATOR).join(tr(CASE_SETTINGS).format(case=f"`{case}`", settings=_settings(row, tr))
                                          for case, row in cases),
         link=BENCHMARKS_LINK, date=max(_date(row) for _case, row in cases), tokens=PLAN_PROMPT_TOKENS, gpu=PLAN_GPU)
+    if any(_default_changed(case, row) for case, row in cases):
+        note += " " + tr(DEFAULT_CHANGED)
     return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
+
+
+def _default_changed(preset: str, row: dict) -> bool:
+    """Whether the preset's load_in_4bit is no longer what its 'generated default' row ran with."""
+    from ..core import plugins
+
+    return row["settings"]["model"].get("load_in_4bit") != plugins.get_preset(preset).load_in_4bit
 
 
 def render_benchmark(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], None]:
