@@ -279,3 +279,20 @@ def test_the_copy_is_the_policys_frozen_weights_where_it_holds_them_in_its_dtype
 
     other_dtype = GenerationCopy(model, max_cache_len=64, compile_decode=False, dtype=torch.bfloat16)
     assert other_dtype.shared_bytes == 0
+
+
+def test_the_copy_computes_in_the_policys_own_dtype():
+    """fp16 on a GPU without bf16, bf16 where the run holds bf16 weights: the copy's dtype is the policy's, so it
+    shares the policy's frozen weights instead of holding them again in another dtype."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    for dtype in (torch.bfloat16, torch.float16):
+        model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=dtype)
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+        copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+        assert {param.dtype for param in copy.model.parameters()} == {dtype}
+        assert copy.shared_bytes == sum(p.numel() * p.element_size() for p in copy.model.parameters())

@@ -45,7 +45,7 @@ def torch_no_grad(function):
 
 
 class GenerationCopy:
-    """A model of the policy's architecture (bf16 on a GPU, fp32 on a CPU, or ``dtype``) whose weights follow the
+    """A model of the policy's architecture (in the policy's own float dtype, or ``dtype``) whose weights follow the
     policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``),
     computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
     forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast)."""
@@ -76,7 +76,7 @@ class GenerationCopy:
         device = next(p.device for p in base.parameters() if p.device.type != "meta")
         with torch.device("meta"):  # no memory yet: each weight is the policy's own or made below
             self.model = AutoModelForCausalLM.from_config(
-                config, dtype=dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32),
+                config, dtype=dtype or _policy_dtype(base),
                 attn_implementation=attn_implementation,
             )
         self.model.eval().requires_grad_(False)
@@ -207,6 +207,15 @@ def _materialize(model, base, device) -> tuple[list, int]:
             module_name, _dot, leaf = name.rpartition(".")
             model.get_submodule(module_name)._buffers[leaf] = base.get_buffer(name).detach().clone().to(device)
     return to_refresh, shared_bytes
+
+
+def _policy_dtype(base):
+    """The dtype the policy holds its float weights in (its input embeddings'): bf16, or fp16 on a GPU without bf16,
+    fp32 on a CPU. The copy computes in it, and can then share those weights."""
+    weight = getattr(base.get_input_embeddings(), "weight", None)
+    if weight is not None and weight.is_floating_point():
+        return weight.dtype
+    return next(param.dtype for param in base.parameters() if param.is_floating_point())
 
 
 def _frozen_source(source, leaf: str, base_only: bool):
