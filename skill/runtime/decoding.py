@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..core.i18n import _
 from . import distributed
-from .estimate import with_static_cache  # noqa: F401  (train.py calls decoding.with_static_cache)
+from .estimate import auto_holds_4bit, with_static_cache  # noqa: F401  (train.py calls decoding.with_static_cache)
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,12 @@ def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, s
         return False, _("no CUDA GPU: full precision")
     if distributed.shards_weights():
         return False, _("FSDP and ZeRO-3 shard 16-bit weights")
-    if backend == "trl" and fast:
+    if backend != "trl" or auto_holds_4bit(fast, bool(model.get("compile_decoding"))):
+        return True, _("the {backend} backend's own generation").format(backend=backend)
+    if fast:
         return False, _("the fast path's copy decodes with the base's own 16-bit weights: less memory than a 4-bit "
                         "base plus the copy's 16-bit layers, and faster training steps")
-    if backend == "trl" and model.get("compile_decoding"):
-        return False, _("compile_decoding: with 4-bit weights a compiled decode step was measured slower")
-    return True, _("the {backend} backend's own generation").format(backend=backend)
+    return False, _("compile_decoding: with 4-bit weights a compiled decode step was measured slower")
 
 
 def _path(config, backend: str, cuda: bool) -> tuple[str, bool, str]:
