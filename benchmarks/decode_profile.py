@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import kernel_profile
+
 PROMPT_TOKENS = 96
 QWEN3_STOP_IDS = [151645, 151643]  # <|im_end|>, <|endoftext|>: what GRPOTrainer stops on for Qwen3
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -91,38 +93,13 @@ def profile_step(torch, generate, inputs, config, tokens: int) -> dict:
         generate(**inputs, generation_config=config)
         torch.cuda.synchronize()
         wall = time.perf_counter() - started
-    kinds: dict[str, float] = {}
-    top: dict[str, float] = {}
-    for event in prof.key_averages():
-        device_us = getattr(event, "self_device_time_total", 0) or getattr(event, "self_cuda_time_total", 0)
-        # "## Call CompiledFxGraph ..." is a range around a compiled graph's kernels: counting it too counts them twice
-        if device_us <= 0 or event.key.startswith(("ProfilerStep", "aten::", "cuda", "##")):
-            continue
-        kinds[_kind(event.key)] = kinds.get(_kind(event.key), 0.0) + device_us
-        top[event.key[:90]] = top.get(event.key[:90], 0.0) + device_us
-    kernel_ms = sum(kinds.values()) / 1000 / tokens
+    summary = kernel_profile.kernel_summary(prof, per=tokens)
     return {
         "wall_ms_per_token": 1000 * wall / tokens,
-        "kernel_ms_per_token": kernel_ms,
-        "kinds_ms_per_token": {k: round(v / 1000 / tokens, 3) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
-        "top_kernels_ms_per_token": {k: round(v / 1000 / tokens, 3)
-                                     for k, v in sorted(top.items(), key=lambda kv: -kv[1])[:12]},
+        "kernel_ms_per_token": summary["kernel_ms"],
+        "kinds_ms_per_token": summary["kinds_ms"],
+        "top_kernels_ms_per_token": summary["top_kernels_ms"],
     }
-
-
-def _kind(name: str) -> str:
-    lowered = name.lower()
-    if any(word in lowered for word in ("flash", "fmha", "attention", "sdpa", "flex", "cudnn")):
-        return "attention"
-    if any(word in lowered for word in ("gemm", "gemv", "matmul", "cutlass", "sm90_xmma", "nvjet", "splitk")):
-        return "matmul"
-    if any(word in lowered for word in ("softmax", "topk", "sort", "multinomial", "exponential", "argmax")):
-        return "sampling"
-    if any(word in lowered for word in ("copy", "cat", "index", "scatter", "memcpy", "memset")):
-        return "copies and cache updates"
-    if "triton" in lowered:
-        return "fused elementwise (triton)"
-    return "other"
 
 
 def main(argv=None) -> int:

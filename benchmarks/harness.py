@@ -18,6 +18,9 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   rich_manual_refresh   rich progress bars draw only when updated, without their 10-per-second refresh thread
   trl_default_gc        GRPOConfig.gradient_checkpointing left at TRL's default (True), as a hand-written loop has it
                         (the generated train.py passes False for Unsloth, which checkpoints in its own way)
+BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
+profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
+kernels' time and count (benchmarks/kernel_profile.py). Training then stops.
 BENCH_COMPILE_DECODE=1 lets transformers compile the static-cache decode step (TRL's GenerationConfig turns it off).
 BENCH_GPU_GIB=24 runs as on a card of that size: `grpo-skill plan`'s view of the GPU (runtime.planning.gpu_memory_gib)
 is that size, and from the first model load the process may reserve no more than that on the GPU (torch's
@@ -28,6 +31,7 @@ fails with an out-of-memory error instead of borrowing the bigger card's memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.abc
 import json
@@ -38,6 +42,8 @@ import time
 import traceback
 from collections import defaultdict
 from pathlib import Path
+
+import kernel_profile  # no torch: it imports torch's profiler only when it summarises
 
 GIB = 2**30
 STARTED = time.perf_counter()
@@ -101,6 +107,9 @@ class Bench:
         self.ablate = set(filter(None, os.environ.get("BENCH_ABLATE", "").split(",")))
         self.warmup = int(os.environ.get("BENCH_WARMUP_STEPS", "2"))
         self.measure = int(os.environ.get("BENCH_MEASURE_STEPS", "4"))
+        self.profile_steps = int(os.environ.get("BENCH_PROFILE_STEPS", "0"))
+        self.profiler = None  # torch.profiler.profile while the profiled steps run
+        self.marks: dict = {}  # the optimizer's open phase mark, by optimizer
         self.info: dict = {"import_s": None, "gate_wait_s": 0.0}
         self.phases = defaultdict(float)
         self.calls = defaultdict(int)
@@ -128,15 +137,40 @@ class Bench:
             self.sync()
             began = time.perf_counter()
             self.stack.append(label)
+            mark = self.mark(label)
             try:
-                return func(*args, **kwargs)
+                with mark:
+                    try:
+                        return func(*args, **kwargs)
+                    finally:
+                        self.sync()  # inside the mark: the phase's kernels end within it
             finally:
                 self.stack.pop()
-                self.sync()
                 self.phases[label] += time.perf_counter() - began
                 self.calls[label] += 1
 
         return wrapper
+
+    def mark(self, label: str):
+        """A profiler range around a phase while profiling; otherwise nothing. Generation is marked but not
+        recorded inside: its hundreds of thousands of decode kernels would take minutes to summarise, and
+        benchmarks/decode_profile.py profiles decoding on its own."""
+        if self.profiler is None:
+            return contextlib.nullcontext()
+        marked = self.torch.profiler.record_function(kernel_profile.PHASE_PREFIX + label)
+        if label != "generation":
+            return marked
+        return self.unrecorded(marked)
+
+    @contextlib.contextmanager
+    def unrecorded(self, marked):
+        profiler, activities = self.profiler, self.profiler.activities
+        with marked:
+            profiler.toggle_collection_dynamic(False, activities)
+            try:
+                yield
+            finally:
+                profiler.toggle_collection_dynamic(True, activities)
 
     def logps_phase(self):
         return "scoring_logps" if "generate_and_score" in self.stack else "policy_logps"
@@ -190,9 +224,14 @@ class Bench:
         def before_step(optimizer, args, kwargs):
             self.sync()
             began[id(optimizer)] = time.perf_counter()
+            self.marks[id(optimizer)] = self.mark("optimizer")
+            self.marks[id(optimizer)].__enter__()
 
         def after_step(optimizer, args, kwargs):
             self.sync()
+            mark = self.marks.pop(id(optimizer), None)
+            if mark is not None:
+                mark.__exit__(None, None, None)
             self.phases["optimizer"] += time.perf_counter() - began.pop(id(optimizer), time.perf_counter())
             self.calls["optimizer"] += 1
 
@@ -218,6 +257,8 @@ class Bench:
 
     # -- steps -------------------------------------------------------------------------------------------------
     def on_step_end(self, state, control) -> None:
+        if self.profiler is not None:
+            self.on_profiled_step_end(control)
         if self.done:
             return
         self.sync()
@@ -242,9 +283,42 @@ class Bench:
             write_json(self.progress, self.report(partial=True))
         if step >= self.warmup + self.measure:
             self.done = True
-            write_json(self.result, self.report(partial=False))
-            control.should_training_stop = True
-            control.should_save = False
+            self.measured = self.report(partial=False)
+            if self.profile_steps > 0:  # the result waits for the profile: the GPU is not free before
+                self.start_profile()
+            else:
+                write_json(self.result, self.measured)
+                self.stop(control)
+
+    def stop(self, control) -> None:
+        control.should_training_stop = True
+        control.should_save = False
+
+    # -- the profiled steps ------------------------------------------------------------------------------------
+    def start_profile(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        self.sync()
+        self.profiler = profile(activities=activities)
+        self.profiled_steps = 0
+        self.profiler.__enter__()
+
+    def on_profiled_step_end(self, control) -> None:
+        self.profiled_steps += 1
+        if self.profiled_steps < self.profile_steps:
+            return
+        self.sync()
+        profiler, self.profiler = self.profiler, None
+        profiler.__exit__(None, None, None)
+        began = time.perf_counter()
+        try:
+            summary = kernel_profile.training_profile(profiler, self.profile_steps, "cuda" if self.cuda else "cpu")
+            summary["summary_s"] = round(time.perf_counter() - began, 1)
+            write_json(self.result, {**self.measured, "profile": summary})
+        except Exception as error:  # noqa: BLE001 - the timed steps' result stands without it
+            write_json(self.result, {**self.measured, "profile_error": repr(error)})
+        self.stop(control)
 
     def memory(self) -> dict:
         """Peak allocated/reserved over the whole run (what must fit on the card) and within the timed window."""

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+import kernel_profile
+
 CASE_TITLES = {"standard": "standard", "thinking": "thinking"}
 # Columns of where a step goes, from the harness's phases (seconds per optimizer step, amortized).
 PHASES = (("generation", "generation"), ("scoring", "scoring (rewards, old/ref log-probs)"),
@@ -197,6 +199,9 @@ def markdown(report: dict) -> str:
                      f"{row.get('prompt_tokens_per_sequence', '')} | "
                      f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
                      f"{row.get('exit_status', '')} | {row.get('run_date', '')} |")
+    profiled = kernel_profile.render_training(rows, report.get("date"))
+    if profiled:
+        lines += ["", "## Where a training step goes", "", profiled]
     if report.get("decode"):
         from decode_profile import render  # benchmarks/: the decode-step profile's own table
 

@@ -95,7 +95,7 @@ def preset_speed(preset_name: str, grpo: dict) -> dict:
     return speed
 
 
-def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
+def settings_for(contender: catalog.Contender, dry_run: bool, profile: bool = False) -> dict:
     case = (catalog.DRY_CASES if dry_run else catalog.CASES)[contender.case]
     grpo = {**catalog.GRPO_COMMON, **(catalog.DRY_GRPO if dry_run else {}),
             "max_completion_length": case["max_completion_length"]}
@@ -123,6 +123,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool) -> dict:
         "model": model,
         "lora": lora, "grpo": grpo, "steps_per_generation": spg,
         "warmup_steps": warmup * spg, "measure_steps": measure * spg,
+        "profile_steps": spg if profile else 0,  # one generation cycle under the profiler, after the timed steps
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
         "compile_decode": contender.compile_decode, "speed_source": speed_source,
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
@@ -138,7 +139,9 @@ def schedule(contenders: list, rounds: int) -> list[tuple]:
 
 def planned_seconds(contender: catalog.Contender, settings: dict) -> float:
     steps = settings["warmup_steps"] + settings["measure_steps"]
-    return contender.fixed_s + steps * contender.guess_s_per_step
+    # profiled steps run about twice as slowly, and the profile takes a while to summarise
+    profiled = (2 * settings["profile_steps"] * contender.guess_s_per_step + 30) if settings["profile_steps"] else 0
+    return contender.fixed_s + steps * contender.guess_s_per_step + profiled
 
 
 @dataclass
@@ -219,7 +222,7 @@ class Benchmark:
         if job.workdir.exists():
             shutil.rmtree(job.workdir)
         job.workdir.mkdir(parents=True)
-        steps = settings["warmup_steps"] + settings["measure_steps"]
+        steps = settings["warmup_steps"] + settings["measure_steps"] + settings["profile_steps"]
         if contender.program == "generated":
             grpo_skill("new", "project", "--preset", settings["preset"], "--backend", contender.backend,
                        "--model", str(model), "-o", str(job.workdir))
@@ -254,6 +257,7 @@ class Benchmark:
         env = {**os.environ, "PYTHONUNBUFFERED": "1",
                "BENCH_WARMUP_STEPS": str(settings["warmup_steps"]),
                "BENCH_MEASURE_STEPS": str(settings["measure_steps"]),
+               "BENCH_PROFILE_STEPS": str(settings["profile_steps"]),
                "BENCH_READY": str(job.path("ready")), "BENCH_GO": str(job.path("go")),
                "BENCH_QUIET": str(job.path("quiet")), "BENCH_ABLATE": ",".join(settings["ablate"]),
                # one compile cache for every Unsloth contender: only the first pays Unsloth's compilation
@@ -463,6 +467,9 @@ def main(argv=None) -> int:
     parser.add_argument("--gpus", type=int, default=1, help="run this many contenders side by side, one per GPU")
     parser.add_argument("--dry-run", action="store_true",
                         help="this machine, no GPU: the tiny model and the TRL contenders, to check the plumbing")
+    parser.add_argument("--profile", action="store_true",
+                        help="after each contender's timed steps, profile one more generation cycle: each phase's "
+                             "wall time against its GPU kernels' (the 'Where a training step goes' table)")
     parser.add_argument("--list", action="store_true", help="print the contenders and exit")
     args = parser.parse_args(argv)
 
@@ -471,7 +478,7 @@ def main(argv=None) -> int:
         contenders = [c for c in contenders if any(fnmatch.fnmatchcase(c.key, pattern) for pattern in args.only)]
     if args.rounds < 1:
         parser.error("--rounds must be 1 or more")
-    jobs = [Job(index, contender, settings_for(contender, args.dry_run), number)
+    jobs = [Job(index, contender, settings_for(contender, args.dry_run, args.profile), number)
             for index, (contender, number) in enumerate(schedule(contenders, args.rounds))]
     for job in jobs:
         job.planned_s = planned_seconds(job.contender, job.settings)

@@ -181,10 +181,10 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
         in equal.command
 
 
-def test_a_dry_run_times_the_generated_project(tmp_path, tiny_model):
+def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_path, tiny_model):
     out = tmp_path / "bench"
     run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--out", str(out), "--work", str(tmp_path / "work"),
-         "--dry-run", "--model", str(tiny_model), "--only", "standard/generated trl"], timeout=300)
+         "--dry-run", "--model", str(tiny_model), "--only", "standard/generated trl", "--profile"], timeout=300)
     report = json.loads((out / "benchmarks.json").read_text())
     [row] = [row for row in report["rows"] if row["name"] == "generated trl"]
     assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
@@ -192,7 +192,38 @@ def test_a_dry_run_times_the_generated_project(tmp_path, tiny_model):
     assert row["phases_s_per_step"]["generation"] > 0 and row["phases_s_per_step"]["backward"] > 0
     [step] = row["phases_s_by_step"]  # each timed step's own phases, summing to the row's
     assert step["backward"] == pytest.approx(row["phases_s_per_step"]["backward"], abs=1e-3)
-    assert (out / "benchmarks.md").read_text() == bench_report.markdown(report)
+    # --profile: one more generation cycle, after the timed steps, under the profiler; its phases share its time
+    profile = row["profile"]
+    assert profile["device"] == "cpu" and profile["steps"] == row["settings"]["steps_per_generation"]
+    phases = profile["phases"]
+    assert {"generation", "scoring_logps", "policy_logps", "backward", "optimizer"} <= set(phases)
+    assert all(phases[name]["wall_ms"] > 0 for name in ("generation", "policy_logps", "backward"))
+    assert sum(entry["wall_ms"] for entry in phases.values()) == pytest.approx(profile["wall_ms_per_step"], rel=0.02)
+    page = (out / "benchmarks.md").read_text()
+    assert page == bench_report.markdown(report)
+    assert "## Where a training step goes" in page and f"| backward | {phases['backward']['wall_ms']:.1f} | – |" in page
+
+
+def test_a_profiled_kernel_counts_for_the_innermost_phase_it_ran_in():
+    kernel_profile = load(REPO / "benchmarks" / "kernel_profile.py")
+    ms = 1000  # the profiler's clock counts µs
+    ranges = [(0, 100 * ms, "generate_and_score"), (10 * ms, 60 * ms, "generation"), (70 * ms, 90 * ms,
+              "scoring_logps"), (100 * ms, 150 * ms, "loss"), (105 * ms, 140 * ms, "policy_logps"),
+              (160 * ms, 200 * ms, "backward")]
+    kernels = [(20 * ms, 30 * ms, "nvjet_sm90_tst_128x8"), (75 * ms, 79 * ms, "triton_poi_fused_add"),
+               (95 * ms, 99 * ms, "Memcpy HtoD"), (110 * ms, 130 * ms, "nvjet_sm90_tst_64x8"),
+               (151 * ms, 155 * ms, "vectorized_elementwise_kernel"), (170 * ms, 190 * ms, "flash_bwd_kernel")]
+    phases = kernel_profile.by_phase(ranges, kernels, window=(0, 210 * ms), steps=2)
+    assert phases["generation"] == {"wall_ms": 25.0, "kernel_ms": 5.0, "kernels": 0.5, "kinds_ms": {"matmul": 5.0}}
+    # the scoring's own time is what its inner phases leave: 100 - 50 - 20 ms, over 2 steps
+    assert phases["generate_and_score"]["wall_ms"] == 15.0
+    assert phases["generate_and_score"]["kinds_ms"] == {"copies and cache updates": 2.0}
+    assert phases["scoring_logps"]["kinds_ms"] == {"fused elementwise (triton)": 2.0}
+    assert phases["policy_logps"]["kernel_ms"] == 10.0 and phases["loss"]["wall_ms"] == 7.5
+    assert phases["backward"]["kinds_ms"] == {"attention": 10.0}
+    # between phases (150-160 ms, and 200-210): the trainer's own time, and a kernel that ran there
+    assert phases["other"] == {"wall_ms": 10.0, "kernel_ms": 2.0, "kernels": 0.5, "kinds_ms": {"other": 2.0}}
+    assert sum(entry["wall_ms"] for entry in phases.values()) == 105.0
 
 
 def test_a_dry_run_never_writes_docs():
