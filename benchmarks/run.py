@@ -140,7 +140,7 @@ def schedule(contenders: list, rounds: int) -> list[tuple]:
 def planned_seconds(contender: catalog.Contender, settings: dict) -> float:
     steps = settings["warmup_steps"] + settings["measure_steps"]
     # profiled steps run about twice as slowly, and the profile takes a while to summarise
-    profiled = (2 * settings["profile_steps"] * contender.guess_s_per_step + 30) if settings["profile_steps"] else 0
+    profiled = (2 * settings["profile_steps"] * contender.guess_s_per_step + 60) if settings["profile_steps"] else 0
     return contender.fixed_s + steps * contender.guess_s_per_step + profiled
 
 
