@@ -20,7 +20,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         (the generated train.py passes False for Unsloth, which checkpoints in its own way)
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
-kernels' time and count (benchmarks/kernel_profile.py). Training then stops.
+kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
+unless BENCH_PROFILE_GENERATION=1.
 BENCH_COMPILE_DECODE=1 lets transformers compile the static-cache decode step (TRL's GenerationConfig turns it off).
 BENCH_GPU_GIB=24 runs as on a card of that size: `grpo-skill plan`'s view of the GPU (runtime.planning.gpu_memory_gib)
 is that size, and from the first model load the process may reserve no more than that on the GPU (torch's
@@ -108,6 +109,7 @@ class Bench:
         self.warmup = int(os.environ.get("BENCH_WARMUP_STEPS", "2"))
         self.measure = int(os.environ.get("BENCH_MEASURE_STEPS", "4"))
         self.profile_steps = int(os.environ.get("BENCH_PROFILE_STEPS", "0"))
+        self.profile_generation = os.environ.get("BENCH_PROFILE_GENERATION") == "1"
         self.profiler = None  # torch.profiler.profile while the profiled steps run
         self.marks: dict = {}  # the optimizer's open phase mark, by optimizer
         self.info: dict = {"import_s": None, "gate_wait_s": 0.0}
@@ -152,13 +154,13 @@ class Bench:
         return wrapper
 
     def mark(self, label: str):
-        """A profiler range around a phase while profiling; otherwise nothing. Generation is marked but not
-        recorded inside: its hundreds of thousands of decode kernels would take minutes to summarise, and
-        benchmarks/decode_profile.py profiles decoding on its own."""
+        """A profiler range around a phase while profiling; otherwise nothing. Generation is marked but, unless
+        BENCH_PROFILE_GENERATION=1, not recorded inside: its hundreds of thousands of decode kernels take minutes to
+        summarise, and benchmarks/decode_profile.py profiles decoding on its own."""
         if self.profiler is None:
             return contextlib.nullcontext()
         marked = self.torch.profiler.record_function(kernel_profile.PHASE_PREFIX + label)
-        if label != "generation":
+        if label != "generation" or self.profile_generation:
             return marked
         return self.unrecorded(marked)
 
@@ -313,7 +315,8 @@ class Bench:
         profiler.__exit__(None, None, None)
         began = time.perf_counter()
         try:
-            summary = kernel_profile.training_profile(profiler, self.profile_steps, "cuda" if self.cuda else "cpu")
+            summary = kernel_profile.training_profile(profiler, self.profile_steps, "cuda" if self.cuda else "cpu",
+                                                      generation_recorded=self.profile_generation)
             summary["summary_s"] = round(time.perf_counter() - began, 1)
             write_json(self.result, {**self.measured, "profile": summary})
         except Exception as error:  # noqa: BLE001 - the timed steps' result stands without it

@@ -93,8 +93,9 @@ def by_phase(ranges: list[tuple[float, float, str]], kernels: list[tuple[float, 
     return phases
 
 
-def training_profile(prof, steps: int, device: str) -> dict:
-    """The summary of a profiled run of ``steps`` optimizer steps (``prof``: a finished torch.profiler.profile)."""
+def training_profile(prof, steps: int, device: str, generation_recorded: bool = False) -> dict:
+    """The summary of a profiled run of ``steps`` optimizer steps (``prof``: a finished torch.profiler.profile);
+    ``generation_recorded``: whether the profiler recorded generation's kernels or only its range."""
     from torch.autograd import DeviceType
 
     ranges, kernels, top = [], [], {}
@@ -111,7 +112,7 @@ def training_profile(prof, steps: int, device: str) -> dict:
             top[event.name[:90]] = top.get(event.name[:90], 0.0) + (end - start) / 1000
     window = (first or 0.0, last or 0.0)
     phases = by_phase(ranges, kernels, window, steps)
-    if "generation" in phases:  # marked, its kernels not recorded (benchmarks/harness.py says why)
+    if "generation" in phases and not generation_recorded:  # marked only (benchmarks/harness.py says why)
         phases["generation"].update(kernel_ms=None, kernels=None, kinds_ms={})
     return {
         "device": device,

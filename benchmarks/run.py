@@ -95,7 +95,7 @@ def preset_speed(preset_name: str, grpo: dict) -> dict:
     return speed
 
 
-def settings_for(contender: catalog.Contender, dry_run: bool, profile: bool = False) -> dict:
+def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | None = None) -> dict:
     case = (catalog.DRY_CASES if dry_run else catalog.CASES)[contender.case]
     grpo = {**catalog.GRPO_COMMON, **(catalog.DRY_GRPO if dry_run else {}),
             "max_completion_length": case["max_completion_length"]}
@@ -124,6 +124,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: bool = Fa
         "lora": lora, "grpo": grpo, "steps_per_generation": spg,
         "warmup_steps": warmup * spg, "measure_steps": measure * spg,
         "profile_steps": spg if profile else 0,  # one generation cycle under the profiler, after the timed steps
+        "profile_generation": profile == "all",  # its decoding's kernels too (many: slow to summarise)
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
         "compile_decode": contender.compile_decode, "speed_source": speed_source,
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
@@ -140,7 +141,10 @@ def schedule(contenders: list, rounds: int) -> list[tuple]:
 def planned_seconds(contender: catalog.Contender, settings: dict) -> float:
     steps = settings["warmup_steps"] + settings["measure_steps"]
     # profiled steps run about twice as slowly, and the profile takes a while to summarise
-    profiled = (2 * settings["profile_steps"] * contender.guess_s_per_step + 60) if settings["profile_steps"] else 0
+    profiled = 0
+    if settings["profile_steps"]:
+        profiled = 2 * settings["profile_steps"] * contender.guess_s_per_step + (180 if settings["profile_generation"]
+                                                                                else 60)
     return contender.fixed_s + steps * contender.guess_s_per_step + profiled
 
 
@@ -258,6 +262,7 @@ class Benchmark:
                "BENCH_WARMUP_STEPS": str(settings["warmup_steps"]),
                "BENCH_MEASURE_STEPS": str(settings["measure_steps"]),
                "BENCH_PROFILE_STEPS": str(settings["profile_steps"]),
+               "BENCH_PROFILE_GENERATION": "1" if settings["profile_generation"] else "0",
                "BENCH_READY": str(job.path("ready")), "BENCH_GO": str(job.path("go")),
                "BENCH_QUIET": str(job.path("quiet")), "BENCH_ABLATE": ",".join(settings["ablate"]),
                # one compile cache for every Unsloth contender: only the first pays Unsloth's compilation
@@ -467,9 +472,10 @@ def main(argv=None) -> int:
     parser.add_argument("--gpus", type=int, default=1, help="run this many contenders side by side, one per GPU")
     parser.add_argument("--dry-run", action="store_true",
                         help="this machine, no GPU: the tiny model and the TRL contenders, to check the plumbing")
-    parser.add_argument("--profile", action="store_true",
+    parser.add_argument("--profile", nargs="?", const="training", choices=["training", "all"],
                         help="after each contender's timed steps, profile one more generation cycle: each phase's "
-                             "wall time against its GPU kernels' (the 'Where a training step goes' table)")
+                             "wall time against its GPU kernels' (the 'Where a training step goes' table); 'all': "
+                             "generation's kernels too (slower to summarise)")
     parser.add_argument("--list", action="store_true", help="print the contenders and exit")
     args = parser.parse_args(argv)
 
