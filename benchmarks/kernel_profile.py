@@ -38,6 +38,12 @@ def is_kernel(name: str) -> bool:
     return name not in NOT_KERNELS and not name.startswith(GROUPING_PREFIXES)
 
 
+def annotation(event) -> bool:
+    """Whether a device event is a range's span on the GPU (DDP's forward, a record_function), not a kernel: counting
+    it would count its kernels twice."""
+    return bool(getattr(event, "is_user_annotation", False))
+
+
 def innermost(ranges: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
     """Nested (start, end, label) ranges, flattened into the pieces of time each label has to itself: a range's
     time minus the ranges inside it. Pieces are sorted and do not overlap; time outside every range is left out."""
@@ -107,7 +113,7 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
             last = end if last is None else max(last, end)
             if event.name.startswith(PHASE_PREFIX):
                 ranges.append((start, end, event.name[len(PHASE_PREFIX):]))
-        elif event.device_type == DeviceType.CUDA and is_kernel(event.name):
+        elif event.device_type == DeviceType.CUDA and is_kernel(event.name) and not annotation(event):
             kernels.append((start, end, event.name))
             top[event.name[:90]] = top.get(event.name[:90], 0.0) + (end - start) / 1000
     window = (first or 0.0, last or 0.0)
@@ -130,7 +136,7 @@ def kernel_summary(prof, per: int) -> dict:
     top: dict[str, float] = {}
     for event in prof.key_averages():
         device_us = getattr(event, "self_device_time_total", 0) or getattr(event, "self_cuda_time_total", 0)
-        if device_us <= 0 or not is_kernel(event.key):
+        if device_us <= 0 or not is_kernel(event.key) or annotation(event):
             continue
         kinds[kind(event.key)] = kinds.get(kind(event.key), 0.0) + device_us
         top[event.key[:90]] = top.get(event.key[:90], 0.0) + device_us

@@ -331,10 +331,6 @@ class Benchmark:
                 measured = json.loads(path.read_text())
                 row.update({key: value for key, value in measured.items() if key not in row})
                 break
-        summary = job.workdir / "outputs" / "summary.json" if job.workdir else None
-        if contender.program == "generated" and summary and summary.is_file():  # the path "auto" took, train.py says
-            said = json.loads(summary.read_text())
-            row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit") if key in said}
         if job.launched:
             row["wall_s"] = round(time.time() - job.launched, 1)
         if error:
@@ -345,6 +341,15 @@ class Benchmark:
             self.save()
         print(f"[{time.time() - self.started:6.0f} s] {contender.case}/{contender.name}: {status}"
               + (f", {row['s_per_step']} s/step" if row.get("s_per_step") else ""), file=sys.stderr, flush=True)
+
+    @staticmethod
+    def read_took(job: Job) -> None:
+        """The path "auto" took, as train.py's summary says: written when its training has ended, after the
+        harness's result, so it is read once the process is over."""
+        summary = job.workdir / "outputs" / "summary.json" if job.workdir else None
+        if job.contender.program == "generated" and summary and summary.is_file():
+            said = json.loads(summary.read_text())
+            job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit") if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:
         text = job.log.read_text(errors="replace") if job.log and job.log.is_file() else ""
@@ -452,6 +457,7 @@ class Benchmark:
                 self.stop(job)
                 code = "stopped after its result"
             job.row["exit_status"] = code
+            self.read_took(job)
             self.finishing.remove(job)
             with self.lock:
                 self.save()

@@ -104,9 +104,10 @@ class GenerationCopy:
             elif _has_adapter(source):
                 param.copy_(_merged_weight(source, leaf))
             else:
-                tensor = getattr(_active_module(source), leaf)
+                module = _active_module(source)
+                tensor = getattr(module, leaf)
                 if everything or tensor.requires_grad:
-                    param.copy_(_plain(tensor))
+                    param.copy_(_plain_weight(module, leaf))
 
     def generate(self, *args, generation_config=None, **kwargs):
         """What ``policy.generate`` is asked for, answered by the copy: refreshed first, static cache, compiled."""
@@ -344,7 +345,16 @@ def _active_module(module):
     return getattr(module, "original_module", module)
 
 
-def _plain(tensor):
+def _plain_weight(module, leaf: str):
+    """``leaf`` of a layer without adapters, as the copy holds it: dequantized when the policy holds it in 4 bits (a
+    linear layer that LoRA leaves out, on a 4-bit base)."""
+    import torch
+
+    tensor = getattr(module, leaf)
+    if type(tensor) not in (torch.nn.Parameter, torch.Tensor):  # bitsandbytes' packed 4-bit bytes
+        from peft.utils.integrations import dequantize_module_weight
+
+        return dequantize_module_weight(module).detach()
     return tensor.detach()
 
 

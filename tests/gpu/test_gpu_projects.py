@@ -212,10 +212,8 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
 
 
 @pytest.mark.gpu
-def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands, record_property):
-    """The presets name checkpoints saved in 4 bits (unsloth/...-bnb-4bit). With ``load_in_4bit = false`` the TRL
-    backend holds their weights in bf16, says so, and trains; without that, transformers read the 16-bit request as
-    "this checkpoint is 16-bit" and stopped on mismatched shapes. The tiny build, saved in 4 bits here, stands in."""
+def stored_in_4_bits(tmp_path, commands) -> Path:
+    """The tiny build saved in 4 bits (bitsandbytes nf4), as the presets' unsloth/...-bnb-4bit checkpoints are."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
@@ -229,7 +227,16 @@ def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands
     four_bit = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
     AutoModelForCausalLM.from_pretrained(source, quantization_config=four_bit, dtype=torch.bfloat16).save_pretrained(stored)
     AutoTokenizer.from_pretrained(source).save_pretrained(stored)
+    return stored
 
+
+def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands, record_property):
+    """The presets name checkpoints saved in 4 bits (unsloth/...-bnb-4bit). With ``load_in_4bit = false`` the TRL
+    backend holds their weights in bf16, says so, and trains; without that, transformers read the 16-bit request as
+    "this checkpoint is 16-bit" and stopped on mismatched shapes. The tiny build, saved in 4 bits here, stands in."""
+    import torch
+
+    stored = stored_in_4_bits(tmp_path, commands)
     commands.run([*commands.grpo_skill(), "new", "stored", "--preset", "tiny", "--backend", "trl",
                   "--model", stored, "-o", tmp_path], name="new")
     project = tmp_path / "stored"
@@ -239,4 +246,20 @@ def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands
     said = trained.log.read_text(encoding="utf-8")
     dtype = "bfloat16" if torch_cuda() else "float32"
     assert f"note: {stored} is stored in 4 bits; this run holds its weights in {dtype}: the same values" in said
+    assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == 2
+
+
+def test_the_fast_path_on_a_4_bit_base_with_lora_on_some_layers_samples_from_all_of_them(tmp_path, commands):
+    """A 4-bit base on the fast path, LoRA on the attention's q and v only: the generation copy holds the layers LoRA
+    leaves out dequantized (it once copied their packed 4-bit bytes and stopped on mismatched sizes)."""
+    stored = stored_in_4_bits(tmp_path, commands)
+    commands.run([*commands.grpo_skill(), "new", "partial", "--preset", "tiny", "--backend", "trl",
+                  "--model", stored, "-o", tmp_path], name="new")
+    project = tmp_path / "partial"
+    set_toml(project / "config.toml", "model", "load_in_4bit", "true")
+    set_toml(project / "config.toml", "model", "generation", '"fast"')
+    set_toml(project / "config.toml", "lora", "target_modules", '["q_proj", "v_proj"]')
+    trained = commands.run([sys.executable, "train.py", "--max-steps", 2], name="train", cwd=project)
+    said = trained.log.read_text(encoding="utf-8")
+    assert "generation: a " in said and "copy of the policy" in said
     assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == 2
