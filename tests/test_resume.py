@@ -197,6 +197,33 @@ def test_resume_after_changing_what_a_checkpoint_fixes_is_refused(tmp_path, old,
     assert sorted(path.name for path in checkpoint.iterdir()) == [resume.SETTINGS_FILE, resume.TRAINER_STATE]
 
 
+def test_resume_where_auto_weights_resolve_otherwise_is_refused_and_setting_them_back_resumes(tmp_path):
+    """load_in_4bit = "auto" held 16 bits where the run began (the fast path); on a machine where it resolves to 4
+    bits the checkpoint's base would change under it. Naming the precision it was trained with resumes."""
+    from grpo_skill import generator, project as projects
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    config_file.write_text(config_file.read_text().replace("load_in_4bit = false", 'load_in_4bit = "auto"', 1))
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    began = resume.run_settings(projects.load(config_file), held_4bit=False)
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(began))
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                       settings=resume.run_settings(projects.load(config_file), held_4bit=True))
+    assert "was trained with model.load_in_4bit (as this run took it) false (now true)" in str(refused.value)
+    config_file.write_text(config_file.read_text().replace('load_in_4bit = "auto"', "load_in_4bit = false", 1))
+    start = resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                           settings=resume.run_settings(projects.load(config_file), held_4bit=False))
+    assert start.checkpoint.step == 4
+    # a checkpoint that recorded no resolved value (older grpo-skill) is compared by the literal alone
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(projects.load(config_file))))
+    assert resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                          settings=resume.run_settings(projects.load(config_file), held_4bit=True)).checkpoint
+
+
 def test_resume_after_changing_a_reward_weight_or_beta_applies_it_and_says_so(tmp_path, capsys):
     from grpo_skill import generator, project as projects
 

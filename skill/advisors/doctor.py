@@ -131,8 +131,9 @@ def project_model(path: str | Path) -> dict:
         shape = known[1]
         # 4-bit: half a byte per linear weight, and room for the layers that dynamic 4-bit checkpoints (Unsloth's)
         # keep at 16 bits: Qwen3-4B's bnb-4bit repo is ~3.5 GB
-        weight_bytes = (shape.linear_params * 0.75 + shape.embedding_params * 2 if config.model["load_in_4bit"]
-                        else shape.params * 2)
+        # the checkpoint as stored is what downloads: a -bnb-4bit repository whatever the run holds it in
+        stored_4bit = "bnb-4bit" in name.lower() or config.model["load_in_4bit"] is True
+        weight_bytes = shape.linear_params * 0.75 + shape.embedding_params * 2 if stored_4bit else shape.params * 2
         download = round(weight_bytes / GIB, 1)
     return {"name": name, "local": local, "cached": cached, "download_gib": download}
 

@@ -276,7 +276,7 @@ def errors(rows, calibration: dict) -> list[float]:
         if row.get("peak_reserved_gib"):
             out.append(math.log(result.peak_reserved_gib / row["peak_reserved_gib"]))
         # 4-bit with compiled decoding: measured (slower), but refused in a project, so not a time to fit
-        if row.get("s_per_step") and not (settings.compiled_decoding and settings.load_in_4bit):
+        if row.get("s_per_step") and not (settings.compiled_decoding and settings.holds_4bit):
             out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
     return out
 

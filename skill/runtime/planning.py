@@ -148,15 +148,18 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
 
 
 def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = None) -> Settings:
-    """A benchmark row's settings; a row that left the path to ``backend = "auto"`` is resolved as train.py resolved it
-    on the benchmark's GPU."""
+    """A benchmark row's settings; a row that left the path to ``backend = "auto"`` is resolved as train.py said it
+    took it (``took``), or else as it would resolve it on the benchmark's GPU (or the smaller card it ran as)."""
     settings = row["settings"]
     prompt = row.get("prompt_tokens_per_sequence") or settings.get("prompt_tokens") or 40
     model = {**settings["model"], "compile_decoding": bool(settings.get("compile_decode"))}
     resolved = _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
                               int(round(prompt)), int(settings.get("processes", 1)))
+    gpu_gib = row.get("gpu_gib") or gpu_gib  # a row run as on a smaller card (the benchmark's BENCH_GPU_GIB)
     if settings["backend"] == "auto" and gpu_gib:
         resolved, _why = resolve_generation(resolved, gpu_gib)
+    took = row.get("took") or {}  # what train.py said it took: the run itself, over any re-resolution
+    resolved = replace(resolved, **{key: took[key] for key in ("backend", "generation", "load_in_4bit") if key in took})
     return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")))
 
 

@@ -44,6 +44,10 @@ FIXED_SETTINGS = ("model.name", "model.adapter", "model.load_in_4bit", "grpo.num
 # would be ignored without a word.
 OPTIMIZER_SETTINGS = ("grpo.learning_rate", "grpo.optim", "grpo.optim_args", "grpo.weight_decay", "grpo.adam_beta1",
                       "grpo.adam_beta2", "grpo.adam_epsilon")
+# A setting whose value a run resolves ("auto"): each checkpoint also records what it resolved to, and that is what
+# must not change (the literal may, e.g. "auto" -> false to hold the weights as before). Checkpoints from before
+# this was recorded are compared by the literal.
+RESOLVED_SETTINGS = {"model.load_in_4bit": "model.load_in_4bit (as this run took it)"}
 # How a run was started, not what it trains: free to differ
 FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
@@ -174,9 +178,12 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
                 checkpoint=checkpoint.path, differences=", ".join(differences), source=shape["source"]))
 
 
-def run_settings(config) -> dict:
-    """This run's settings as flat ``section.key`` values, the way each checkpoint records them (SETTINGS_FILE)."""
+def run_settings(config, held_4bit: bool | None = None) -> dict:
+    """This run's settings as flat ``section.key`` values, the way each checkpoint records them (SETTINGS_FILE);
+    ``held_4bit``: whether this run holds its base weights in 4 bits (``load_in_4bit`` resolved)."""
     flat = {f"model.{key}": value for key, value in config.model.items()}
+    if held_4bit is not None:
+        flat[RESOLVED_SETTINGS["model.load_in_4bit"]] = held_4bit
     flat.update({f"lora.{key}": value for key, value in config.lora.items()})
     flat.update({f"grpo.{key}": value for key, value in config.grpo.items()})
     flat["rewards"] = [{"name": choice.name, "weight": choice.weight, "params": choice.params}
@@ -198,11 +205,17 @@ def _compare_settings(checkpoint: Checkpoint, now: dict) -> list[str]:
         return []  # a checkpoint from before grpo-skill recorded its settings: nothing to compare with
     changed = sorted(key for key in set(then) | set(now)
                      if key not in FREE_SETTINGS and then.get(key) != now.get(key))
+    fixed_keys = set(FIXED_SETTINGS)
+    for literal, resolved in RESOLVED_SETTINGS.items():
+        if resolved in then and resolved in now:  # the resolved value is fixed, the literal may change
+            fixed_keys = (fixed_keys - {literal}) | {resolved}
+        elif resolved in changed:  # recorded on one side only: compared by the literal
+            changed.remove(resolved)
 
     def change(key):
         return f"{key} {_shown(then.get(key))} (now {_shown(now.get(key))})"
 
-    fixed = [change(key) for key in changed if key in FIXED_SETTINGS or key.startswith("lora.")]
+    fixed = [change(key) for key in changed if key in fixed_keys or key.startswith("lora.")]
     if fixed:
         raise ResumeError(
             _("{checkpoint} was trained with {changes}, which a checkpoint cannot change: set them back to resume, "

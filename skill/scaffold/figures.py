@@ -105,13 +105,16 @@ def _settings(row: dict, tr) -> str:
     steps = max(1, (settings.get("steps_per_generation") or accumulation) // accumulation)  # optimizer steps
     spg = tr(PER_STEP) if steps == 1 else tr(PER_STEPS).format(steps=steps)
     return tr(SETTINGS).format(g=grpo["num_generations"], batch=batch, tokens=grpo["max_completion_length"],
-                               spg=spg, bits=tr("4-bit") if _held_4bit(row) else "bf16")
+                               spg=spg, bits=_weights(row, tr))
 
 
-def _held_4bit(row: dict) -> bool:
-    """Whether the row's base weights were 4-bit: as train.py said it took them, else as the settings asked."""
-    asked = row["settings"]["model"].get("load_in_4bit")
-    return bool((row.get("took") or {}).get("load_in_4bit", asked)) if asked == "auto" else bool(asked)
+def _weights(row: dict, tr) -> str:
+    """The row's base weights: as train.py said it took them, else as the settings asked ("auto" unresolved when a
+    row does not say what it took)."""
+    held = (row.get("took") or {}).get("load_in_4bit", row["settings"]["model"].get("load_in_4bit"))
+    if held == "auto":
+        return 'load_in_4bit = "auto"'
+    return tr("4-bit") if held else "bf16"
 
 
 def _date(row: dict) -> str:
