@@ -211,7 +211,6 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     assert "(0.0 GiB of its own," in said
 
 
-@pytest.mark.gpu
 def stored_in_4_bits(tmp_path, commands) -> Path:
     """The tiny build saved in 4 bits (bitsandbytes nf4), as the presets' unsloth/...-bnb-4bit checkpoints are."""
     import torch
@@ -230,6 +229,7 @@ def stored_in_4_bits(tmp_path, commands) -> Path:
     return stored
 
 
+@pytest.mark.gpu
 def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands, record_property):
     """The presets name checkpoints saved in 4 bits (unsloth/...-bnb-4bit). With ``load_in_4bit = false`` the TRL
     backend holds their weights in bf16, says so, and trains; without that, transformers read the 16-bit request as
@@ -249,6 +249,7 @@ def test_a_checkpoint_stored_in_4_bits_trains_held_in_16_bits(tmp_path, commands
     assert json.loads((project / "outputs" / "summary.json").read_text())["steps"] == 2
 
 
+@pytest.mark.gpu
 def test_the_fast_path_on_a_4_bit_base_with_lora_on_some_layers_samples_from_all_of_them(tmp_path, commands):
     """A 4-bit base on the fast path, LoRA on the attention's q and v only: the generation copy holds the layers LoRA
     leaves out dequantized (it once copied their packed 4-bit bytes and stopped on mismatched sizes)."""
