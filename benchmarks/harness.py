@@ -168,7 +168,13 @@ class Bench:
     def unrecorded(self, marked):
         profiler, activities = self.profiler, self.profiler.activities
         with marked:
-            profiler.toggle_collection_dynamic(False, activities)
+            try:
+                profiler.toggle_collection_dynamic(False, activities)
+            except Exception as error:  # noqa: BLE001 - then generation's kernels are recorded too, and said so
+                self.profile_generation = True
+                self.info["profile_toggle_error"] = repr(error)
+                yield
+                return
             try:
                 yield
             finally:
