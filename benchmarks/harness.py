@@ -324,6 +324,8 @@ class Bench:
             summary = kernel_profile.training_profile(profiler, self.profile_steps, "cuda" if self.cuda else "cpu",
                                                       generation_recorded=self.profile_generation)
             summary["summary_s"] = round(time.perf_counter() - began, 1)
+            if "profile_toggle_error" in self.info:
+                summary["toggle_error"] = self.info["profile_toggle_error"]
             write_json(self.result, {**self.measured, "profile": summary})
         except Exception as error:  # noqa: BLE001 - the timed steps' result stands without it
             write_json(self.result, {**self.measured, "profile_error": repr(error)})
