@@ -56,6 +56,7 @@ class Contender:
     tells: str  # what its row answers
     grpo: dict = field(default_factory=dict)  # GRPOConfig changes on top of the case's
     model: dict = field(default_factory=dict)  # e.g. {"load_in_4bit": False}
+    lora: dict = field(default_factory=dict)  # e.g. {"gradient_checkpointing": False}
     preset_speed: bool = False  # add the case preset's speed settings
     env: dict = field(default_factory=dict)  # extra environment for its process
     ablate: tuple[str, ...] = ()  # benchmarks/harness.py ablations
@@ -147,7 +148,7 @@ def preset_defaults(contender: Contender) -> bool:
     """Whether a row is the generated project exactly as `new` makes it (besides the case's equal work), on this
     card or on one of a smaller size (BENCH_GPU_GIB)."""
     return (contender.program == "generated" and contender.backend == "auto" and contender.preset_speed
-            and not contender.model and not contender.grpo and not contender.ablate and not contender.compile_decode
+            and not contender.model and not contender.lora and not contender.grpo and not contender.ablate and not contender.compile_decode
             and set(contender.env) <= {"BENCH_GPU_GIB"})
 
 
@@ -210,7 +211,26 @@ LEVERS = [
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=45, fixed_s=30),
 ]
 
-SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS}
+# The training phases of the default (2026-12-05 profile: the GPU busy 20-32% of scoring, forward and backward, so
+# the host sets their pace): fewer, larger launches.
+TRAINING = [
+    Contender("generated default, no checkpointing, scoring whole", "standard", "generated", "auto", "the standard "
+              "default without gradient checkpointing (the backward's second forward) and with the old and "
+              "reference log-probs of a generation scored in one batch each instead of per optimizer step",
+              preset_speed=True, lora={"gradient_checkpointing": False}, ablate=("score_whole_generation",),
+              warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.3, fixed_s=100),
+    Contender("generated default, no checkpointing, scoring whole, no cuDNN attention", "standard", "generated",
+              "auto", "the same, with PyTorch's cuDNN attention turned off (cuDNN builds a graph per new sequence "
+              "length)", preset_speed=True, lora={"gradient_checkpointing": False},
+              ablate=("score_whole_generation", "no_cudnn_attention"), warmup_cycles=1, measure_cycles=2,
+              guess_s_per_step=1.3, fixed_s=100),
+    Contender("generated default, no checkpointing, scoring whole, no cuDNN attention", "thinking", "generated",
+              "auto", "the thinking default with the three training-phase changes", preset_speed=True,
+              lora={"gradient_checkpointing": False}, ablate=("score_whole_generation", "no_cudnn_attention"),
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
+]
+
+SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING}
 
 # --dry-run on a CPU: no Unsloth; the code paths of the GPU contenders (the generated project, its speed settings
 # and ablations, a pseudo-terminal, plain TRL) on the tiny model.
@@ -222,6 +242,8 @@ DRY = [
               ablate=("no_callbacks",)),
     Contender("generated trl, terminal, rich manual refresh", "standard", "generated", "trl",
               "rich in a pseudo-terminal, drawn at each step only", tty=True, ablate=("rich_manual_refresh",)),
+    Contender("generated trl, scoring whole, no cuDNN attention", "standard", "generated", "trl", "the "
+              "training-phase changes", ablate=("score_whole_generation", "no_cudnn_attention"), preset_speed=True),
     Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
     Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
 ]

@@ -18,6 +18,9 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   rich_manual_refresh   rich progress bars draw only when updated, without their 10-per-second refresh thread
   trl_default_gc        GRPOConfig.gradient_checkpointing left at TRL's default (True), as a hand-written loop has it
                         (the generated train.py passes False for Unsloth, which checkpoints in its own way)
+  score_whole_generation  the old and reference log-probs of a generation computed in one batch each (TRL scores in
+                        chunks of per_device_train_batch_size)
+  no_cudnn_attention    torch.backends.cuda.enable_cudnn_sdp(False): SDPA takes flash or memory-efficient attention
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
 kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
@@ -180,6 +183,15 @@ class Bench:
             finally:
                 profiler.toggle_collection_dynamic(True, activities)
 
+    def unchunked(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if not self.torch.is_grad_enabled():  # scoring; the policy's forward keeps its micro-batch
+                kwargs["batch_size"] = None
+            return func(*args, **kwargs)
+
+        return wrapper
+
     def logps_phase(self):
         return "scoring_logps" if "generate_and_score" in self.stack else "policy_logps"
 
@@ -212,6 +224,10 @@ class Bench:
                 trainer.args.gradient_checkpointing = True
             except Exception as error:  # noqa: BLE001 - recorded: the row then measured no change
                 self.info["ablation_error"] = repr(error)
+        if "no_cudnn_attention" in self.ablate:
+            torch.backends.cuda.enable_cudnn_sdp(False)
+        if "score_whole_generation" in self.ablate:
+            trainer._get_per_token_logps_and_entropies = self.unchunked(trainer._get_per_token_logps_and_entropies)
         wrapped = []
         for method, label in (("_generate_and_score_completions", "generate_and_score"), ("_calculate_rewards",
                               "rewards"), ("compute_loss", "loss"),

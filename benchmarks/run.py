@@ -109,13 +109,18 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
     lora = dict(catalog.LORA_COMMON)
     if dry_run:
         lora["gradient_checkpointing"] = False  # the tiny model on a CPU: as the tiny preset trains
+    if contender.program == "generated" and contender.backend == "auto" and not dry_run:  # as the preset has it
+        from grpo_skill import plugins
+
+        lora["gradient_checkpointing"] = plugins.get_preset(case["preset"]).lora.gradient_checkpointing
+    lora.update(contender.lora)
     batch = grpo["per_device_train_batch_size"]
     spg = grpo.get("steps_per_generation") or (grpo["generation_batch_size"] // batch if "generation_batch_size"
                                                in grpo else grpo["gradient_accumulation_steps"])
     warmup, measure = (1, 1) if dry_run else (contender.warmup_cycles, contender.measure_cycles)
     model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model}
-    if catalog.preset_defaults(contender):  # the weights as the preset holds them ("auto": per path)
-        from grpo_skill import plugins
+    if contender.program == "generated" and contender.backend == "auto" and "load_in_4bit" not in contender.model:
+        from grpo_skill import plugins  # the weights as the preset holds them ("auto": per path)
 
         model["load_in_4bit"] = plugins.get_preset(case["preset"]).load_in_4bit
     return {
@@ -349,7 +354,8 @@ class Benchmark:
         summary = job.workdir / "outputs" / "summary.json" if job.workdir else None
         if job.contender.program == "generated" and summary and summary.is_file():
             said = json.loads(summary.read_text())
-            job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit") if key in said}
+            job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit",
+                                                                  "gradient_checkpointing") if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:
         text = job.log.read_text(errors="replace") if job.log and job.log.is_file() else ""

@@ -208,7 +208,7 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("target-modules-empty", '"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"',
      "", "lora.target_modules = []: must not be empty"),
     ("checkpointing-yes", "gradient_checkpointing = false", 'gradient_checkpointing = "yes"',
-     'must be true or false or "unsloth"'),
+     'must be true or false or one of "unsloth", "auto"'),
     ("4bit-quoted", "load_in_4bit = false", 'load_in_4bit = "false"', 'must be true or false or "auto" (no quotes)'),
     ("max-seq-quoted", "max_seq_length = 256", 'max_seq_length = "256"', "model.max_seq_length = \"256\""),
     ("lr-negative", "learning_rate = 0.005", "learning_rate = -1e-5", "grpo.learning_rate = -1e-05: must be greater than 0"),

@@ -93,7 +93,7 @@ def test_validated_data_keeps_the_values_as_written():
     }
     data = schema.validate(raw, schema.Source("config.toml"))
     assert data["lora"]["alpha"] == 16 and isinstance(data["lora"]["alpha"], int)  # not turned into 16.0
-    assert data["lora"]["gradient_checkpointing"] == "unsloth" and data["model"]["backend"] == "auto"
+    assert data["lora"]["gradient_checkpointing"] == "auto" and data["model"]["backend"] == "auto"
     assert data["rewards"] == [{"name": "thinking", "weight": 1.0, "params": {}}]
     assert data["grpo"] == raw["grpo"]  # only what the file sets: GRPOConfig supplies the rest
     assert data["sft"] is None

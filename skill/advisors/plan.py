@@ -16,7 +16,8 @@ from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
 from ..runtime.planning import (from_benchmark_row, from_config, from_preset, from_project, generation_path,
-                                gpu_memory_gib, processes_from_accelerate_config, resolve_generation)
+                                gpu_memory_gib, processes_from_accelerate_config, resolve_checkpointing,
+                                resolve_generation)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -84,6 +85,7 @@ def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | 
 def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
     """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
     settings, generation_why = resolve_generation(settings, gpu_gib)
+    settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     result = estimate(settings, calibration)
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
                                   "generation_steps": settings.generation_steps,
@@ -96,6 +98,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
            "generation_path": generation_path(settings), "generation_why": generation_why,
+           "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:
         out["data_parallel"] = data_parallel(settings, result, calibration)
@@ -162,6 +165,8 @@ def render_text(result: dict) -> str:
         weights=(_("4-bit") if settings["holds_4bit"] else _("16-bit weights")) + (
             _(" (load_in_4bit = \"auto\")") if settings["load_in_4bit"] == "auto" else ""))]
     lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
+    lines.append(_("gradient checkpointing: {state} ({why})").format(
+        state=_("on") if result["gradient_checkpointing"] else _("off"), why=result["checkpointing_why"]))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "

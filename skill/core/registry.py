@@ -47,8 +47,9 @@ class LoraSettings:
     alpha: int = 16
     dropout: float = 0.0
     target_modules: tuple[str, ...] = QWEN3_LORA_TARGETS
-    # "unsloth" (Unsloth's offloaded variant; plain gradient checkpointing under TRL), True or False
-    gradient_checkpointing: str | bool = "unsloth"
+    # "auto" (off on the TRL backend where plan says the run fits without it, else on), "unsloth" (Unsloth's offloaded
+    # variant; plain gradient checkpointing under TRL), True or False
+    gradient_checkpointing: str | bool = "auto"
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class LoraTable(Table):
     alpha: Annotated[float, Field(gt=0)]
     dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0
     target_modules: Annotated[list[NonEmptyStr], Field(min_length=1)] | Literal["all-linear"]
-    gradient_checkpointing: bool | Literal["unsloth"] = "unsloth"
+    gradient_checkpointing: bool | Literal["unsloth", "auto"] = "auto"
 
 
 class DatasetTable(Table):

@@ -25,6 +25,8 @@ class Generation:
     why: str
     load_in_4bit: bool = False  # [model] load_in_4bit made concrete ("auto" resolved for this path)
     weights_why: str | None = None  # why, when it was "auto"
+    gradient_checkpointing: str | bool = "unsloth"  # [lora] gradient_checkpointing made concrete
+    checkpointing_why: str | None = None  # why, when it was "auto"
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
@@ -33,6 +35,9 @@ class Generation:
         if self.weights_why:
             said += "\n" + _("weights: {bits} (load_in_4bit = \"auto\"): {why}").format(
                 bits=_("4-bit") if self.load_in_4bit else _("16-bit"), why=self.weights_why)
+        if self.checkpointing_why:
+            said += "\n" + _("gradient checkpointing: {state} (gradient_checkpointing = \"auto\"): {why}").format(
+                state=_("on") if self.gradient_checkpointing else _("off"), why=self.checkpointing_why)
         return said
 
 
@@ -42,7 +47,27 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     `grpo-skill plan` says it fits."""
     backend, fast, why = _path(config, backend, cuda)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
-    return Generation(backend, fast, why, load_in_4bit, weights_why)
+    checkpointing, checkpointing_why = _checkpointing(config, backend, fast, load_in_4bit, cuda)
+    return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why)
+
+
+def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool) -> tuple[str | bool, str | None]:
+    """(gradient_checkpointing, why when it was "auto"): off where `grpo-skill plan` says the run fits without it."""
+    from dataclasses import replace
+
+    from . import planning as plan
+
+    value = config.lora.get("gradient_checkpointing", "auto")
+    if value != "auto":
+        return value, None
+    try:
+        settings, _about = plan.from_config(config, backend=backend)
+    except plan.PlanError:
+        return "unsloth", _("no model shape known to plan its memory: on")
+    settings = replace(settings, backend=backend, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit,
+                       processes=distributed.world_size())
+    settings, why = plan.resolve_checkpointing(settings, plan.gpu_memory_gib() if cuda else None, cuda)
+    return settings.gradient_checkpointing, why
 
 
 def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, str | None]:

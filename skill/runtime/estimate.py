@@ -157,7 +157,7 @@ class Settings:
     load_in_4bit: bool | str = True  # [model] load_in_4bit: True, False or "auto" (``holds_4bit`` resolves it)
     lora_r: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    gradient_checkpointing: str | bool = "unsloth"
+    gradient_checkpointing: str | bool = "unsloth"  # "auto" counts as on until planning.resolve_checkpointing
     num_generations: int = 8
     per_device_train_batch_size: int = 8
     gradient_accumulation_steps: int = 1

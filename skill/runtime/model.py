@@ -73,7 +73,7 @@ def load(config: ProjectConfig, backend: str, tokenizer=None, load_in_4bit: bool
 
         # Unsloth loads an adapter folder as base (from adapter_config.json) + adapter, trainable, patched.
         _check_adapter_base(adapter, model_path)
-        patching = {"use_gradient_checkpointing": config.lora["gradient_checkpointing"]} if adapter else {}
+        patching = {"use_gradient_checkpointing": unsloth_checkpointing(config.lora)} if adapter else {}
         model, own_tokenizer = FastLanguageModel.from_pretrained(
             str(adapter or model_path),
             max_seq_length=config.model["max_seq_length"],
@@ -181,6 +181,12 @@ def before(model):
             yield model
 
 
+def unsloth_checkpointing(lora: dict) -> str | bool:
+    """[lora] gradient_checkpointing for Unsloth: "auto" is Unsloth's own (activations kept in CPU memory)."""
+    value = lora["gradient_checkpointing"]
+    return "unsloth" if value == "auto" else value
+
+
 def add_lora(model, config: ProjectConfig, backend: str):
     """(model, peft_config): LoRA from ``[lora]``; for TRL as a peft config that the trainer applies, for
     Unsloth applied here. A model loaded with ``model.adapter`` keeps that adapter and its shape."""
@@ -199,7 +205,7 @@ def add_lora(model, config: ProjectConfig, backend: str):
             lora_alpha=lora["alpha"],
             lora_dropout=lora["dropout"],
             target_modules=list(lora["target_modules"]),
-            use_gradient_checkpointing=lora["gradient_checkpointing"],
+            use_gradient_checkpointing=unsloth_checkpointing(lora),
             random_state=config.grpo.get("seed", 42),
         )
         return model, None
