@@ -211,23 +211,27 @@ LEVERS = [
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=45, fixed_s=30),
 ]
 
-# The training phases of the default (2026-12-05 profile: the GPU busy 20-32% of scoring, forward and backward, so
-# the host sets their pace): fewer, larger launches.
+# The training phases of the default. The 2026-12-05 profile found the GPU busy 20-32% of scoring, forward and
+# backward: the host sets their pace. Rows measured that day (with a 4-bit base: a settings slip) turned off gradient
+# checkpointing and cuDNN attention and scored each generation whole: 0.89 s/step against 1.36. The first two are the
+# default since; each row below changes one thing against the default, to keep measuring what each is worth.
 TRAINING = [
-    Contender("generated default, no checkpointing, scoring whole", "standard", "generated", "auto", "the standard "
-              "default without gradient checkpointing (the backward's second forward) and with the old and "
-              "reference log-probs of a generation scored in one batch each instead of per optimizer step",
-              preset_speed=True, lora={"gradient_checkpointing": False}, ablate=("score_whole_generation",),
-              warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.3, fixed_s=100),
-    Contender("generated default, no checkpointing, scoring whole, no cuDNN attention", "standard", "generated",
-              "auto", "the same, with PyTorch's cuDNN attention turned off (cuDNN builds a graph per new sequence "
-              "length)", preset_speed=True, lora={"gradient_checkpointing": False},
-              ablate=("score_whole_generation", "no_cudnn_attention"), warmup_cycles=1, measure_cycles=2,
-              guess_s_per_step=1.3, fixed_s=100),
-    Contender("generated default, no checkpointing, scoring whole, no cuDNN attention", "thinking", "generated",
-              "auto", "the thinking default with the three training-phase changes", preset_speed=True,
-              lora={"gradient_checkpointing": False}, ablate=("score_whole_generation", "no_cudnn_attention"),
-              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
+    Contender("generated default, scoring whole", "standard", "generated", "auto", "the standard default with the old "
+              "and reference log-probs of a generation scored in one batch each (TRL scores them in chunks of "
+              "per_device_train_batch_size): fewer, larger launches for more memory", preset_speed=True,
+              ablate=("score_whole_generation",), warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.0,
+              fixed_s=100),
+    Contender("generated default, gradient checkpointing", "standard", "generated", "auto", "the standard default "
+              "with gradient checkpointing on (\"auto\" turns it off where plan says the run fits): what the "
+              "backward's second forward costs", preset_speed=True, lora={"gradient_checkpointing": "unsloth"},
+              warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, cuDNN attention", "standard", "generated", "auto", "the standard default with "
+              "PyTorch's cuDNN attention back on (train.py turns it off: it builds a graph per new sequence length)",
+              preset_speed=True, ablate=("cudnn_attention",), warmup_cycles=1, measure_cycles=2,
+              guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, scoring whole", "thinking", "generated", "auto", "the thinking default with each "
+              "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
+              measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING}
@@ -242,8 +246,8 @@ DRY = [
               ablate=("no_callbacks",)),
     Contender("generated trl, terminal, rich manual refresh", "standard", "generated", "trl",
               "rich in a pseudo-terminal, drawn at each step only", tty=True, ablate=("rich_manual_refresh",)),
-    Contender("generated trl, scoring whole, no cuDNN attention", "standard", "generated", "trl", "the "
-              "training-phase changes", ablate=("score_whole_generation", "no_cudnn_attention"), preset_speed=True),
+    Contender("generated trl, scoring whole, cuDNN attention", "standard", "generated", "trl", "the "
+              "training-phase ablations", ablate=("score_whole_generation", "cudnn_attention"), preset_speed=True),
     Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
     Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
 ]

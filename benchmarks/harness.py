@@ -21,6 +21,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   score_whole_generation  the old and reference log-probs of a generation computed in one batch each (TRL scores in
                         chunks of per_device_train_batch_size)
   no_cudnn_attention    torch.backends.cuda.enable_cudnn_sdp(False): SDPA takes flash or memory-efficient attention
+                        (what the generated train.py does since 2026-12-05)
+  cudnn_attention       torch.backends.cuda.enable_cudnn_sdp(True), after train.py turned it off
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
 kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
@@ -226,6 +228,8 @@ class Bench:
                 self.info["ablation_error"] = repr(error)
         if "no_cudnn_attention" in self.ablate:
             torch.backends.cuda.enable_cudnn_sdp(False)
+        if "cudnn_attention" in self.ablate:
+            torch.backends.cuda.enable_cudnn_sdp(True)
         if "score_whole_generation" in self.ablate:
             trainer._get_per_token_logps_and_entropies = self.unchunked(trainer._get_per_token_logps_and_entropies)
         wrapped = []

@@ -115,8 +115,13 @@ def speed_settings(row: dict) -> str:
     grpo = settings.get("grpo", {})
     keys = ("steps_per_generation", "generation_batch_size", "cache_implementation", "use_liger_kernel", "beta")
     parts = [f"{key}={grpo[key]}" for key in keys if key in grpo and not (key == "beta" and grpo[key] == 0.1)]
-    if not settings.get("model", {}).get("load_in_4bit", True):
+    load_in_4bit = settings.get("model", {}).get("load_in_4bit", True)
+    if not load_in_4bit:
         parts.append("bf16 weights")
+    elif load_in_4bit is True and settings.get("backend") == "auto":
+        parts.append("load_in_4bit = true")
+    if settings.get("lora", {}).get("gradient_checkpointing", "unsloth") is False:
+        parts.append("no gradient checkpointing")
     for key, value in settings.get("env", {}).items():
         parts.append(f"{key}={value}")
     parts += [f"ablate {name}" for name in settings.get("ablate", [])]

@@ -227,6 +227,30 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert "generation: fast (plan: " in text
 
 
+def test_auto_checkpointing_is_off_where_the_run_fits_without_it_and_says_why(cli, tmp_path):
+    """[lora] gradient_checkpointing = "auto" (the presets' default): off on a GPU with room for the activations of
+    every layer (the backward then runs no second forward), on where they would not fit."""
+    project = new_project(cli, tmp_path)
+    big_batch = ["--set", "grpo.per_device_train_batch_size=8", "--set", "grpo.steps_per_generation=1"]
+
+    def planned(gpu_gib, *args):
+        return json.loads(cli("plan", str(project), "--gpu-memory", str(gpu_gib), *big_batch, *args, "--json").stdout)
+
+    roomy = planned(141)
+    assert roomy["settings"]["lora_targets"] and roomy["gradient_checkpointing"] is False
+    assert "plan without it" in roomy["checkpointing_why"]
+    on = planned(141, "--set", "lora.gradient_checkpointing=unsloth")
+    assert on["gradient_checkpointing"] is True and on["checkpointing_why"] == "set in config.toml"
+    assert roomy["parts_gib"]["training_activations"] > 5 * on["parts_gib"]["training_activations"]
+    # a card with room for the run with checkpointing, not without: on, and the reason names the size
+    card = round((on["needed_gib"] + roomy["needed_gib"]) / 2 / 0.9, 1)
+    tight = planned(card)
+    assert tight["gradient_checkpointing"] is True and tight["fits"]
+    assert "more than nine tenths" in tight["checkpointing_why"]
+    text = cli("plan", str(project), "--gpu-memory", str(card), *big_batch).stdout
+    assert "gradient checkpointing: on (without it the run needs about" in text
+
+
 def test_the_tiny_model_built_here_has_the_shape_the_planner_uses(tiny_model):
     """modelbuild builds from estimate's ModelShape (one home for a model's shape): what it builds is what `plan`
     estimates for it."""

@@ -248,11 +248,13 @@ TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "dec
 
 
 def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
-    """(row, settings) for every row of a benchmark report that measured its peak memory."""
+    """(row, settings) for every row of a benchmark report that measured its peak memory, except rows whose program
+    the benchmark changed (``ablate``, e.g. scoring a generation in one batch): no config.toml can ask for those, so
+    the estimate has no setting for what they change."""
     shape = ModelShape.from_config(report["model"]["shape"])
     gpu_gib = (report.get("environment") or {}).get("gpu_memory_gib")
     return [(row, from_benchmark_row(row, shape, gpu_gib)) for row in report.get("rows", [])
-            if row.get("peak_allocated_gib") and row.get("settings")]
+            if row.get("peak_allocated_gib") and row.get("settings") and not row["settings"].get("ablate")]
 
 
 # The decode-step table of docs/benchmarks.json (benchmarks/decode_profile.py) measures the fast path's decode step

@@ -56,6 +56,10 @@ SPEED_NOTE = N_("Measured with Qwen3-4B's shape (random weights), {settings} ([d
 # A preset's default that changed after its row ran is said under the table, not left to the settings column.
 DEFAULT_CHANGED = N_("Those rows held the base in 4 bits: the presets' default then; `load_in_4bit = \"auto\"` (16-bit "
                      "on the fast path) has not been measured on a GPU yet.")
+CHECKPOINTING_CHANGED = N_("Those rows ran with gradient checkpointing and cuDNN attention on, the defaults then; "
+                           "`train.py` now turns cuDNN attention off on a GPU, and `gradient_checkpointing = \"auto\"` "
+                           "turns checkpointing off where `plan` says the run fits: measured as changes against those "
+                           "rows, not yet as the default itself.")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -153,6 +157,8 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
         link=BENCHMARKS_LINK, date=max(_date(row) for _case, row in cases), tokens=PLAN_PROMPT_TOKENS, gpu=PLAN_GPU)
     if any(_default_changed(case, row) for case, row in cases):
         note += " " + tr(DEFAULT_CHANGED)
+    if any(_checkpointing_changed(case, row) for case, row in cases):
+        note += " " + tr(CHECKPOINTING_CHANGED)
     return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
 
 
@@ -161,6 +167,13 @@ def _default_changed(preset: str, row: dict) -> bool:
     from ..core import plugins
 
     return row["settings"]["model"].get("load_in_4bit") != plugins.get_preset(preset).load_in_4bit
+
+
+def _checkpointing_changed(preset: str, row: dict) -> bool:
+    """Whether the preset's gradient checkpointing is no longer what its 'generated default' row ran with."""
+    from ..core import plugins
+
+    return row["settings"]["lora"].get("gradient_checkpointing") != plugins.get_preset(preset).lora.gradient_checkpointing
 
 
 def render_benchmark(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], None]:
