@@ -201,6 +201,8 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     said = trained.log.read_text(encoding="utf-8")  # train.py says which path it took, and why
     if DRY_RUN and not torch_cuda():  # the dry run on a CPU: the fast path is for GPUs
         assert summary["generation"] == "plain" and "generation: the trl backend's own: no CUDA GPU" in said
+        assert 'gradient checkpointing: on (gradient_checkpointing = "auto"): no CUDA GPU' in said
+        assert summary["gradient_checkpointing"] is True
         return
     assert (summary["generation"], summary["backend"]) == ("fast", "trl"), summary
     assert "generation: fast" in said
@@ -209,6 +211,9 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     # load_in_4bit = "auto": the base in 16 bits, and the copy decodes with those very tensors (no second copy)
     assert 'weights: 16-bit (load_in_4bit = "auto")' in said and summary["load_in_4bit"] is False
     assert "(0.0 GiB of its own," in said
+    # gradient_checkpointing = "auto": off where plan says the run fits without it (an H200 has room)
+    assert 'gradient checkpointing: off (gradient_checkpointing = "auto"): plan without it' in said
+    assert summary["gradient_checkpointing"] is False
 
 
 def stored_in_4_bits(tmp_path, commands) -> Path:
