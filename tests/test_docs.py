@@ -303,8 +303,9 @@ def test_a_new_benchmark_row_makes_the_quoted_figures_stale(tmp_path, capsys):
                   "references/grpo-config.md: the benchmark table is stale"):
         assert stale in message
     assert docs.main(["--write", "--root", str(tmp_path)]) == 0
-    assert "| `thinking` | the project `new` makes, as it is | G 8, batch 8, 1024 tokens, 1 generation per 4 steps, " \
-           "4-bit | 3.21 |" in (tmp_path / "references" / "grpo-config.md").read_text(encoding="utf-8")
+    [line] = [line for line in (tmp_path / "references" / "grpo-config.md").read_text(encoding="utf-8").splitlines()
+              if line.startswith("| `thinking` | the project `new` makes, as it is | G 8, batch 8, 1024 tokens, ")]
+    assert " | 3.21 |" in line  # the settings cell says what the row ran with (4-bit or bf16), as measured
     assert "3.21 s/step" in (tmp_path / "SKILL.md").read_text(encoding="utf-8")
 
 

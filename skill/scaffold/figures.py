@@ -127,13 +127,13 @@ def _date(row: dict) -> str:
 
 def plan_estimate(preset: str) -> tuple[float, float]:
     """(peak GiB reserved, s per step) as `grpo-skill plan --preset P --gpu H200 --prompt-tokens 64` prints them."""
-    from ..runtime.estimate import estimate
-    from ..runtime.planning import from_preset, resolve_generation
+    from ..advisors import gpus
+    from ..advisors.plan import plan
+    from ..runtime.planning import from_preset
 
-    settings, _about = from_preset(preset, None, PLAN_PROMPT_TOKENS, 1)
-    settings, _why = resolve_generation(settings, None)
-    result = estimate(settings)
-    return round(result.peak_reserved_gib, 2), round(result.s_per_step, 2)
+    settings, about = from_preset(preset, None, PLAN_PROMPT_TOKENS, 1)
+    planned = plan(settings, about, gpus.card_for(PLAN_GPU).memory_gib)
+    return planned["peak_reserved_gib"], planned["s_per_step"]
 
 
 def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
