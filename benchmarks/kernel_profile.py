@@ -99,12 +99,41 @@ def by_phase(ranges: list[tuple[float, float, str]], kernels: list[tuple[float, 
     return phases
 
 
+def host_by_phase(ranges: list[tuple[float, float, str]], ops: list[tuple[float, float, str]], steps: int) -> dict:
+    """Per optimizer step: each phase's top-level PyTorch operators (those no other operator called) as (start, end,
+    name) in µs: how many, and the host time inside them (dispatch, kernel launch, the CPU's own work). The rest of a
+    phase's wall time is spent outside any operator: Python (the model's modules, peft, TRL) and waiting."""
+    pieces = innermost(ranges)
+    starts = [piece[0] for piece in pieces]
+    phases: dict[str, dict] = {}
+    for start, end, _name in ops:
+        at = bisect.bisect_right(starts, start) - 1
+        label = pieces[at][2] if at >= 0 and start < pieces[at][1] else "other"
+        entry = phases.setdefault(label, {"ops": 0, "op_ms": 0.0})
+        entry["ops"] += 1
+        entry["op_ms"] += (end - start) / 1000
+    return {label: {"ops": round(entry["ops"] / steps, 1), "op_ms": round(entry["op_ms"] / steps, 3)}
+            for label, entry in phases.items()}
+
+
+def top_level(event) -> bool:
+    """Whether a CPU event is an operator that no other operator called (a model's own call, not one inside another)."""
+    if not event.name.startswith("aten::"):
+        return False
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return False
+        parent = parent.cpu_parent
+    return True
+
+
 def training_profile(prof, steps: int, device: str, generation_recorded: bool = False) -> dict:
     """The summary of a profiled run of ``steps`` optimizer steps (``prof``: a finished torch.profiler.profile);
     ``generation_recorded``: whether the profiler recorded generation's kernels or only its range."""
     from torch.autograd import DeviceType
 
-    ranges, kernels, top = [], [], {}
+    ranges, kernels, ops, top, top_ops = [], [], [], {}, {}
     first, last = None, None
     for event in prof.events():
         start, end = event.time_range.start, event.time_range.end
@@ -113,11 +142,21 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
             last = end if last is None else max(last, end)
             if event.name.startswith(PHASE_PREFIX):
                 ranges.append((start, end, event.name[len(PHASE_PREFIX):]))
+            elif top_level(event):
+                ops.append((start, end, event.name))
         elif event.device_type == DeviceType.CUDA and is_kernel(event.name) and not annotation(event):
             kernels.append((start, end, event.name))
             top[event.name[:90]] = top.get(event.name[:90], 0.0) + (end - start) / 1000
     window = (first or 0.0, last or 0.0)
     phases = by_phase(ranges, kernels, window, steps)
+    for label, host in host_by_phase(ranges, ops, steps).items():
+        phases.setdefault(label, {"wall_ms": 0.0, "kernel_ms": 0.0, "kernels": 0, "kinds_ms": {}}).update(host)
+    generation_pieces = [(start, end) for start, end, label in innermost(ranges) if label == "generation"]
+    for start, end, name in ops:  # the operators the training phases call most, by host time
+        if not any(piece_start <= start < piece_end for piece_start, piece_end in generation_pieces):
+            top_ops.setdefault(name, [0, 0.0])
+            top_ops[name][0] += 1
+            top_ops[name][1] += (end - start) / 1000
     if "generation" in phases and not generation_recorded:  # marked only (benchmarks/harness.py says why)
         phases["generation"].update(kernel_ms=None, kernels=None, kinds_ms={})
     return {
@@ -127,6 +166,8 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
         "phases": phases,
         "top_kernels_ms_per_step": {name: round(ms / steps, 3)
                                     for name, ms in sorted(top.items(), key=lambda item: -item[1])[:12]},
+        "top_host_ops_per_step": {name: {"calls": round(calls / steps, 1), "ms": round(ms / steps, 3)}
+                                  for name, (calls, ms) in sorted(top_ops.items(), key=lambda item: -item[1][1])[:12]},
     }
 
 
@@ -205,6 +246,21 @@ def render_training(rows: list[dict], run_date: str | None = None) -> str:
             kinds = ", ".join(f"{name} {ms:.1f}" for name, ms in list(entry["kinds_ms"].items())[:3])
             lines.append(f"{start} {entry['wall_ms']:.1f} | {entry['kernel_ms']:.1f} | {busy} | "
                          f"{entry['kernels']:.0f} | {mean_us} | {kinds} |")
+        host_rows = [(title, phases[key]) for key, title in PHASE_TITLES
+                     if key in phases and key != "generation" and phases[key].get("ops") is not None]
+        if host_rows:
+            lines += ["", "Host side of the same steps: the top-level PyTorch operators each phase called (each launches "
+                      "its kernels and returns), the host time inside them, and the rest of the phase's profiled wall "
+                      "time, outside any operator (Python: the model's modules, peft, TRL).", "",
+                      "| phase | operators per step | host ms in operators | host ms outside operators |",
+                      "|---|---|---|---|"]
+            lines += [f"| {title} | {entry['ops']:.0f} | {entry['op_ms']:.1f} | "
+                      f"{max(0.0, entry['wall_ms'] - entry['op_ms']):.1f} |" for title, entry in host_rows]
+        if profile.get("top_host_ops_per_step"):
+            lines += ["", "| top operators outside generation, by host time | calls per step | host ms per step |",
+                      "|---|---|---|"]
+            lines += [f"| `{name}` | {entry['calls']:.0f} | {entry['ms']:.1f} |"
+                      for name, entry in profile["top_host_ops_per_step"].items()]
         if profile.get("top_kernels_ms_per_step"):
             lines += ["", "| top kernels | ms per step |", "|---|---|"]
             lines += [f"| `{name}` | {ms} |" for name, ms in profile["top_kernels_ms_per_step"].items()]

@@ -206,6 +206,13 @@ def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_pa
     timed_backward = 1000 * row["phases_s_per_step"]["backward"]
     assert "## Where a training step goes" in page
     assert f"| backward | {timed_backward:.1f} | {phases['backward']['wall_ms']:.1f} | – |" in page
+    # the host side: operators the model's forward and backward call, their host time within the phase's wall time
+    for name in ("scoring_logps", "policy_logps", "backward"):
+        assert phases[name]["ops"] > 10 and 0 < phases[name]["op_ms"] <= phases[name]["wall_ms"], (name, phases[name])
+    assert "aten::linear" in profile["top_host_ops_per_step"]
+    forward = phases["policy_logps"]
+    assert (f"| policy forward (log-probs) | {forward['ops']:.0f} | {forward['op_ms']:.1f} | "
+            f"{forward['wall_ms'] - forward['op_ms']:.1f} |") in page
 
 
 def test_a_profiled_kernel_counts_for_the_innermost_phase_it_ran_in():
