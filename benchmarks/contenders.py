@@ -229,6 +229,10 @@ TRAINING = [
               "PyTorch's cuDNN attention back on (train.py turns it off: it builds a graph per new sequence length)",
               preset_speed=True, ablate=("cudnn_attention",), warmup_cycles=1, measure_cycles=2,
               guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, compiled training", "standard", "generated", "auto", "the standard default with "
+              "the model's forward compiled for scoring and training (torch.compile; generation untouched): the 2026-12-05 "
+              "profile found these phases bound by the host, not the GPU", preset_speed=True,
+              ablate=("compile_training",), warmup_cycles=2, measure_cycles=2, guess_s_per_step=1.0, fixed_s=200),
     Contender("generated default, scoring whole", "thinking", "generated", "auto", "the thinking default with each "
               "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
@@ -248,6 +252,8 @@ DRY = [
               "rich in a pseudo-terminal, drawn at each step only", tty=True, ablate=("rich_manual_refresh",)),
     Contender("generated trl, scoring whole, cuDNN attention", "standard", "generated", "trl", "the "
               "training-phase ablations", ablate=("score_whole_generation", "cudnn_attention"), preset_speed=True),
+    Contender("generated trl, compiled training", "standard", "generated", "trl", "the compile_training ablation",
+              ablate=("compile_training",), preset_speed=True),
     Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
     Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
 ]

@@ -23,6 +23,9 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   no_cudnn_attention    torch.backends.cuda.enable_cudnn_sdp(False): SDPA takes flash or memory-efficient attention
                         (what the generated train.py does since 2026-12-05)
   cudnn_attention       torch.backends.cuda.enable_cudnn_sdp(True), after train.py turned it off
+  compile_training      the model's forward in scoring and training through torch.compile (generation untouched):
+                        inductor's fused kernels and fewer host calls, after a compilation per new shape until it
+                        compiles them as dynamic
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
 kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
@@ -194,6 +197,17 @@ class Bench:
 
         return wrapper
 
+    def compiled(self, func):
+        made = {}
+
+        @functools.wraps(func)
+        def wrapper(model, *args, **kwargs):  # the same module, called through torch.compile
+            if id(model) not in made:
+                made[id(model)] = self.torch.compile(model)
+            return func(made[id(model)], *args, **kwargs)
+
+        return wrapper
+
     def logps_phase(self):
         return "scoring_logps" if "generate_and_score" in self.stack else "policy_logps"
 
@@ -230,6 +244,8 @@ class Bench:
             torch.backends.cuda.enable_cudnn_sdp(False)
         if "cudnn_attention" in self.ablate:
             torch.backends.cuda.enable_cudnn_sdp(True)
+        if "compile_training" in self.ablate:
+            trainer._get_per_token_logps_and_entropies = self.compiled(trainer._get_per_token_logps_and_entropies)
         if "score_whole_generation" in self.ablate:
             trainer._get_per_token_logps_and_entropies = self.unchunked(trainer._get_per_token_logps_and_entropies)
         wrapped = []
