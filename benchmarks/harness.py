@@ -17,7 +17,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         then finds no metrics file: that failure after the measurement is expected)
   rich_manual_refresh   rich progress bars draw only when updated, without their 10-per-second refresh thread
   trl_default_gc        GRPOConfig.gradient_checkpointing left at TRL's default (True), as a hand-written loop has it
-                        (the generated train.py passes False for Unsloth, which checkpoints in its own way)
+                        (the generated train.py passes False for Unsloth, which checkpoints in its own way, and on
+                        TRL where gradient_checkpointing = "auto" resolves off)
   score_whole_generation  the old and reference log-probs of a generation computed in one batch each (TRL scores in
                         chunks of per_device_train_batch_size)
   no_cudnn_attention    torch.backends.cuda.enable_cudnn_sdp(False): SDPA takes flash or memory-efficient attention

@@ -99,33 +99,54 @@ def by_phase(ranges: list[tuple[float, float, str]], kernels: list[tuple[float, 
     return phases
 
 
-def host_by_phase(ranges: list[tuple[float, float, str]], ops: list[tuple[float, float, str]], steps: int) -> dict:
-    """Per optimizer step: each phase's top-level PyTorch operators (those no other operator called) as (start, end,
-    name) in µs: how many, and the host time inside them (dispatch, kernel launch, the CPU's own work). The rest of a
-    phase's wall time is spent outside any operator: Python (the model's modules, peft, TRL) and waiting."""
+SYNCS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
+
+
+def host_by_phase(ranges: list[tuple[float, float, str]], ops: list[tuple[float, float, str]], steps: int,
+                  syncs: list[tuple[float, float, str]] = ()) -> dict:
+    """Per optimizer step: each phase's top-level operators (those no other operator called) as (start, end, name) in
+    µs: how many, and the host time inside them (dispatch, kernel launch, the CPU's own work, and any wait for the GPU
+    an operator makes, e.g. ``.item()``); and the time the host waited for the GPU outside them (``syncs``: CUDA
+    synchronize calls, such as the harness's at each phase's end). The rest of a phase's wall time is the host's
+    own outside any operator: Python (the model's modules, peft, TRL) or, in the backward, the autograd engine."""
     pieces = innermost(ranges)
     starts = [piece[0] for piece in pieces]
     phases: dict[str, dict] = {}
-    for start, end, _name in ops:
-        at = bisect.bisect_right(starts, start) - 1
-        label = pieces[at][2] if at >= 0 and start < pieces[at][1] else "other"
-        entry = phases.setdefault(label, {"ops": 0, "op_ms": 0.0})
-        entry["ops"] += 1
-        entry["op_ms"] += (end - start) / 1000
-    return {label: {"ops": round(entry["ops"] / steps, 1), "op_ms": round(entry["op_ms"] / steps, 3)}
-            for label, entry in phases.items()}
+    for events, key in ((ops, "op_ms"), (syncs, "sync_ms")):
+        for start, end, _name in events:
+            at = bisect.bisect_right(starts, start) - 1
+            label = pieces[at][2] if at >= 0 and start < pieces[at][1] else "other"
+            entry = phases.setdefault(label, {"ops": 0, "op_ms": 0.0, "sync_ms": 0.0})
+            entry["ops"] += key == "op_ms"
+            entry[key] += (end - start) / 1000
+    return {label: {"ops": round(entry["ops"] / steps, 1), "op_ms": round(entry["op_ms"] / steps, 3),
+                    "sync_ms": round(entry["sync_ms"] / steps, 3)} for label, entry in phases.items()}
+
+
+def operator(name: str) -> bool:
+    """Whether a CPU event is an operator call: aten's, another library's registered op (``bitsandbytes::...``), or
+    a torch.compile'd region (whose kernels inductor launches without aten operators)."""
+    return ("::" in name and not name.startswith(PHASE_PREFIX)) or name.startswith(
+        ("Torch-Compiled Region", "CompiledFunction"))
 
 
 def top_level(event) -> bool:
     """Whether a CPU event is an operator that no other operator called (a model's own call, not one inside another)."""
-    if not event.name.startswith("aten::"):
+    if not operator(event.name):
         return False
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name.startswith("aten::"):
+        if operator(parent.name):
             return False
         parent = parent.cpu_parent
     return True
+
+
+def _ancestors(event):
+    parent = event.cpu_parent
+    while parent is not None:
+        yield parent
+        parent = parent.cpu_parent
 
 
 def training_profile(prof, steps: int, device: str, generation_recorded: bool = False) -> dict:
@@ -133,7 +154,7 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
     ``generation_recorded``: whether the profiler recorded generation's kernels or only its range."""
     from torch.autograd import DeviceType
 
-    ranges, kernels, ops, top, top_ops = [], [], [], {}, {}
+    ranges, kernels, ops, syncs, top, top_ops = [], [], [], [], {}, {}
     first, last = None, None
     for event in prof.events():
         start, end = event.time_range.start, event.time_range.end
@@ -142,6 +163,9 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
             last = end if last is None else max(last, end)
             if event.name.startswith(PHASE_PREFIX):
                 ranges.append((start, end, event.name[len(PHASE_PREFIX):]))
+            elif event.name.startswith(SYNCS) and not any(
+                    operator(parent.name) for parent in _ancestors(event)):  # inside an operator it is already counted
+                syncs.append((start, end, event.name))
             elif top_level(event):
                 ops.append((start, end, event.name))
         elif event.device_type == DeviceType.CUDA and is_kernel(event.name) and not annotation(event):
@@ -149,7 +173,7 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
             top[event.name[:90]] = top.get(event.name[:90], 0.0) + (end - start) / 1000
     window = (first or 0.0, last or 0.0)
     phases = by_phase(ranges, kernels, window, steps)
-    for label, host in host_by_phase(ranges, ops, steps).items():
+    for label, host in host_by_phase(ranges, ops, steps, syncs).items():
         phases.setdefault(label, {"wall_ms": 0.0, "kernel_ms": 0.0, "kernels": 0, "kinds_ms": {}}).update(host)
     generation_pieces = [(start, end) for start, end, label in innermost(ranges) if label == "generation"]
     for start, end, name in ops:  # the operators the training phases call most, by host time
@@ -249,13 +273,17 @@ def render_training(rows: list[dict], run_date: str | None = None) -> str:
         host_rows = [(title, phases[key]) for key, title in PHASE_TITLES
                      if key in phases and key != "generation" and phases[key].get("ops") is not None]
         if host_rows:
-            lines += ["", "Host side of the same steps: the top-level PyTorch operators each phase called (each launches "
-                      "its kernels and returns), the host time inside them, and the rest of the phase's profiled wall "
-                      "time, outside any operator (Python: the model's modules, peft, TRL).", "",
-                      "| phase | operators per step | host ms in operators | host ms outside operators |",
-                      "|---|---|---|---|"]
-            lines += [f"| {title} | {entry['ops']:.0f} | {entry['op_ms']:.1f} | "
-                      f"{max(0.0, entry['wall_ms'] - entry['op_ms']):.1f} |" for title, entry in host_rows]
+            lines += ["", "Host side of the same steps: the top-level operators each phase called (aten's, other "
+                      "libraries', torch.compile'd regions: each launches its kernels and returns, or waits for the GPU "
+                      "when it needs a value from it), the host time inside them, the time spent waiting for the GPU "
+                      "outside them (CUDA synchronize calls: the harness's at each phase's end), and the rest of the "
+                      "phase's profiled wall time: the host's own work outside any operator (Python: the model's "
+                      "modules, peft, TRL; in the backward, the autograd engine).", "",
+                      "| phase | operators per step | host ms in operators | ms waiting for the GPU | host ms outside "
+                      "operators |", "|---|---|---|---|---|"]
+            lines += [f"| {title} | {entry['ops']:.0f} | {entry['op_ms']:.1f} | {entry.get('sync_ms', 0.0):.1f} | "
+                      f"{max(0.0, entry['wall_ms'] - entry['op_ms'] - entry.get('sync_ms', 0.0)):.1f} |"
+                      for title, entry in host_rows]
         if profile.get("top_host_ops_per_step"):
             lines += ["", "| top operators outside generation, by host time | calls per step | host ms per step |",
                       "|---|---|---|"]

@@ -120,7 +120,8 @@ def speed_settings(row: dict) -> str:
         parts.append("bf16 weights")
     elif load_in_4bit is True and settings.get("backend") == "auto":
         parts.append("load_in_4bit = true")
-    if settings.get("lora", {}).get("gradient_checkpointing", "unsloth") is False:
+    if (row.get("took") or {}).get("gradient_checkpointing", settings.get("lora", {}).get("gradient_checkpointing")) \
+            is False:
         parts.append("no gradient checkpointing")
     for key, value in settings.get("env", {}).items():
         parts.append(f"{key}={value}")

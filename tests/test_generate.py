@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -370,6 +371,33 @@ def test_a_4bit_preset_on_a_machine_without_cuda_says_it_loads_full_precision(cl
     assert config.model["load_in_4bit"] is True
     assert machine.quantization_config(config, None) is None
     assert "note: load_in_4bit needs a CUDA GPU; loading the model in full precision" in capsys.readouterr().err
+
+
+def test_auto_checkpointing_is_resolved_per_backend_without_importing_transformers_before_unsloth(
+        cli, tmp_path, tiny_model):
+    """gradient_checkpointing = "auto" is settled before train.py imports unsloth: on Unsloth it is Unsloth's own, on
+    TRL it asks plan (which reads the tokenizer); the Unsloth answer must not import transformers, or unsloth could
+    not patch it."""
+    cli("new", "ckpt", "--preset", "standard", "--model", str(tiny_model), "-o", str(tmp_path))
+    script = (
+        "import sys, json\n"
+        "from grpo_skill import project as projects\n"
+        "from grpo_skill.runtime import decoding, planning\n"
+        "planning.gpu_memory_gib = lambda: 141.0\n"
+        f"config = projects.load({str(tmp_path / 'ckpt')!r}, {{'model.backend': 'unsloth'}}, rewards=False)\n"
+        "unsloth = decoding.choose(config, 'unsloth', cuda=True)\n"
+        "imported = 'transformers' in sys.modules\n"
+        "trl = decoding.choose(config, 'trl', cuda=True)\n"
+        "cpu = decoding.choose(config, 'trl', cuda=False)\n"
+        "print(json.dumps([imported, [unsloth.gradient_checkpointing, unsloth.checkpointing_why],\n"
+        "                  [trl.gradient_checkpointing, trl.checkpointing_why], [cpu.gradient_checkpointing]]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ,
+                          "GRPO_SKILL_LANG": "en"}, check=True)
+    imported, unsloth, trl, cpu = json.loads(done.stdout.splitlines()[-1])
+    assert imported is False
+    assert unsloth == ["unsloth", "Unsloth's own, which keeps the activations in CPU memory"]
+    assert trl[0] is False and trl[1].startswith("plan without it: ")  # the tiny model fits a 141 GiB card
+    assert cpu == ["unsloth"]
 
 
 def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_and_4_bit_elsewhere(

@@ -211,8 +211,8 @@ def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_pa
         assert phases[name]["ops"] > 10 and 0 < phases[name]["op_ms"] <= phases[name]["wall_ms"], (name, phases[name])
     assert "aten::linear" in profile["top_host_ops_per_step"]
     forward = phases["policy_logps"]
-    assert (f"| policy forward (log-probs) | {forward['ops']:.0f} | {forward['op_ms']:.1f} | "
-            f"{forward['wall_ms'] - forward['op_ms']:.1f} |") in page
+    assert (f"| policy forward (log-probs) | {forward['ops']:.0f} | {forward['op_ms']:.1f} | 0.0 | "
+            f"{forward['wall_ms'] - forward['op_ms']:.1f} |") in page  # no GPU to wait for on a CPU
 
 
 def test_a_profiled_kernel_counts_for_the_innermost_phase_it_ran_in():
@@ -235,6 +235,22 @@ def test_a_profiled_kernel_counts_for_the_innermost_phase_it_ran_in():
     # between phases (150-160 ms, and 200-210): the trainer's own time, and a kernel that ran there
     assert phases["other"] == {"wall_ms": 10.0, "kernel_ms": 2.0, "kernels": 0.5, "kinds_ms": {"other": 2.0}}
     assert sum(entry["wall_ms"] for entry in phases.values()) == 105.0
+
+
+def test_host_time_is_split_into_operators_and_gpu_waits_per_innermost_phase():
+    kernel_profile = load(REPO / "benchmarks" / "kernel_profile.py")
+    ms = 1000
+    ranges = [(0, 100 * ms, "loss"), (10 * ms, 80 * ms, "policy_logps")]
+    ops = [(12 * ms, 20 * ms, "aten::linear"), (30 * ms, 31 * ms, "Torch-Compiled Region: 0/0"),
+           (85 * ms, 86 * ms, "aten::mul")]
+    syncs = [(70 * ms, 79 * ms, "cudaDeviceSynchronize"), (120 * ms, 121 * ms, "cudaDeviceSynchronize")]
+    host = kernel_profile.host_by_phase(ranges, ops, steps=1, syncs=syncs)
+    assert host["policy_logps"] == {"ops": 2, "op_ms": 9.0, "sync_ms": 9.0}
+    assert host["loss"] == {"ops": 1, "op_ms": 1.0, "sync_ms": 0.0}  # its own time only: the forward is inside it
+    assert host["other"] == {"ops": 0, "op_ms": 0.0, "sync_ms": 1.0}
+    # what counts as an operator call: aten's, other libraries' registered ops, compiled regions; not phase marks
+    assert [kernel_profile.operator(name) for name in ("aten::mm", "bitsandbytes::dequantize_4bit",
+            "Torch-Compiled Region: 1/0", "bench:backward", "cudaLaunchKernel")] == [True, True, True, False, False]
 
 
 def test_a_dry_run_never_writes_docs():

@@ -240,7 +240,7 @@ def test_auto_checkpointing_is_off_where_the_run_fits_without_it_and_says_why(cl
     assert roomy["settings"]["lora_targets"] and roomy["gradient_checkpointing"] is False
     assert "plan without it" in roomy["checkpointing_why"]
     on = planned(141, "--set", "lora.gradient_checkpointing=unsloth")
-    assert on["gradient_checkpointing"] is True and on["checkpointing_why"] == "set in config.toml"
+    assert on["gradient_checkpointing"] is True and on["checkpointing_why"] == 'gradient_checkpointing = "unsloth"'
     assert roomy["parts_gib"]["training_activations"] > 5 * on["parts_gib"]["training_activations"]
     # a card with room for the run with checkpointing, not without: on, and the reason names the size
     card = round((on["needed_gib"] + roomy["needed_gib"]) / 2 / 0.9, 1)

@@ -60,13 +60,19 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     value = config.lora.get("gradient_checkpointing", "auto")
     if value != "auto":
         return value, None
+    # answered without the plan, which reads the tokenizer (importing transformers, before unsloth would patch it)
+    if backend != "trl":
+        return "unsloth", _("Unsloth's own, which keeps the activations in CPU memory")
+    if not cuda:
+        return "unsloth", _("no CUDA GPU: less memory")
+    if distributed.is_launched():  # plan sizes one GPU from nvidia-smi's first; several processes keep it on
+        return "unsloth", _("several processes: on, as plan does not size each one's GPU here")
     try:
         settings, _about = plan.from_config(config, backend=backend)
     except plan.PlanError:
         return "unsloth", _("no model shape known to plan its memory: on")
-    settings = replace(settings, backend=backend, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit,
-                       processes=distributed.world_size())
-    settings, why = plan.resolve_checkpointing(settings, plan.gpu_memory_gib() if cuda else None, cuda)
+    settings = replace(settings, backend=backend, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit)
+    settings, why = plan.resolve_checkpointing(settings, plan.gpu_memory_gib(), cuda)
     return settings.gradient_checkpointing, why
 
 

@@ -195,7 +195,7 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
     estimate without it fits (the backward then runs no second forward: on an H200, 2026-12-05, the standard
     preset's backward took 0.24 s a step instead of 0.39), otherwise on (Unsloth's own on the Unsloth backend)."""
     if settings.gradient_checkpointing != "auto":
-        return settings, _("set in config.toml")
+        return settings, _("gradient_checkpointing = {value}").format(value=json.dumps(settings.gradient_checkpointing))
     on = replace(settings, gradient_checkpointing="unsloth")
     if settings.backend == "unsloth":
         return on, _("Unsloth's own, which keeps the activations in CPU memory")
