@@ -17,6 +17,9 @@ from ..core.i18n import N_, gettext_for
 
 BENCHMARK_FILE = Path("docs/benchmarks.json")
 PLAN_GPU = "H200"  # plan's constants were fitted on one: its estimate there needs no scaling
+# its memory as `plan --gpu H200` takes it from advisors/gpus.py (a floor up): "auto" settings resolve against it;
+# tests/test_docs.py checks the quoted estimate against what that command prints
+PLAN_GPU_GIB = 141.0
 PLAN_PROMPT_TOKENS = 64  # given, not guessed: a guess counts with a tokenizer when one happens to be cached
 SPEED_PRESETS = ("standard", "thinking")
 GENERATED, HAND_WRITTEN = "generated default", "hand-written unsloth"
@@ -127,13 +130,14 @@ def _date(row: dict) -> str:
 
 def plan_estimate(preset: str) -> tuple[float, float]:
     """(peak GiB reserved, s per step) as `grpo-skill plan --preset P --gpu H200 --prompt-tokens 64` prints them."""
-    from ..advisors import gpus
-    from ..advisors.plan import plan
-    from ..runtime.planning import from_preset
+    from ..runtime.estimate import estimate
+    from ..runtime.planning import from_preset, resolve_checkpointing, resolve_generation
 
-    settings, about = from_preset(preset, None, PLAN_PROMPT_TOKENS, 1)
-    planned = plan(settings, about, gpus.card_for(PLAN_GPU).memory_gib)
-    return planned["peak_reserved_gib"], planned["s_per_step"]
+    settings, _about = from_preset(preset, None, PLAN_PROMPT_TOKENS, 1)
+    settings, _why = resolve_generation(settings, PLAN_GPU_GIB)
+    settings, _why = resolve_checkpointing(settings, PLAN_GPU_GIB)
+    result = estimate(settings)
+    return round(result.peak_reserved_gib, 2), round(result.s_per_step, 2)
 
 
 def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
