@@ -10,6 +10,7 @@ Imports nothing heavy: the trainer is passed in.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -45,13 +46,35 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     """``[model] generation`` made concrete for this machine, and with it ``load_in_4bit = "auto"``. ``backend`` is
     what ``machine.choose_backend`` took; "auto" takes the fast path (training with TRL) on a CUDA GPU where
     `grpo-skill plan` says it fits."""
-    backend, fast, why = _path(config, backend, cuda)
+    planned = _Planned(config)
+    backend, fast, why = _path(config, backend, cuda, planned)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
-    checkpointing, checkpointing_why = _checkpointing(config, backend, fast, load_in_4bit, cuda)
+    checkpointing, checkpointing_why = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned)
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why)
 
 
-def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool) -> tuple[str | bool, str | None]:
+class _Planned:
+    """What ``choose`` asks `grpo-skill plan`, read once and only when asked: the project's settings as plan sees them
+    on the TRL backend (it reads the dataset and the tokenizer) and the GPU's memory (nvidia-smi)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    @functools.cached_property
+    def settings(self):
+        from . import planning  # reads the project's model shape and presets: only when asked
+
+        return planning.from_config(self.config, backend="trl")[0]  # PlanError without a known shape
+
+    @functools.cached_property
+    def gpu_gib(self) -> float | None:
+        from . import planning
+
+        return planning.gpu_memory_gib()
+
+
+def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool,
+                   planned: _Planned) -> tuple[str | bool, str | None]:
     """(gradient_checkpointing, why when it was "auto"): off where `grpo-skill plan` says the run fits without it."""
     from dataclasses import replace
 
@@ -60,19 +83,18 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     value = config.lora.get("gradient_checkpointing", "auto")
     if value != "auto":
         return value, None
-    # answered without the plan, which reads the tokenizer (importing transformers, before unsloth would patch it)
-    if backend != "trl":
-        return "unsloth", _("Unsloth's own, which keeps the activations in CPU memory")
-    if not cuda:
-        return "unsloth", _("no CUDA GPU: less memory")
+    # settled before the plan where it can be: the plan reads the tokenizer, importing transformers before unsloth
+    settled = plan.checkpointing_without_estimate(backend, cuda)
+    if settled:
+        return settled
     if distributed.is_launched():  # plan sizes one GPU from nvidia-smi's first; several processes keep it on
         return "unsloth", _("several processes: on, as plan does not size each one's GPU here")
     try:
-        settings, _about = plan.from_config(config, backend=backend)
+        settings = planned.settings
     except plan.PlanError:
         return "unsloth", _("no model shape known to plan its memory: on")
-    settings = replace(settings, backend=backend, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit)
-    settings, why = plan.resolve_checkpointing(settings, plan.gpu_memory_gib(), cuda)
+    settings = replace(settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit)
+    settings, why = plan.resolve_checkpointing(settings, planned.gpu_gib, cuda)
     return settings.gradient_checkpointing, why
 
 
@@ -95,7 +117,7 @@ def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, s
     return False, _("compile_decoding: with 4-bit weights a compiled decode step was measured slower")
 
 
-def _path(config, backend: str, cuda: bool) -> tuple[str, bool, str]:
+def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, bool, str]:
     """(backend, fast, why): ``[model] generation`` made concrete."""
     from . import planning as plan  # reads the project's model shape and presets: only when asked
 
@@ -117,10 +139,10 @@ def _path(config, backend: str, cuda: bool) -> tuple[str, bool, str]:
             "compile_decoding") or distributed.is_launched():
         return backend, False, _("the config asks for another path")
     try:
-        settings, _about = plan.from_config(config, backend="trl")
+        settings = planned.settings
     except plan.PlanError:
         return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway")
-    settings, why = plan.resolve_generation(settings, plan.gpu_memory_gib(), cuda=True)
+    settings, why = plan.resolve_generation(settings, planned.gpu_gib, cuda=True)
     if settings.generation == "fast":
         return "trl", True, why
     return backend, False, why

@@ -190,6 +190,16 @@ def generation_path(settings: Settings) -> str:
     return "trl compiled" if settings.compiled_decoding else "trl"
 
 
+def checkpointing_without_estimate(backend: str, cuda: bool) -> tuple[str, str] | None:
+    """("unsloth", why) where "auto" gradient checkpointing needs no estimate: on the Unsloth backend (its own), or
+    without a CUDA GPU; else None."""
+    if backend == "unsloth":
+        return "unsloth", _("Unsloth's own, which keeps the activations in CPU memory")
+    if not cuda:
+        return "unsloth", _("no CUDA GPU: less memory")
+    return None
+
+
 def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
     """([lora] gradient_checkpointing = "auto" made concrete, why): off on the TRL backend on a CUDA GPU where the run's
     estimate without it fits (the backward then runs no second forward: on an H200, 2026-12-05, the standard
@@ -197,10 +207,9 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
     if settings.gradient_checkpointing != "auto":
         return settings, _("gradient_checkpointing = {value}").format(value=json.dumps(settings.gradient_checkpointing))
     on = replace(settings, gradient_checkpointing="unsloth")
-    if settings.backend == "unsloth":
-        return on, _("Unsloth's own, which keeps the activations in CPU memory")
-    if not cuda:
-        return on, _("no CUDA GPU: less memory")
+    settled = checkpointing_without_estimate(settings.backend, cuda)
+    if settled:
+        return on, settled[1]
     if gpu_gib is None:
         return on, _("the GPU's memory is not known")
     off = replace(settings, gradient_checkpointing=False)
