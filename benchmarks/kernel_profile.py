@@ -130,23 +130,14 @@ def operator(name: str) -> bool:
         ("Torch-Compiled Region", "CompiledFunction"))
 
 
-def top_level(event) -> bool:
-    """Whether a CPU event is an operator that no other operator called (a model's own call, not one inside another)."""
-    if not operator(event.name):
-        return False
+def inside_operator(event) -> bool:
+    """Whether a CPU event ran inside an operator call (its time is then that operator's)."""
     parent = event.cpu_parent
     while parent is not None:
         if operator(parent.name):
-            return False
+            return True
         parent = parent.cpu_parent
-    return True
-
-
-def _ancestors(event):
-    parent = event.cpu_parent
-    while parent is not None:
-        yield parent
-        parent = parent.cpu_parent
+    return False
 
 
 def training_profile(prof, steps: int, device: str, generation_recorded: bool = False) -> dict:
@@ -163,10 +154,9 @@ def training_profile(prof, steps: int, device: str, generation_recorded: bool = 
             last = end if last is None else max(last, end)
             if event.name.startswith(PHASE_PREFIX):
                 ranges.append((start, end, event.name[len(PHASE_PREFIX):]))
-            elif event.name.startswith(SYNCS) and not any(
-                    operator(parent.name) for parent in _ancestors(event)):  # inside an operator it is already counted
+            elif event.name.startswith(SYNCS) and not inside_operator(event):  # else its operator's time
                 syncs.append((start, end, event.name))
-            elif top_level(event):
+            elif operator(event.name) and not inside_operator(event):  # top-level: no operator called it
                 ops.append((start, end, event.name))
         elif event.device_type == DeviceType.CUDA and is_kernel(event.name) and not annotation(event):
             kernels.append((start, end, event.name))

@@ -106,23 +106,25 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
     grpo.update(contender.grpo)
     if dry_run and grpo.get("steps_per_generation", 1) > 2:
         grpo["steps_per_generation"] = 2  # the plumbing, not the numbers: keep the CPU run short
+    # the generated project left to "auto": the preset's own weights and checkpointing unless the contender changes them
+    preset = None
+    if contender.program == "generated" and contender.backend == "auto":
+        from grpo_skill import plugins
+
+        preset = plugins.get_preset(case["preset"])
     lora = dict(catalog.LORA_COMMON)
     if dry_run:
         lora["gradient_checkpointing"] = False  # the tiny model on a CPU: as the tiny preset trains
-    if contender.program == "generated" and contender.backend == "auto" and not dry_run:  # as the preset has it
-        from grpo_skill import plugins
-
-        lora["gradient_checkpointing"] = plugins.get_preset(case["preset"]).lora.gradient_checkpointing
+    elif preset:
+        lora["gradient_checkpointing"] = preset.lora.gradient_checkpointing
     lora.update(contender.lora)
     batch = grpo["per_device_train_batch_size"]
     spg = grpo.get("steps_per_generation") or (grpo["generation_batch_size"] // batch if "generation_batch_size"
                                                in grpo else grpo["gradient_accumulation_steps"])
     warmup, measure = (1, 1) if dry_run else (contender.warmup_cycles, contender.measure_cycles)
     model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model}
-    if contender.program == "generated" and contender.backend == "auto" and "load_in_4bit" not in contender.model:
-        from grpo_skill import plugins  # the weights as the preset holds them ("auto": per path)
-
-        model["load_in_4bit"] = plugins.get_preset(case["preset"]).load_in_4bit
+    if preset and "load_in_4bit" not in contender.model:
+        model["load_in_4bit"] = preset.load_in_4bit
     return {
         "program": contender.program, "backend": contender.backend, "preset": case["preset"],
         "model": model,
