@@ -238,7 +238,20 @@ TRAINING = [
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
 
-SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING}
+# Generation on the fast path: the decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
+# layer per token in small matmuls; fused_projections does q/k/v and gate/up in one matmul each, adapters included.
+GENERATION = [
+    Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
+              "the generation copy's q/k/v and gate/up in one matmul each, their adapters beside them "
+              "(runtime/fused_projections.py)", preset_speed=True, ablate=("fused_projections",), warmup_cycles=1,
+              measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, fused projections", "thinking", "generated", "auto", "the thinking default with "
+              "the generation copy's projections fused", preset_speed=True, ablate=("fused_projections",),
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
+]
+
+SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,
+          "generation": GENERATION}
 
 # --dry-run on a CPU: no Unsloth; the code paths of the GPU contenders (the generated project, its speed settings
 # and ablations, a pseudo-terminal, plain TRL) on the tiny model.

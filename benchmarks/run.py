@@ -1,7 +1,7 @@
 """The side-by-side GRPO benchmark: the generated project against a hand-written Unsloth loop and plain TRL, on one
 random-weight Qwen3-4B-shape model, in one GPU session.
 
-    python benchmarks/run.py --out DIR [--suite default|overhead|levers|all ...] [--only NAME ...] [--budget S]
+    python benchmarks/run.py --out DIR [--suite default|overhead|levers|training|generation|all ...] [--only NAME ...] [--budget S]
     python benchmarks/run.py --out DIR --rounds 2 --only 'standard/hand-written unsloth' 'standard/generated unsloth'
         # each contender twice, in the order A B B A: a drift of the machine weighs on both alike
     python benchmarks/run.py --out DIR --dry-run     # a CPU: tiny model, TRL contenders only; checks the plumbing

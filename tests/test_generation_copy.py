@@ -296,3 +296,65 @@ def test_the_copy_computes_in_the_policys_own_dtype():
         copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
         assert {param.dtype for param in copy.model.parameters()} == {dtype}
         assert copy.shared_bytes == sum(p.numel() * p.element_size() for p in copy.model.parameters())
+
+
+def test_a_copy_with_fused_projections_generates_what_the_policy_generates(policy):
+    """q/k/v and gate/up in one matmul each, their adapters' A stacked under the base weights and B block-diagonal:
+    the same logits up to the order a matmul sums in, the same tokens, and the new adapters after a training step."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    layers = model.get_base_model().config.num_hidden_layers
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
+    assert len(copy.fused) == 2 * layers
+    assert len(copy.adapted) == 2 * layers + 1  # o_proj and down_proj a layer, and lm_head, stay apart
+    assert not hasattr(copy.model.model.layers[0].self_attn, "q_proj")
+    inputs = torch.randint(0, model.config.vocab_size, (3, 20))
+    with torch.no_grad():
+        assert torch.allclose(copy.model(input_ids=inputs).logits, model(input_ids=inputs).logits, rtol=1e-4, atol=1e-3)
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_" in name:
+                param.add_(torch.randn_like(param) * 0.5)
+    assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
+    with torch.no_grad(), model.disable_adapter():  # disabled adapters: the fused ones add nothing either
+        expected = model(input_ids=inputs).logits
+        copy.refresh()
+        assert torch.allclose(copy.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_fused_projections_with_some_layers_adapted_and_scales_of_their_own():
+    """LoRA on q_proj and v_proj only, each with its own alpha: k_proj's base weight joins the matmul without an
+    adapter, each B block carries its own scale, and gate/up fuse without adapters; the copy holds the fused weights
+    itself (they are not the policy's tensors)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                             alpha_pattern={"v_proj": 32}))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
+    qkv = copy.model.model.layers[0].self_attn.qkv_proj
+    assert qkv.ranks == [4, 0, 4] and qkv.scale == 1.0  # two scales (2 and 8): each block times its own
+    assert copy.model.model.layers[0].mlp.gate_up_proj.up.shape[1] == 0
+    inputs = torch.randint(0, model.config.vocab_size, (2, 16))
+    with torch.no_grad():
+        assert torch.allclose(copy.model(input_ids=inputs).logits, model(input_ids=inputs).logits, rtol=1e-4, atol=1e-3)
+    unfused = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+    assert copy.shared_bytes < unfused.shared_bytes  # q/k/v and gate/up weights are the copy's own now
+
+
+def test_fusing_needs_the_adapters_apart(policy):
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    with pytest.raises(ValueError, match="apart"):
+        GenerationCopy(policy[0], max_cache_len=64, compile_decode=False, adapters="merged", fuse=True)

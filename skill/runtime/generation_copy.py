@@ -29,6 +29,7 @@ from ..core.i18n import _
 from . import distributed
 from .decode_loop import DecodeLoop, prepared, supports
 from .grouped_decode import NAME as GROUPED
+from .lora_layers import adapter_matrices, has_adapter, separable_adapters
 
 
 def torch_no_grad(function):
@@ -48,15 +49,17 @@ class GenerationCopy:
     """A model of the policy's architecture (in the policy's own float dtype, or ``dtype``) whose weights follow the
     policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``),
     computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
-    forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast)."""
+    forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast).
+    ``fuse``: the projections that read the same input in one matmul each, adapters included
+    (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
                  loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None,
-                 cache_step: int | None = None):
+                 cache_step: int | None = None, fuse: bool = False):
         import torch
         from transformers import AutoModelForCausalLM
 
-        from . import grouped_decode
+        from . import fused_projections, grouped_decode
 
         if attn_implementation == GROUPED:
             grouped_decode.register()
@@ -83,9 +86,19 @@ class GenerationCopy:
         self.model.generation_config = copying.deepcopy(base.generation_config)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
+        if fuse and adapters != "apart":
+            raise ValueError("fuse needs the adapters apart: merged ones change the base weights at each refresh")
         self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype, device) if adapters == "apart" else []
-        self._sources, self.shared_bytes = _materialize(self.model, base, device)
+        self._sources = _materialize(self.model, base, device)
+        self.fused = []
         self.refresh(everything=True)
+        if fuse:  # after the first refresh: the fused weights start from the layers' own
+            self.fused = fused_projections.fuse(self.model, base, self.adapted)
+            held = {id(param) for param in self.model.parameters()}
+            self._sources = [source for source in self._sources if id(source[0]) in held]
+            modules = {id(module) for module in self.model.modules()}
+            self.adapted = [pair for pair in self.adapted if id(pair[0]) in modules]
+        self.shared_bytes = _shared_bytes(self.model, base)
         self.refresh_seconds = 0.0
         # "own": runtime/decode_loop.py samples (no per-token generate() bookkeeping); opt-in until measured on a GPU
         self.loop = DecodeLoop(self.model, max_cache_len, compile_decode) if loop == "own" else None
@@ -97,11 +110,13 @@ class GenerationCopy:
         they train, or on the first call."""
         for copied, source in self.adapted:
             copied.follow(source)
+        for fused in self.fused:
+            fused.follow()
         for param, source, leaf, base_only in self._sources:
             if base_only:  # an adapted layer's base weight: copied once, it does not train
                 if everything:
                     param.copy_(_base_weight(source, leaf))
-            elif _has_adapter(source):
+            elif has_adapter(source):
                 param.copy_(_merged_weight(source, leaf))
             else:
                 module = _active_module(source)
@@ -145,7 +160,7 @@ class GenerationCopy:
 
 
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-            adapters: str = "apart") -> GenerationCopy:
+            adapters: str = "apart", fuse: bool = False) -> GenerationCopy:
     """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
     ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
     from peft import PeftModel
@@ -154,15 +169,20 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
     copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
-                          adapter_dtype=autocast_dtype(trainer.accelerator))
+                          adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse)
     policy.generate = copy.generate
     if distributed.is_main_process():
         held_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())
         own = (held_bytes - copy.shared_bytes) / 2**30
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
-        if copy.adapted:
+        adapter_buffers = [fused.up for fused in copy.fused] + [copied.down for copied, _layer in copy.adapted]
+        if copy.fused:
+            held = _("its LoRA beside each layer in {dtype}, as the trainer computes it, the projections that read "
+                     "the same input in one matmul ({fused} groups)").format(
+                dtype=str(adapter_buffers[0].dtype).removeprefix("torch."), fused=len(copy.fused))
+        elif copy.adapted:
             held = _("its LoRA beside each layer in {dtype}, as the trainer computes it").format(
-                dtype=str(copy.adapted[0][0].down.dtype).removeprefix("torch."))
+                dtype=str(adapter_buffers[0].dtype).removeprefix("torch."))
         else:
             held = _("its LoRA merged")
         print(_("generation: a {dtype} copy of the policy, {held} ({own:.1f} GiB of its own, {shared:.1f} GiB the "
@@ -182,14 +202,14 @@ def autocast_dtype(accelerator):
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(accelerator.mixed_precision))
 
 
-def _materialize(model, base, device) -> tuple[list, int]:
+def _materialize(model, base, device) -> list:
     """Give the copy (built on the meta device) its weights: a weight the policy holds frozen, in the copy's dtype
     (a 16-bit base's, its embeddings and norms), is that very tensor, never copied; any other is allocated here and
-    filled by ``refresh``. Returns (what ``refresh`` copies in, as (parameter, policy module, name, whether it is an
-    adapted layer's base weight)), bytes shared with the policy)."""
+    filled by ``refresh``. Returns what ``refresh`` copies in, as (parameter, policy module, name, whether it is an
+    adapted layer's base weight)."""
     import torch
 
-    made, to_refresh, shared_bytes = {}, [], 0
+    made, to_refresh = {}, []
     for module_name, leaf, param in _parameters(model):
         owner_name, _dot, child = module_name.rpartition(".")
         base_only = child == "linear" and isinstance(model.get_submodule(owner_name), adapted_linear_class())
@@ -198,7 +218,6 @@ def _materialize(model, base, device) -> tuple[list, int]:
             frozen = _frozen_source(source, leaf, base_only)
             if frozen is not None and (frozen.dtype, frozen.shape, frozen.device) == (param.dtype, param.shape, device):
                 made[id(param)] = torch.nn.Parameter(frozen, requires_grad=False)
-                shared_bytes += frozen.numel() * frozen.element_size()
             else:
                 made[id(param)] = torch.nn.Parameter(torch.empty_like(param, device=device), requires_grad=False)
                 to_refresh.append((made[id(param)], source, leaf, base_only))
@@ -207,7 +226,13 @@ def _materialize(model, base, device) -> tuple[list, int]:
         if buffer.is_meta:  # computed when the model is made (rotary frequencies): the policy's are the same
             module_name, _dot, leaf = name.rpartition(".")
             model.get_submodule(module_name)._buffers[leaf] = base.get_buffer(name).detach().clone().to(device)
-    return to_refresh, shared_bytes
+    return to_refresh
+
+
+def _shared_bytes(model, base) -> int:
+    """Bytes of the copy's weights that are the policy's own tensors (no memory of the copy's)."""
+    policy = {param.data_ptr() for param in base.parameters()}
+    return sum(param.numel() * param.element_size() for param in model.parameters() if param.data_ptr() in policy)
 
 
 def _policy_dtype(base):
@@ -226,7 +251,7 @@ def _frozen_source(source, leaf: str, base_only: bool):
 
     if base_only:
         tensor = getattr(source.base_layer, leaf)
-    elif _has_adapter(source):
+    elif has_adapter(source):
         return None
     else:
         tensor = getattr(_active_module(source), leaf)
@@ -263,33 +288,20 @@ def adapted_linear_class():
 
         def follow(self, layer) -> None:
             """Take ``layer``'s (a peft LoRA layer's) adapters as they are now."""
-            if getattr(layer, "merged", False) or getattr(layer, "disable_adapters", False):
+            found = adapter_matrices(layer)
+            if found is None:
                 self.down.zero_()
                 self.up.zero_()
                 return
-            active = _separable_adapters(layer)
-            self.down.copy_(torch.cat([layer.lora_A[name].weight.detach() for name in active]))
-            if len(active) == 1:  # B as it is and its scale after, as peft computes it (the same rounding)
-                self.up.copy_(layer.lora_B[active[0]].weight.detach())
-                self.scale = float(layer.scaling[active[0]])
-            else:
-                self.up.copy_(torch.cat([layer.lora_B[name].weight.detach() * layer.scaling[name]
-                                         for name in active], dim=1))
-                self.scale = 1.0
+            down, up, self.scale = found
+            self.down.copy_(down)
+            self.up.copy_(up)
 
     return AdaptedLinear
 
 
-def _separable_adapters(layer) -> list[str] | None:
-    """The active adapters of a peft LoRA layer when each is a plain ``B @ A`` the copy can keep beside the layer
-    (no DoRA or other variant, weights not transposed); None otherwise."""
-    if not _has_adapter(layer) or getattr(layer, "fan_in_fan_out", False):
-        return None
-    active = [name for name in layer.active_adapters if name in getattr(layer, "lora_A", {})]
-    variants = getattr(layer, "lora_variant", {})
-    if not active or any(variants.get(name) is not None or layer.use_dora.get(name) for name in active):
-        return None
-    return active
+
+
 
 
 def _keep_adapters_apart(model, base, adapter_dtype, device) -> list:
@@ -300,7 +312,7 @@ def _keep_adapters_apart(model, base, adapter_dtype, device) -> list:
 
     adapted_class, adapted = adapted_linear_class(), []
     for name, layer in base.named_modules():
-        active = _separable_adapters(layer)
+        active = separable_adapters(layer)
         if not active:
             continue
         linear = model.get_submodule(name)
@@ -331,8 +343,6 @@ def _parameters(model):
         yield module_name, leaf, param
 
 
-def _has_adapter(module) -> bool:
-    return hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")
 
 
 def _active_module(module):
@@ -377,4 +387,4 @@ def _output_layer_diverges(base) -> bool:
     if not getattr(base.config, "tie_word_embeddings", False):
         return False
     output = base.get_output_embeddings()
-    return _has_adapter(output) or hasattr(output, "modules_to_save")
+    return has_adapter(output) or hasattr(output, "modules_to_save")

@@ -1,0 +1,165 @@
+"""The generation copy's projections that read the same input, as one matmul: fewer, larger kernels per token.
+
+With each LoRA kept beside its layer (runtime/generation_copy.py, "apart"), a decode step of Qwen3-4B runs three
+matmuls per adapted layer, two of them tiny (x A, then B): on an H200 they cost about 10 us per layer whatever the
+batch, 2.7 ms of a 8.4 ms step at batch 8 and 2.9 of 10.4 at 64 (docs/benchmarks.md, 2026-12-04). In a decoder
+layer, q_proj, k_proj and v_proj read the same input, and so do gate_proj and up_proj. Here each such group becomes
+one ``FusedProjections``: its base weights and the A matrices of its adapters stacked into one weight (one matmul
+gives every base output and every ``x A``), then its B matrices block-diagonally (one small matmul gives every
+adapter's output), added as peft adds them: ``base + (x A) B * scale``. Per decoder layer that is 8 matmuls instead of
+21, with the same products summed in the same order, in the adapters' dtype (which must be the copy's).
+
+The price is memory: the stacked weight is the copy's own, where the unfused copy of a 16-bit base reads the
+policy's frozen weights in place (Qwen3-4B: about 5.6 GB more in bf16; nothing more for a 4-bit base, whose copy
+holds its dequantized weights anyway).
+
+Which modules: transformers' Qwen3 attention and MLP (the presets' models), their forward rewritten here around the
+fused projections; any other architecture keeps its layers as they are (``fuse`` returns how many it fused).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+from .lora_layers import adapter_matrices
+
+# module class -> (its projections that read the same input, the attribute the fused module takes)
+GROUPS = {
+    "Qwen3Attention": (("q_proj", "k_proj", "v_proj"), "qkv_proj"),
+    "Qwen3MLP": (("gate_proj", "up_proj"), "gate_up_proj"),
+}
+
+
+def fuse(model, base, adapted: list) -> list:
+    """Replace each group of projections in ``model`` (the copy) by one FusedProjections whose adapters follow
+    ``base``'s (the policy's) layers; ``adapted`` is the copy's (AdaptedLinear, policy layer) pairs. Returns the
+    fused modules. Groups whose layers the copy cannot hold as fixed base weights plus adapters (a layer that trains
+    whole, an adapter merged in) stay as they are."""
+    policy_layer = {id(copied): source for copied, source in adapted}
+    fused = []
+    for name, module in list(model.named_modules()):
+        group = GROUPS.get(type(module).__name__)
+        if group is None:
+            continue
+        projections, attribute = group
+        members = [getattr(module, projection) for projection in projections]
+        if not all(_fixed_base(member, policy_layer, base, f"{name}.{projection}")
+                   for member, projection in zip(members, projections)):
+            continue
+        sources = [policy_layer.get(id(member)) for member in members]
+        setattr(module, attribute, fused_projections_class()(members, sources))
+        for projection in projections:
+            delattr(module, projection)
+        module.__class__ = _fused_class(type(module))
+        fused.append(getattr(module, attribute))
+    return fused
+
+
+def _fixed_base(member, policy_layer: dict, base, name: str) -> bool:
+    """Whether a copy's projection is a base weight that never changes, with or without adapters the copy follows
+    (in the base weight's dtype, so that one matmul computes both)."""
+    import torch
+
+    if id(member) in policy_layer:  # an AdaptedLinear
+        return member.down.dtype == member.linear.weight.dtype
+    if type(member) is not torch.nn.Linear:
+        return False
+    source = base.get_submodule(name)
+    if hasattr(source, "base_layer") or hasattr(source, "modules_to_save"):
+        return False  # merged adapters or a layer that trains: the copy rewrites its weight at every refresh
+    return not any(param.requires_grad for param in source.parameters())
+
+
+@functools.lru_cache(maxsize=None)
+def fused_projections_class():
+    """The fused module (a class made on first use: torch loads with the copy)."""
+    import torch
+    from torch.nn import functional
+
+    class FusedProjections(torch.nn.Module):
+        """Linear layers that read the same input, as one: ``weight`` stacks their base weights, then the A matrices
+        of the adapted ones; ``up`` holds the B matrices block-diagonally (zeros elsewhere). Returns each layer's
+        output, as the layers would."""
+
+        def __init__(self, members, sources):
+            super().__init__()
+            linears = [getattr(member, "linear", member) for member in members]
+            downs = [member.down for member in members if hasattr(member, "down")]
+            self.outs = [linear.out_features for linear in linears]
+            self.ranks = [member.down.shape[0] if hasattr(member, "down") else 0 for member in members]
+            self.sources = sources  # the policy's LoRA layer each member follows, or None
+            weight = torch.cat([linear.weight.detach() for linear in linears] + [down.detach() for down in downs])
+            self.weight = torch.nn.Parameter(weight, requires_grad=False)
+            biases = [linear.bias for linear in linears]
+            self.bias = None if all(bias is None for bias in biases) else torch.nn.Parameter(torch.cat(
+                [bias.detach() if bias is not None else weight.new_zeros(out) for bias, out in zip(biases, self.outs)]
+                + [weight.new_zeros(sum(self.ranks))]), requires_grad=False)
+            self.register_buffer("up", weight.new_zeros(sum(self.outs), sum(self.ranks)), persistent=False)
+            self.scale = 1.0
+            self.follow()
+
+        def forward(self, x):
+            outputs = functional.linear(x, self.weight, self.bias)
+            if self.up.shape[1]:
+                base, low = outputs.split([sum(self.outs), self.up.shape[1]], dim=-1)
+                outputs = base + functional.linear(low, self.up) * self.scale
+            return outputs.split(self.outs, dim=-1)
+
+        def follow(self) -> None:
+            """Take the policy layers' adapters as they are now. One scale for all when they share it (peft's
+            rounding: B's output, then times the scale); otherwise each B block times its own scale."""
+            matrices = [adapter_matrices(source) if rank else None for source, rank in zip(self.sources, self.ranks)]
+            scales = {found[2] for found in matrices if found is not None}
+            shared_scale = scales.pop() if len(scales) == 1 else None
+            row, column, out_row = sum(self.outs), 0, 0
+            for found, rank, out in zip(matrices, self.ranks, self.outs):
+                if rank:
+                    block = self.up[out_row:out_row + out, column:column + rank]
+                    if found is None:  # merged into the policy's weights or disabled: no adapter output
+                        self.weight[row:row + rank].zero_()
+                        block.zero_()
+                    else:
+                        down, up, scale = found
+                        self.weight[row:row + rank].copy_(down)
+                        block.copy_(up if shared_scale is not None else up * scale)
+                    row, column = row + rank, column + rank
+                out_row += out
+            self.scale = shared_scale if shared_scale is not None else 1.0
+
+    return FusedProjections
+
+
+@functools.lru_cache(maxsize=None)
+def _fused_class(module_class):
+    """``module_class`` with a forward that calls its fused projections (transformers' forward otherwise)."""
+    if module_class.__name__ == "Qwen3MLP":
+        class FusedMLP(module_class):
+            def forward(self, x):
+                gate, up = self.gate_up_proj(x)
+                return self.down_proj(self.act_fn(gate) * up)
+
+        return FusedMLP
+
+    modeling = sys.modules[module_class.__module__]
+
+    class FusedAttention(module_class):
+        def forward(self, hidden_states, position_embeddings, attention_mask, past_key_values=None, **kwargs):
+            input_shape = hidden_states.shape[:-1]
+            hidden_shape = (*input_shape, -1, self.head_dim)
+            query, key, value = self.qkv_proj(hidden_states)
+            query_states = self.q_norm(query.view(hidden_shape)).transpose(1, 2)
+            key_states = self.k_norm(key.view(hidden_shape)).transpose(1, 2)
+            value_states = value.view(hidden_shape).transpose(1, 2)
+            cos, sin = position_embeddings
+            query_states, key_states = modeling.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+            if past_key_values is not None:
+                key_states, value_states = past_key_values.update(key_states, value_states, self.layer_idx)
+            attention = modeling.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
+                                                                       modeling.eager_attention_forward)
+            output, weights = attention(self, query_states, key_states, value_states, attention_mask,
+                                        dropout=0.0 if not self.training else self.attention_dropout,
+                                        scaling=self.scaling, sliding_window=self.sliding_window, **kwargs)
+            return self.o_proj(output.reshape(*input_shape, -1).contiguous()), weights
+
+    return FusedAttention
