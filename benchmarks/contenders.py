@@ -238,16 +238,31 @@ TRAINING = [
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
 
-# Generation on the fast path: the decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
-# layer per token in small matmuls; fused_projections does q/k/v and gate/up in one matmul each, adapters included.
+# Generation on the fast path. The decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
+# layer per token in small matmuls: fused_projections does q/k/v and gate/up in one matmul each, adapters included.
+# The copy's static cache is max_seq_length long (1024 standard, 2560 thinking) and the decode attention read all of
+# it: decode_windows reads it up to the tokens so far.
 GENERATION = [
     Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
               "the generation copy's q/k/v and gate/up in one matmul each, their adapters beside them "
               "(runtime/fused_projections.py)", preset_speed=True, ablate=("fused_projections",), warmup_cycles=1,
               measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, decode windows", "standard", "generated", "auto", "the standard default with the "
+              "copy's decode attention reading its cache up to the tokens so far (runtime/grouped_decode.py)",
+              preset_speed=True, ablate=("decode_windows",), warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.2,
+              fixed_s=100),
+    Contender("generated default, fused projections, decode windows", "standard", "generated", "auto", "both",
+              preset_speed=True, ablate=("fused_projections", "decode_windows"), warmup_cycles=1, measure_cycles=2,
+              guess_s_per_step=1.1, fixed_s=100),
     Contender("generated default, fused projections", "thinking", "generated", "auto", "the thinking default with "
               "the generation copy's projections fused", preset_speed=True, ablate=("fused_projections",),
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
+    Contender("generated default, decode windows", "thinking", "generated", "auto", "the thinking default with "
+              "decode windows (its cache: 2560 tokens)", preset_speed=True, ablate=("decode_windows",),
+              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
+    Contender("generated default, fused projections, decode windows", "thinking", "generated", "auto", "both",
+              preset_speed=True, ablate=("fused_projections", "decode_windows"), warmup_cycles=1, measure_cycles=1,
+              guess_s_per_step=4.0, fixed_s=100),
 ]
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,

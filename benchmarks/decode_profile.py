@@ -163,7 +163,7 @@ def main(argv=None) -> int:
                                                  loop=spec.get("loop", "transformers"),
                                                  adapters=spec.get("adapters", "merged"),
                                                  adapter_dtype=getattr(torch, spec.get("adapter_dtype", ""), None),
-                                                 fuse=spec.get("fuse", False))
+                                                 fuse=spec.get("fuse", False), window_step=spec.get("window_step"))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -255,6 +255,21 @@ PATHS = {
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024": {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
         "fuse": True, "cache_len": 1024, "tells": "the same with the standard preset's cache of 1024 tokens"},
+    "copy with adapters apart in bf16, grouped decode, cache of 1024, windows of 128": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "cache_len": 1024, "window_step": 128, "tells": "the cache of 1024, each decode step's attention reading it "
+                                                        "up to the tokens so far rounded up to 128 (decode_window)"},
+    "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "fuse": True, "cache_len": 1024, "window_step": 128, "profile": True,
+        "tells": "both: fused projections and decode windows"},
+    "copy with adapters apart in bf16, grouped decode, cache of 2560": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "cache_len": 2560, "tells": "the thinking preset's cache (max_seq_length 2560)"},
+    "copy with adapters apart in bf16, grouped decode, fused projections, cache of 2560, windows of 128": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "fuse": True, "cache_len": 2560, "window_step": 128, "tells": "the thinking preset's cache, with fused "
+                                                                     "projections and decode windows"},
     "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,
                                                "adapters": "apart", "decode": False,
                                                "tells": "its refresh: only the adapters are copied in"},

@@ -29,6 +29,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         compiles them as dynamic
   fused_projections     the generation copy with q/k/v and gate/up in one matmul each, their adapters beside them
                         (runtime/fused_projections.py; generation_copy.install(fuse=True))
+  decode_windows        the generation copy's decode attention reads its static cache up to the tokens so far,
+                        rounded up to 128 (runtime/grouped_decode.py; generation_copy.install(window_step=128))
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
 kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
@@ -508,7 +510,8 @@ def main() -> int:
         module.Progress.__init__, module.Progress.update = __init__, update_and_draw
 
     def on_generation_copy(module):
-        module.install = functools.partial(module.install, fuse=True)
+        module.install = functools.partial(module.install, fuse="fused_projections" in ablate,
+                                           window_step=128 if "decode_windows" in ablate else None)
 
     hooks = {"transformers.modeling_utils": on_modeling_utils, "transformers.trainer": on_trainer}
     if card_gib is not None:
@@ -517,7 +520,7 @@ def main() -> int:
         hooks["grpo_skill.runtime.callbacks"] = on_callbacks
     if "rich_manual_refresh" in ablate:
         hooks["rich.progress"] = on_rich_progress
-    if "fused_projections" in ablate:
+    if {"fused_projections", "decode_windows"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))
 

@@ -358,3 +358,44 @@ def test_fusing_needs_the_adapters_apart(policy):
 
     with pytest.raises(ValueError, match="apart"):
         GenerationCopy(policy[0], max_cache_len=64, compile_decode=False, adapters="merged", fuse=True)
+
+
+def test_a_decode_window_reads_the_written_part_of_the_cache_and_changes_nothing(policy):
+    """With window_step, each decode step's attention reads the static cache up to the tokens so far (rounded up):
+    the same tokens as the policy's, and the windows it met are the rounded lengths, shorter than the cache."""
+    from grpo_skill.runtime import grouped_decode
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, attn_implementation=grouped_decode.NAME,
+                          window_step=8)
+    seen = []
+    attention = grouped_decode.grouped_decode_attention
+
+    def recording(module, query, key, value, attention_mask, **kwargs):
+        if query.shape[2] == 1:
+            seen.append(kwargs.get("decode_window"))
+        return attention(module, query, key, value, attention_mask, **kwargs)
+
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(grouped_decode.NAME, recording)
+    try:
+        sampled = greedy(copy.generate, tokenizer)
+    finally:
+        grouped_decode.register()
+    assert torch.equal(sampled, greedy(model.generate, tokenizer))
+    layers = model.get_base_model().config.num_hidden_layers
+    steps = len(seen) // layers
+    assert steps >= 8
+    width = sampled.shape[1] - steps - 1  # the prompt's: prefill gave the first token, each decode step one more
+    expected = [-(-length // 8) * 8 for length in range(width + 1, width + 1 + steps)]
+    assert seen == [window for window in expected for _layer in range(layers)]
+    assert max(seen) < 64
+
+
+def test_a_decode_window_needs_the_grouped_decode_attention(policy):
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    with pytest.raises(ValueError, match="grpo_skill_grouped_decode"):
+        GenerationCopy(policy[0], max_cache_len=64, compile_decode=False, attn_implementation="sdpa", window_step=8)

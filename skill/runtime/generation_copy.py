@@ -51,11 +51,13 @@ class GenerationCopy:
     computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
     forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast).
     ``fuse``: the projections that read the same input in one matmul each, adapters included
-    (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself)."""
+    (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself).
+    ``window_step``: each decode step's attention reads the cache up to the tokens so far, rounded up to this many
+    (runtime/grouped_decode.py; a compiled graph per length met)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
                  loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None,
-                 cache_step: int | None = None, fuse: bool = False):
+                 cache_step: int | None = None, fuse: bool = False, window_step: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -86,6 +88,11 @@ class GenerationCopy:
         self.model.generation_config = copying.deepcopy(base.generation_config)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
+        if window_step:  # the decode attention reads the cache up to the tokens so far (runtime/grouped_decode.py)
+            if attn_implementation != GROUPED:
+                raise ValueError(f"window_step needs attn_implementation={GROUPED!r}")
+            self.model.prepare_inputs_for_generation = grouped_decode.with_decode_window(
+                self.model.prepare_inputs_for_generation, window_step)
         if fuse and adapters != "apart":
             raise ValueError("fuse needs the adapters apart: merged ones change the base weights at each refresh")
         self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype, device) if adapters == "apart" else []
@@ -160,7 +167,7 @@ class GenerationCopy:
 
 
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-            adapters: str = "apart", fuse: bool = False) -> GenerationCopy:
+            adapters: str = "apart", fuse: bool = False, window_step: int | None = None) -> GenerationCopy:
     """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
     ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
     from peft import PeftModel
@@ -169,7 +176,7 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
     copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
-                          adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse)
+                          adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse, window_step=window_step)
     policy.generate = copy.generate
     if distributed.is_main_process():
         held_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())

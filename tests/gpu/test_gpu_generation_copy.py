@@ -1,5 +1,6 @@
 """The generation copy as the fast path runs it on a GPU: its decode step compiled (transformers' CUDA graphs), the
-projections fused or not: what it samples is scored by it as the policy scores it."""
+projections fused or not, the decode attention reading the whole cache or a window of it: what it samples is scored
+by it as the policy scores it."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import pytest
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fuse", [False, True], ids=["apart", "fused projections"])
-def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse):
+@pytest.mark.parametrize("fuse, window_step", [(False, None), (True, None), (True, 8)],
+                         ids=["apart", "fused projections", "fused projections, decode windows"])
+def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_step):
     """The tiny model in fp32 (no rounding to hide behind), LoRA on every linear layer: the copy samples 24 tokens
-    for 4 left-padded prompts with its decode step compiled; the policy, given those sequences, computes the same
-    logits at every sampled position."""
+    for 4 left-padded prompts with its decode step compiled (with windows: a length every 8 tokens, a CUDA graph
+    each); the policy, given those sequences, computes the same logits at every sampled position."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, GenerationConfig
@@ -28,7 +30,8 @@ def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse):
         for name, param in policy.named_parameters():
             if "lora_B" in name:
                 param.normal_(0, 0.3)
-    copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse)
+    copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse,
+                          window_step=window_step)
     assert len(copy.fused) == (2 * policy.config.num_hidden_layers if fuse else 0)
     ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
     mask = torch.ones_like(ids)
