@@ -239,12 +239,13 @@ TRAINING = [
 ]
 
 # Generation on the fast path. The decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
-# layer per token in small matmuls: fused_projections does q/k/v and gate/up in one matmul each, adapters included.
+# layer per token in small matmuls: fused_projections computes each A inside its base matmul, q/k/v and gate/up in
+# one matmul each.
 # The copy's static cache is max_seq_length long (1024 standard, 2560 thinking) and the decode attention read all of
 # it: decode_windows reads it up to the tokens so far.
 GENERATION = [
     Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
-              "the generation copy's q/k/v and gate/up in one matmul each, their adapters beside them "
+              "the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul each "
               "(runtime/fused_projections.py)", preset_speed=True, ablate=("fused_projections",), warmup_cycles=1,
               measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
     Contender("generated default, decode windows", "standard", "generated", "auto", "the standard default with the "

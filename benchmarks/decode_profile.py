@@ -249,9 +249,9 @@ PATHS = {
                                                       "rounded up to 512 tokens (GenerationCopy's cache_step)"},
     "copy with adapters apart in bf16, grouped decode, fused projections": {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
-        "fuse": True, "profile": True, "tells": "the same with q/k/v and gate/up in one matmul each, their adapters' A "
-                                               "under the base weights and B block-diagonal (runtime/"
-                                               "fused_projections.py): 8 matmuls a layer instead of 21"},
+        "fuse": True, "profile": True, "tells": "the same with each layer's adapter A inside its base matmul, q/k/v "
+                                               "and gate/up in one matmul each (runtime/fused_projections.py): 8 "
+                                               "matmuls a layer instead of 21"},
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024": {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
         "fuse": True, "cache_len": 1024, "tells": "the same with the standard preset's cache of 1024 tokens"},

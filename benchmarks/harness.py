@@ -27,8 +27,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   compile_training      the model's forward in scoring and training through torch.compile (generation untouched):
                         inductor's fused kernels and fewer host calls, after a compilation per new shape until it
                         compiles them as dynamic
-  fused_projections     the generation copy with q/k/v and gate/up in one matmul each, their adapters beside them
-                        (runtime/fused_projections.py; generation_copy.install(fuse=True))
+  fused_projections     the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul
+                        each (runtime/fused_projections.py; generation_copy.install(fuse=True))
   decode_windows        the generation copy's decode attention reads its static cache up to the tokens so far,
                         rounded up to 128 (runtime/grouped_decode.py; generation_copy.install(window_step=128))
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's

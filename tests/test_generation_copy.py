@@ -306,8 +306,8 @@ def test_a_copy_with_fused_projections_generates_what_the_policy_generates(polic
     model, tokenizer = policy
     layers = model.get_base_model().config.num_hidden_layers
     copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
-    assert len(copy.fused) == 2 * layers
-    assert len(copy.adapted) == 2 * layers + 1  # o_proj and down_proj a layer, and lm_head, stay apart
+    assert len(copy.fused) == 4 * layers  # q/k/v, o, gate/up and down
+    assert [pair[1] for pair in copy.adapted] == [model.get_base_model().lm_head]  # not in a decoder layer
     assert not hasattr(copy.model.model.layers[0].self_attn, "q_proj")
     inputs = torch.randint(0, model.config.vocab_size, (3, 20))
     with torch.no_grad():
@@ -346,6 +346,7 @@ def test_fused_projections_with_some_layers_adapted_and_scales_of_their_own():
     qkv = copy.model.model.layers[0].self_attn.qkv_proj
     assert qkv.ranks == [4, 0, 4] and qkv.scale == 1.0  # two scales (2 and 8): each block times its own
     assert copy.model.model.layers[0].mlp.gate_up_proj.up.shape[1] == 0
+    assert len(copy.fused) == 2 * model.config.num_hidden_layers  # o_proj and down_proj: no adapter to fold
     inputs = torch.randint(0, model.config.vocab_size, (2, 16))
     with torch.no_grad():
         assert torch.allclose(copy.model(input_ids=inputs).logits, model(input_ids=inputs).logits, rtol=1e-4, atol=1e-3)

@@ -1,20 +1,21 @@
-"""The generation copy's projections that read the same input, as one matmul: fewer, larger kernels per token.
+"""The generation copy's linear layers as few, larger matmuls: their adapters' A matrices inside the base matmul,
+and the projections that read the same input in one.
 
 With each LoRA kept beside its layer (runtime/generation_copy.py, "apart"), a decode step of Qwen3-4B runs three
 matmuls per adapted layer, two of them tiny (x A, then B): on an H200 they cost about 10 us per layer whatever the
-batch, 2.7 ms of a 8.4 ms step at batch 8 and 2.9 of 10.4 at 64 (docs/benchmarks.md, 2026-12-04). In a decoder
-layer, q_proj, k_proj and v_proj read the same input, and so do gate_proj and up_proj. Here each such group becomes
-one ``FusedProjections``: its base weights and the A matrices of its adapters stacked into one weight (one matmul
-gives every base output and every ``x A``), then its B matrices block-diagonally (one small matmul gives every
-adapter's output), added as peft adds them: ``base + (x A) B * scale``. Per decoder layer that is 8 matmuls instead of
-21, with the same products summed in the same order, in the adapters' dtype (which must be the copy's).
+batch, 2.7 ms of a 8.4 ms step at batch 8 and 2.9 of 10.4 at 64 (docs/benchmarks.md, 2026-12-04). Here a layer's
+base weight and its adapters' A matrices are stacked into one weight, so that one matmul gives the base output and
+``x A``, and the B matrices make a second, small one, added as peft adds it: ``base + (x A) B * scale``. In a decoder
+layer q_proj, k_proj and v_proj read the same input, and so do gate_proj and up_proj: each such group is one
+``FusedProjections``, its B matrices block-diagonal. Per decoder layer that is 8 matmuls instead of 21, each output
+the same products summed (in another order inside one kernel), in the adapters' dtype (which must be the copy's).
 
-The price is memory: the stacked weight is the copy's own, where the unfused copy of a 16-bit base reads the
-policy's frozen weights in place (Qwen3-4B: about 5.6 GB more in bf16; nothing more for a 4-bit base, whose copy
-holds its dequantized weights anyway).
+The price is memory: the stacked weights are the copy's own, where the copy of a 16-bit base reads the policy's
+frozen weights in place (Qwen3-4B: its 7.3 GB of linear weights once more in bf16); nothing more for a 4-bit base,
+whose copy holds its dequantized weights anyway.
 
 Which modules: transformers' Qwen3 attention and MLP (the presets' models), their forward rewritten here around the
-fused projections; any other architecture keeps its layers as they are (``fuse`` returns how many it fused).
+fused projections; any other architecture keeps its layers as they are (``fuse`` returns what it fused).
 """
 
 from __future__ import annotations
@@ -24,35 +25,35 @@ import sys
 
 from .lora_layers import adapter_matrices
 
-# module class -> (its projections that read the same input, the attribute the fused module takes)
+# module class -> its groups: (projections that read the same input, the attribute their fused module takes)
 GROUPS = {
-    "Qwen3Attention": (("q_proj", "k_proj", "v_proj"), "qkv_proj"),
-    "Qwen3MLP": (("gate_proj", "up_proj"), "gate_up_proj"),
+    "Qwen3Attention": ((("q_proj", "k_proj", "v_proj"), "qkv_proj"), (("o_proj",), "o_proj")),
+    "Qwen3MLP": ((("gate_proj", "up_proj"), "gate_up_proj"), (("down_proj",), "down_proj")),
 }
 
 
 def fuse(model, base, adapted: list) -> list:
     """Replace each group of projections in ``model`` (the copy) by one FusedProjections whose adapters follow
     ``base``'s (the policy's) layers; ``adapted`` is the copy's (AdaptedLinear, policy layer) pairs. Returns the
-    fused modules. Groups whose layers the copy cannot hold as fixed base weights plus adapters (a layer that trains
-    whole, an adapter merged in) stay as they are."""
+    fused modules. A group stays as it is where a layer is not a fixed base weight plus adapters the copy follows (a
+    layer that trains whole, an adapter merged in), and a lone layer without adapters has nothing to fold."""
     policy_layer = {id(copied): source for copied, source in adapted}
     fused = []
     for name, module in list(model.named_modules()):
-        group = GROUPS.get(type(module).__name__)
-        if group is None:
-            continue
-        projections, attribute = group
-        members = [getattr(module, projection) for projection in projections]
-        if not all(_fixed_base(member, policy_layer, base, f"{name}.{projection}")
-                   for member, projection in zip(members, projections)):
-            continue
-        sources = [policy_layer.get(id(member)) for member in members]
-        setattr(module, attribute, fused_projections_class()(members, sources))
-        for projection in projections:
-            delattr(module, projection)
-        module.__class__ = _fused_class(type(module))
-        fused.append(getattr(module, attribute))
+        for projections, attribute in GROUPS.get(type(module).__name__, ()):
+            members = [getattr(module, projection) for projection in projections]
+            if not all(_fixed_base(member, policy_layer, base, f"{name}.{projection}")
+                       for member, projection in zip(members, projections)):
+                continue
+            if len(members) == 1 and id(members[0]) not in policy_layer:
+                continue
+            sources = [policy_layer.get(id(member)) for member in members]
+            fused.append(fused_projections_class()(members, sources))
+            for projection in projections:
+                delattr(module, projection)
+            setattr(module, attribute, fused[-1])
+            if len(members) > 1:  # its forward calls the group
+                module.__class__ = _fused_class(type(module))
     return fused
 
 
@@ -78,9 +79,9 @@ def fused_projections_class():
     from torch.nn import functional
 
     class FusedProjections(torch.nn.Module):
-        """Linear layers that read the same input, as one: ``weight`` stacks their base weights, then the A matrices
-        of the adapted ones; ``up`` holds the B matrices block-diagonally (zeros elsewhere). Returns each layer's
-        output, as the layers would."""
+        """Linear layers that read the same input (or one), as one: ``weight`` stacks their base weights, then the A
+        matrices of the adapted ones; ``up`` holds the B matrices block-diagonally (zeros elsewhere). Returns each
+        layer's output (one layer's: that output), as the layers would."""
 
         def __init__(self, members, sources):
             super().__init__()
@@ -104,7 +105,7 @@ def fused_projections_class():
             if self.up.shape[1]:
                 base, low = outputs.split([sum(self.outs), self.up.shape[1]], dim=-1)
                 outputs = base + functional.linear(low, self.up) * self.scale
-            return outputs.split(self.outs, dim=-1)
+            return outputs if len(self.outs) == 1 else outputs.split(self.outs, dim=-1)
 
         def follow(self) -> None:
             """Take the policy layers' adapters as they are now. One scale for all when they share it (peft's

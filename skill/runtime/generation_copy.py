@@ -50,8 +50,8 @@ class GenerationCopy:
     policy's: each adapted layer merged (``adapters="merged"``) or with its adapters beside it (``"apart"``),
     computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
     forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast).
-    ``fuse``: the projections that read the same input in one matmul each, adapters included
-    (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself).
+    ``fuse``: each adapter's A inside its layer's base matmul, and the projections that read the same input in one
+    matmul (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself).
     ``window_step``: each decode step's attention reads the cache up to the tokens so far, rounded up to this many
     (runtime/grouped_decode.py; a compiled graph per length met)."""
 
@@ -184,8 +184,8 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
         adapter_buffers = [fused.up for fused in copy.fused] + [copied.down for copied, _layer in copy.adapted]
         if copy.fused:
-            held = _("its LoRA beside each layer in {dtype}, as the trainer computes it, the projections that read "
-                     "the same input in one matmul ({fused} groups)").format(
+            held = _("its LoRA beside each layer in {dtype}, as the trainer computes it, in {fused} fused matmuls "
+                     "(A with the base weight, q/k/v and gate/up together)").format(
                 dtype=str(adapter_buffers[0].dtype).removeprefix("torch."), fused=len(copy.fused))
         elif copy.adapted:
             held = _("its LoRA beside each layer in {dtype}, as the trainer computes it").format(

@@ -32,7 +32,7 @@ def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_st
                 param.normal_(0, 0.3)
     copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse,
                           window_step=window_step)
-    assert len(copy.fused) == (2 * policy.config.num_hidden_layers if fuse else 0)
+    assert len(copy.fused) == (4 * policy.config.num_hidden_layers if fuse else 0)
     ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
     mask = torch.ones_like(ids)
     mask[1, :3] = mask[3, :7] = 0  # left padding, as GRPOTrainer's prompts have it
