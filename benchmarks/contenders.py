@@ -241,8 +241,8 @@ TRAINING = [
 # Generation on the fast path. The decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
 # layer per token in small matmuls: fused_projections computes each A inside its base matmul, q/k/v and gate/up in
 # one matmul each.
-# The copy's static cache is max_seq_length long (1024 standard, 2560 thinking) and the decode attention read all of
-# it: decode_windows reads it up to the tokens so far.
+# The copy's static cache is max_seq_length long (these cases: 512 and 1280; the presets: 1024 and 2560) and the
+# decode attention read all of it: decode_windows reads it up to the tokens so far.
 GENERATION = [
     Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
               "the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul each "
@@ -259,7 +259,7 @@ GENERATION = [
               "the generation copy's projections fused", preset_speed=True, ablate=("fused_projections",),
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
     Contender("generated default, decode windows", "thinking", "generated", "auto", "the thinking default with "
-              "decode windows (its cache: 2560 tokens)", preset_speed=True, ablate=("decode_windows",),
+              "decode windows (its cache: 1280 tokens)", preset_speed=True, ablate=("decode_windows",),
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
     Contender("generated default, fused projections, decode windows", "thinking", "generated", "auto", "both",
               preset_speed=True, ablate=("fused_projections", "decode_windows"), warmup_cycles=1, measure_cycles=1,
