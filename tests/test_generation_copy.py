@@ -395,8 +395,99 @@ def test_a_decode_window_reads_the_written_part_of_the_cache_and_changes_nothing
     assert max(seen) < 64
 
 
-def test_a_decode_window_needs_the_grouped_decode_attention(policy):
+def test_a_decode_window_needs_the_grouped_decode_attention_and_generate(policy):
     from grpo_skill.runtime.generation_copy import GenerationCopy
 
     with pytest.raises(ValueError, match="grpo_skill_grouped_decode"):
         GenerationCopy(policy[0], max_cache_len=64, compile_decode=False, attn_implementation="sdpa", window_step=8)
+    with pytest.raises(ValueError, match="loop='transformers'"):
+        GenerationCopy(policy[0], max_cache_len=64, compile_decode=False, loop="own", window_step=8)
+
+
+def test_the_grouped_decode_attention_reads_only_the_window():
+    """Positions past the window are left out, not only masked: given a mask that leaves them visible, the windowed
+    attention equals the full one over the first positions alone."""
+    from types import SimpleNamespace
+
+    from grpo_skill.runtime.grouped_decode import grouped_decode_attention
+
+    torch.manual_seed(0)
+    batch, heads, kv_heads, length, dim, window = 2, 8, 2, 24, 16, 16
+    module = SimpleNamespace(num_key_value_groups=heads // kv_heads, is_causal=True)
+    query = torch.randn(batch, heads, 1, dim)
+    key, value = torch.randn(batch, kv_heads, length, dim), torch.randn(batch, kv_heads, length, dim)
+    mask = torch.ones(batch, 1, 1, length, dtype=torch.bool)
+    mask[0, ..., :3] = False  # left padding
+    windowed, _ = grouped_decode_attention(module, query, key, value, mask, scaling=dim ** -0.5, decode_window=window)
+    first, _ = grouped_decode_attention(module, query, key[:, :, :window], value[:, :, :window], mask[..., :window],
+                                        scaling=dim ** -0.5)
+    everything, _ = grouped_decode_attention(module, query, key, value, mask, scaling=dim ** -0.5)
+    assert torch.allclose(windowed, first, atol=1e-6)
+    assert not torch.allclose(windowed, everything, atol=1e-3)
+
+
+def test_a_generation_from_embeddings_gets_no_window(policy):
+    """From ``inputs_embeds`` the prompt is only in the cache (input_ids holds the new tokens): no window is passed,
+    and the copy generates what it does without one."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, _tokenizer = policy
+    ids = torch.randint(0, model.config.vocab_size, (2, 20))
+    embeds = model.get_input_embeddings()(ids).detach()
+    config = GenerationConfig(max_new_tokens=8, do_sample=False, pad_token_id=0)
+    outputs = [GenerationCopy(model, max_cache_len=64, compile_decode=False, window_step=step).generate(
+        inputs_embeds=embeds, attention_mask=torch.ones_like(ids), generation_config=config) for step in (None, 8)]
+    assert torch.equal(*outputs)
+
+
+def test_a_fused_copy_keeps_the_adapters_when_the_policy_merges_them():
+    """The fused base weights are copied before any merge: merged into the policy's weights, the adapters still
+    count in the copy; a layer merged when the copy is made is not fused."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=12, target_modules="all-linear"))
+    torch.manual_seed(2)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    inputs = torch.randint(0, model.config.vocab_size, (2, 16))
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
+    with torch.no_grad():
+        expected = model(input_ids=inputs).logits
+        model.merge_adapter()
+        copy.refresh()
+        assert torch.allclose(copy.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3)
+        built_merged = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
+        assert built_merged.fused == []
+        model.unmerge_adapter()
+        built_merged.refresh()
+        assert torch.allclose(built_merged.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_in_bf16_the_fused_copy_computes_what_the_unfused_one_does():
+    """Under a bf16 run's autocast the adapters are bf16, as the weights: they fuse, and the logits stay within bf16
+    rounding of the unfused copy's, far closer than the adapters move them (a scale of 3, kept after B as peft
+    applies it)."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = bf16_policy(lora_alpha=24, adapter_scale=1e-2)
+    inputs = torch.randint(0, model.config.vocab_size, (4, 24))
+    with torch.no_grad():
+        logits = {}
+        for fuse in (False, True):
+            copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, adapters="apart", fuse=fuse,
+                                  attn_implementation="sdpa", adapter_dtype=torch.bfloat16)
+            logits[fuse] = copy.model(input_ids=inputs).logits.float()
+        assert copy.fused and copy.fused[0].scale == 3.0
+        with model.disable_adapter():
+            moved = (model(input_ids=inputs).logits.float() - logits[False]).abs().mean()
+    difference = (logits[True] - logits[False]).abs().mean()
+    assert difference < 0.05 * moved, (difference, moved)

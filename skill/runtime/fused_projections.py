@@ -62,11 +62,13 @@ def _fixed_base(member, policy_layer: dict, base, name: str) -> bool:
     (in the base weight's dtype, so that one matmul computes both)."""
     import torch
 
-    if id(member) in policy_layer:  # an AdaptedLinear
-        return member.down.dtype == member.linear.weight.dtype
+    source = base.get_submodule(name)
+    if id(member) in policy_layer:  # an AdaptedLinear: its base weight is copied once, unmerged
+        layer_bias = getattr(source.base_layer, "bias", None)
+        return (member.down.dtype == member.linear.weight.dtype and not getattr(source, "merged", False)
+                and not (layer_bias is not None and layer_bias.requires_grad))
     if type(member) is not torch.nn.Linear:
         return False
-    source = base.get_submodule(name)
     if hasattr(source, "base_layer") or hasattr(source, "modules_to_save"):
         return False  # merged adapters or a layer that trains: the copy rewrites its weight at every refresh
     return not any(param.requires_grad for param in source.parameters())
@@ -109,15 +111,17 @@ def fused_projections_class():
 
         def follow(self) -> None:
             """Take the policy layers' adapters as they are now. One scale for all when they share it (peft's
-            rounding: B's output, then times the scale); otherwise each B block times its own scale."""
-            matrices = [adapter_matrices(source) if rank else None for source, rank in zip(self.sources, self.ranks)]
+            rounding: B's output, then times the scale); otherwise each B block times its own scale. Adapters merged
+            into the policy's weights still count: the fused base weights were copied before any merge."""
+            matrices = [adapter_matrices(source, base_shows_merge=False) if rank else None
+                        for source, rank in zip(self.sources, self.ranks)]
             scales = {found[2] for found in matrices if found is not None}
-            shared_scale = scales.pop() if len(scales) == 1 else None
+            shared_scale = next(iter(scales)) if len(scales) == 1 else None
             row, column, out_row = sum(self.outs), 0, 0
             for found, rank, out in zip(matrices, self.ranks, self.outs):
                 if rank:
                     block = self.up[out_row:out_row + out, column:column + rank]
-                    if found is None:  # merged into the policy's weights or disabled: no adapter output
+                    if found is None:  # disabled: no adapter output
                         self.weight[row:row + rank].zero_()
                         block.zero_()
                     else:
@@ -126,7 +130,8 @@ def fused_projections_class():
                         block.copy_(up if shared_scale is not None else up * scale)
                     row, column = row + rank, column + rank
                 out_row += out
-            self.scale = shared_scale if shared_scale is not None else 1.0
+            if scales:  # while every adapter is disabled the scale stays: a compiled step guards on it
+                self.scale = shared_scale if shared_scale is not None else 1.0
 
     return FusedProjections
 

@@ -89,8 +89,9 @@ class GenerationCopy:
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
         if window_step:  # the decode attention reads the cache up to the tokens so far (runtime/grouped_decode.py)
-            if attn_implementation != GROUPED:
-                raise ValueError(f"window_step needs attn_implementation={GROUPED!r}")
+            if attn_implementation != GROUPED or loop != "transformers":
+                raise ValueError(f"window_step needs attn_implementation={GROUPED!r} and transformers' generate "
+                                 "(loop='transformers')")
             self.model.prepare_inputs_for_generation = grouped_decode.with_decode_window(
                 self.model.prepare_inputs_for_generation, window_step)
         if fuse and adapters != "apart":
@@ -183,6 +184,9 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
         own = (held_bytes - copy.shared_bytes) / 2**30
         dtype = str(next(copy.model.parameters()).dtype).removeprefix("torch.")
         adapter_buffers = [fused.up for fused in copy.fused] + [copied.down for copied, _layer in copy.adapted]
+        if fuse and not copy.fused:
+            print(_("note: the generation copy fused none of its layers (it fuses Qwen3's, with adapters in the "
+                    "weights' dtype)"), file=sys.stderr)
         if copy.fused:
             held = _("its LoRA beside each layer in {dtype}, as the trainer computes it, in {fused} fused matmuls "
                      "(A with the base weight, q/k/v and gate/up together)").format(
