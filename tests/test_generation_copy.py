@@ -491,3 +491,31 @@ def test_in_bf16_the_fused_copy_computes_what_the_unfused_one_does():
             moved = (model(input_ids=inputs).logits.float() - logits[False]).abs().mean()
     difference = (logits[True] - logits[False]).abs().mean()
     assert difference < 0.05 * moved, (difference, moved)
+
+
+def test_a_copy_of_the_base_weights_keeps_the_adapters_when_the_policy_merges_them():
+    """A copy that holds its base weights itself (here in bf16, from an fp32 policy; a 4-bit base's too) copied them
+    before the merge: the adapters still count there. One that shares the policy's tensors sees the merge in them."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "down_proj"]))
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    inputs = torch.randint(0, model.config.vocab_size, (2, 16))
+    copies = {dtype: GenerationCopy(model, max_cache_len=64, compile_decode=False, dtype=dtype, adapters="apart",
+                                    attn_implementation="sdpa") for dtype in (torch.float32, torch.bfloat16)}
+    with torch.no_grad():
+        before = {dtype: copy.model(input_ids=inputs).logits.float() for dtype, copy in copies.items()}
+        model.merge_adapter()
+        for dtype, copy in copies.items():
+            copy.refresh()
+            assert torch.allclose(copy.model(input_ids=inputs).logits.float(), before[dtype], atol=1e-4), dtype
+        model.unmerge_adapter()

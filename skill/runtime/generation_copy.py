@@ -121,8 +121,8 @@ class GenerationCopy:
         for fused in self.fused:
             fused.follow()
         for param, source, leaf, base_only in self._sources:
-            if base_only:  # an adapted layer's base weight: copied once, it does not train
-                if everything:
+            if base_only:  # an adapted layer's base weight: copied once, unless it trains (peft's bias="all")
+                if everything or getattr(source.base_layer, leaf).requires_grad:
                     param.copy_(_base_weight(source, leaf))
             elif has_adapter(source):
                 param.copy_(_merged_weight(source, leaf))
@@ -298,8 +298,10 @@ def adapted_linear_class():
             return (self.linear(x) + adapted).to(x.dtype)
 
         def follow(self, layer) -> None:
-            """Take ``layer``'s (a peft LoRA layer's) adapters as they are now."""
-            found = adapter_matrices(layer)
+            """Take ``layer``'s (a peft LoRA layer's) adapters as they are now. Merged into the layer's weight, they
+            are in the copy's base weight only where that is the policy's own tensor (not a copy of it)."""
+            shares_base = self.linear.weight.data_ptr() == layer.base_layer.weight.data_ptr()
+            found = adapter_matrices(layer, base_shows_merge=shares_base)
             if found is None:
                 self.down.zero_()
                 self.up.zero_()
