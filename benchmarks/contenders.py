@@ -242,7 +242,8 @@ TRAINING = [
 # layer per token in small matmuls: fused_projections computes each A inside its base matmul, q/k/v and gate/up in
 # one matmul each.
 # The copy's static cache is max_seq_length long (these cases: 512 and 1280; the presets: 1024 and 2560) and the
-# decode attention read all of it: decode_windows reads it up to the tokens so far.
+# decode attention read all of it: decode_windows reads it up to the tokens so far. generate waited for the GPU at
+# each token to learn whether all sequences had ended: deferred_stop_check reads it one step late.
 GENERATION = [
     Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
               "the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul each "
@@ -252,18 +253,27 @@ GENERATION = [
               "copy's decode attention reading its cache up to the tokens so far (runtime/grouped_decode.py)",
               preset_speed=True, ablate=("decode_windows",), warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.2,
               fixed_s=100),
-    Contender("generated default, fused projections, decode windows", "standard", "generated", "auto", "both",
-              preset_speed=True, ablate=("fused_projections", "decode_windows"), warmup_cycles=1, measure_cycles=2,
-              guess_s_per_step=1.1, fixed_s=100),
+    Contender("generated default, stop check deferred", "standard", "generated", "auto", "the standard default with "
+              "generate reading whether every sequence ended one step late (no host wait per token)",
+              preset_speed=True, ablate=("deferred_stop_check",), warmup_cycles=1, measure_cycles=2,
+              guess_s_per_step=1.2, fixed_s=100),
+    Contender("generated default, fused projections, decode windows, stop check deferred", "standard", "generated",
+              "auto", "all three", preset_speed=True,
+              ablate=("fused_projections", "decode_windows", "deferred_stop_check"), warmup_cycles=1,
+              measure_cycles=2, guess_s_per_step=1.1, fixed_s=100),
     Contender("generated default, fused projections", "thinking", "generated", "auto", "the thinking default with "
               "the generation copy's projections fused", preset_speed=True, ablate=("fused_projections",),
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
     Contender("generated default, decode windows", "thinking", "generated", "auto", "the thinking default with "
               "decode windows (its cache: 1280 tokens)", preset_speed=True, ablate=("decode_windows",),
               warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
-    Contender("generated default, fused projections, decode windows", "thinking", "generated", "auto", "both",
-              preset_speed=True, ablate=("fused_projections", "decode_windows"), warmup_cycles=1, measure_cycles=1,
-              guess_s_per_step=4.0, fixed_s=100),
+    Contender("generated default, stop check deferred", "thinking", "generated", "auto", "the thinking default "
+              "with the stop check deferred", preset_speed=True, ablate=("deferred_stop_check",), warmup_cycles=1,
+              measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
+    Contender("generated default, fused projections, decode windows, stop check deferred", "thinking", "generated",
+              "auto", "all three", preset_speed=True,
+              ablate=("fused_projections", "decode_windows", "deferred_stop_check"), warmup_cycles=1,
+              measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,

@@ -163,7 +163,8 @@ def main(argv=None) -> int:
                                                  loop=spec.get("loop", "transformers"),
                                                  adapters=spec.get("adapters", "merged"),
                                                  adapter_dtype=getattr(torch, spec.get("adapter_dtype", ""), None),
-                                                 fuse=spec.get("fuse", False), window_step=spec.get("window_step"))
+                                                 fuse=spec.get("fuse", False), window_step=spec.get("window_step"),
+                                                 defer_stop_check=spec.get("defer", False))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -263,6 +264,16 @@ PATHS = {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
         "fuse": True, "cache_len": 1024, "window_step": 128, "profile": True,
         "tells": "both: fused projections and decode windows"},
+    "copy with adapters apart in bf16, grouped decode, stop tokens, stop check deferred": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "stops": True, "defer": True, "profile": True,
+        "tells": "GRPOTrainer's stop tokens, generate reading whether all have ended one step late (transformers' "
+                 "DeferredStopCheck, opened for CUDA): the host no longer waits for the GPU at each token"},
+    "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, stop "
+    "tokens, stop check deferred": {
+        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True, "profile": True,
+        "tells": "all three: fused projections, decode windows, the stop check deferred"},
     "copy with adapters apart in bf16, grouped decode, cache of 2560": {
         "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
         "cache_len": 2560, "tells": "the thinking preset's cache (max_seq_length 2560)"},

@@ -519,3 +519,21 @@ def test_a_copy_of_the_base_weights_keeps_the_adapters_when_the_policy_merges_th
             copy.refresh()
             assert torch.allclose(copy.model(input_ids=inputs).logits.float(), before[dtype], atol=1e-4), dtype
         model.unmerge_adapter()
+
+
+def test_deferred_stop_checks_open_transformers_cuda_gate_only_while_they_last():
+    """generate's deferred stop check (no host wait per token) is transformers' own, gated to MPS; the copy opens
+    the gate for CUDA around its own generate and closes it after, even when generate fails."""
+    from transformers.generation import utils
+
+    from grpo_skill.runtime.generation_copy import deferred_stop_checks
+
+    gate = utils.DeferredStopCheck.is_supported
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert not gate(cuda, None, False, is_assistant=False)
+    with pytest.raises(KeyError), deferred_stop_checks():
+        assert utils.DeferredStopCheck.is_supported(cuda, None, False, is_assistant=False)
+        assert not utils.DeferredStopCheck.is_supported(cuda, None, False, is_assistant=True)
+        assert not utils.DeferredStopCheck.is_supported(cpu, None, False, is_assistant=False)  # no events on a CPU
+        raise KeyError
+    assert not utils.DeferredStopCheck.is_supported(cuda, None, False, is_assistant=False)

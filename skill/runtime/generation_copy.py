@@ -20,6 +20,7 @@ apart costs time: a decode step of 8.4 ms against 5.7 merged at batch 8, 10.4 ag
 
 from __future__ import annotations
 
+import contextlib
 import copy as copying
 import functools
 import sys
@@ -53,11 +54,14 @@ class GenerationCopy:
     ``fuse``: each adapter's A inside its layer's base matmul, and the projections that read the same input in one
     matmul (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself).
     ``window_step``: each decode step's attention reads the cache up to the tokens so far, rounded up to this many
-    (runtime/grouped_decode.py; a compiled graph per length met)."""
+    (runtime/grouped_decode.py; a compiled graph per length met). ``defer_stop_check``: on a CUDA GPU, generate
+    learns that every sequence has ended one step late instead of waiting for the GPU at each token
+    (``deferred_stop_checks``)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
                  loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None,
-                 cache_step: int | None = None, fuse: bool = False, window_step: int | None = None):
+                 cache_step: int | None = None, fuse: bool = False, window_step: int | None = None,
+                 defer_stop_check: bool = False):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -70,6 +74,7 @@ class GenerationCopy:
         self.policy = policy
         self.max_cache_len = max_cache_len
         self.cache_step = cache_step
+        self.defer_stop_check = defer_stop_check
         self.compile_decode = compile_decode
         config = copying.deepcopy(base.config)
         for attribute in ("quantization_config", "_pre_quantization_dtype"):
@@ -154,7 +159,8 @@ class GenerationCopy:
                 complete = prepared(self.model, config)
                 if supports(complete, kwargs):
                     return self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
-            return self.model.generate(*args, generation_config=config, **kwargs)
+            with deferred_stop_checks() if self.defer_stop_check else contextlib.nullcontext():
+                return self.model.generate(*args, generation_config=config, **kwargs)
 
     def cache_length(self, prompt_width: int, new_tokens: int | None) -> int:
         """The static KV cache's length for one generation. Without ``cache_step``: ``max_cache_len`` always, one
@@ -167,8 +173,35 @@ class GenerationCopy:
         return min(self.max_cache_len, -(-needed // self.cache_step) * self.cache_step)
 
 
+@contextlib.contextmanager
+def deferred_stop_checks():
+    """While it lasts, transformers' ``generate`` defers its stop check on CUDA too: reading whether every sequence
+    has ended (``unfinished_sequences.max() == 0``) makes the host wait for the GPU at each token, so the GPU idles
+    while the host prepares the next step (about 1.4 ms a step at batch 8 on an H200, docs/benchmarks.md). Its
+    ``DeferredStopCheck`` reads the flag one step late, from a pinned copy, and undoes the one extra step; transformers
+    5.17 enables it on Apple's MPS only ("we should enable it for cuda if we observe perf gains")."""
+    from transformers.generation import utils
+
+    if not hasattr(utils, "DeferredStopCheck"):  # an older transformers: every step checks, as before
+        yield
+        return
+    original = utils.DeferredStopCheck.__dict__["is_supported"]
+
+    def is_supported(device, cache, cache_is_returned, is_assistant=False):
+        if device.type == "cuda" and not is_assistant:
+            return cache is None or cache.is_croppable or not cache_is_returned
+        return original.__func__(device, cache, cache_is_returned, is_assistant=is_assistant)
+
+    utils.DeferredStopCheck.is_supported = staticmethod(is_supported)
+    try:
+        yield
+    finally:
+        utils.DeferredStopCheck.is_supported = original
+
+
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-            adapters: str = "apart", fuse: bool = False, window_step: int | None = None) -> GenerationCopy:
+            adapters: str = "apart", fuse: bool = False, window_step: int | None = None,
+            defer_stop_check: bool = False) -> GenerationCopy:
     """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
     ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
     from peft import PeftModel
@@ -177,7 +210,8 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
     copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
-                          adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse, window_step=window_step)
+                          adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse, window_step=window_step,
+                          defer_stop_check=defer_stop_check)
     policy.generate = copy.generate
     if distributed.is_main_process():
         held_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())

@@ -47,3 +47,38 @@ def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_st
         scored = policy(input_ids=out.sequences, attention_mask=full_mask,
                         position_ids=positions).logits[:, ids.shape[1] - 1:-1]
     assert torch.allclose(sampled, scored, rtol=1e-3, atol=1e-3), (sampled - scored).abs().max()
+
+
+@pytest.mark.gpu
+def test_with_its_stop_check_deferred_the_copy_generates_what_it_does_without():
+    """Greedy, fp32, compiled, with end tokens that stop some sequences early and a length limit for the rest: the
+    same tokens with the stop check deferred (one extra step, undone) as with a check at every token."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32).to(device)
+    policy = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")).eval()
+    torch.manual_seed(1)
+    ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
+    mask = torch.ones_like(ids)
+    mask[2, :5] = 0
+    copies = {defer: GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", defer_stop_check=defer)
+              for defer in (False, True)}
+    free = copies[False].generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+        max_new_tokens=24, do_sample=False, pad_token_id=0))
+    ends = [int(free[0, 15]), int(free[1, 20])]  # two sequences end early, the others run to the limit
+    config = GenerationConfig(max_new_tokens=24, do_sample=False, pad_token_id=0, eos_token_id=ends)
+    outputs = {defer: copy.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+               for defer, copy in copies.items()}
+    assert torch.equal(outputs[True], outputs[False])
+    everything_ends = GenerationConfig(max_new_tokens=24, do_sample=False, pad_token_id=0,
+                                       eos_token_id=sorted({int(token) for token in free[:, 13]}))
+    stopped = {defer: copy.generate(input_ids=ids, attention_mask=mask, generation_config=everything_ends)
+               for defer, copy in copies.items()}
+    assert torch.equal(stopped[True], stopped[False]) and stopped[True].shape[1] < ids.shape[1] + 24
