@@ -233,6 +233,10 @@ TRAINING = [
               "the model's forward compiled for scoring and training (torch.compile; generation untouched): the 2026-12-05 "
               "profile found these phases bound by the host, not the GPU", preset_speed=True,
               ablate=("compile_training",), warmup_cycles=2, measure_cycles=2, guess_s_per_step=1.0, fixed_s=200),
+    Contender("generated default, LoRA input casts", "standard", "generated", "auto", "the standard default with "
+              "peft's casts of each LoRA layer's input to fp32 kept (train.py skips them under autocast: autocast "
+              "casts back at once)", preset_speed=True, ablate=("lora_input_casts",), warmup_cycles=1,
+              measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
     Contender("generated default, scoring whole", "thinking", "generated", "auto", "the thinking default with each "
               "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),

@@ -31,6 +31,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         each (runtime/fused_projections.py; generation_copy.install(fuse=True))
   decode_windows        the generation copy's decode attention reads its static cache up to the tokens so far,
                         rounded up to 128 (runtime/grouped_decode.py; generation_copy.install(window_step=128))
+  lora_input_casts      peft's casts of LoRA inputs to fp32 kept while training (train.py skips them under autocast on
+                        the fast path: model.lora_inputs_uncast)
   deferred_stop_check   the generation copy's generate reads "every sequence ended" one step late instead of waiting
                         for the GPU at each token (generation_copy.install(defer_stop_check=True))
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
@@ -516,6 +518,9 @@ def main() -> int:
                                            window_step=128 if "decode_windows" in ablate else None,
                                            defer_stop_check="deferred_stop_check" in ablate)
 
+    def on_model(module):
+        module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()
+
     hooks = {"transformers.modeling_utils": on_modeling_utils, "transformers.trainer": on_trainer}
     if card_gib is not None:
         hooks["grpo_skill.runtime.planning"] = on_planning
@@ -523,6 +528,8 @@ def main() -> int:
         hooks["grpo_skill.runtime.callbacks"] = on_callbacks
     if "rich_manual_refresh" in ablate:
         hooks["rich.progress"] = on_rich_progress
+    if "lora_input_casts" in ablate:
+        hooks["grpo_skill.runtime.model"] = on_model
     if {"fused_projections", "decode_windows", "deferred_stop_check"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))

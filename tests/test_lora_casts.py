@@ -1,0 +1,77 @@
+"""Training on the fast path under bf16 autocast: peft's casts of LoRA inputs to fp32 are skipped, and nothing the
+trainer computes changes."""
+
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def casts_and_results(prepared, inputs):
+    """Cast operations in one forward and backward of the prepared (autocast) model, its logits and gradients."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as recorded:
+        logits = prepared(input_ids=inputs).logits
+        logits.float().square().mean().backward()
+    casts = sum(event.count for event in recorded.key_averages() if event.key == "aten::_to_copy")
+    model = getattr(prepared, "module", prepared)
+    grads = {name: param.grad.clone() for name, param in model.named_parameters() if param.grad is not None}
+    model.zero_grad()
+    return casts, logits.detach(), grads
+
+
+def test_under_autocast_the_fast_path_skips_lora_input_casts_and_learns_the_same():
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime import model as model_loading
+
+    policy = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
+    policy = get_peft_model(policy, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))  # fp32 adapters
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, param in policy.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.1)
+    inputs = torch.randint(0, policy.config.vocab_size, (2, 12))
+    try:
+        accelerator = Accelerator(mixed_precision="bf16", cpu=True)
+        trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
+        casts, logits, grads = casts_and_results(trainer.model, inputs)
+        with model_loading.lora_inputs_uncast(trainer, fast_generation=True):
+            fewer, same_logits, same_grads = casts_and_results(trainer.model, inputs)
+        with model_loading.lora_inputs_uncast(trainer, fast_generation=False):  # the policy generates: casts stay
+            assert all(layer.cast_input_dtype_enabled for layer in policy.modules() if hasattr(layer, "lora_A"))
+        after, _logits, _grads = casts_and_results(trainer.model, inputs)
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
+    adapted = sum(1 for layer in policy.modules() if hasattr(layer, "lora_A") and len(layer.lora_A))
+    assert casts - fewer >= 2 * adapted  # the cast to fp32 and autocast's back, forward and backward
+    assert after == casts  # restored on leaving
+    assert torch.equal(same_logits, logits)
+    assert grads.keys() == same_grads.keys() and all(torch.equal(grads[name], same_grads[name]) for name in grads)
+
+
+def test_without_mixed_precision_the_casts_stay():
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+    from grpo_skill.runtime import model as model_loading
+
+    policy = get_peft_model(AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32),
+                            LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj"]))
+    try:
+        accelerator = Accelerator(mixed_precision="no", cpu=True)
+        trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
+        with model_loading.lora_inputs_uncast(trainer, fast_generation=True):
+            assert all(layer.cast_input_dtype_enabled for layer in policy.modules() if hasattr(layer, "lora_A"))
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
