@@ -205,6 +205,7 @@ def test_under_bf16_autocast_the_copy_computes_the_adapters_as_the_trainer_does(
     from grpo_skill.runtime.generation_copy import GenerationCopy, autocast_dtype
 
     model = bf16_policy(lora_alpha=16, adapter_scale=1e-2)
+    AcceleratorState._reset_state(reset_partial_state=True)  # another test file on this worker may have set it
     try:
         accelerator = Accelerator(mixed_precision="bf16", cpu=True)
         assert autocast_dtype(accelerator) == torch.bfloat16
@@ -229,6 +230,7 @@ def test_without_mixed_precision_the_copy_keeps_the_adapters_own_dtype():
 
     from grpo_skill.runtime.generation_copy import autocast_dtype
 
+    AcceleratorState._reset_state(reset_partial_state=True)
     try:
         assert autocast_dtype(Accelerator(mixed_precision="no", cpu=True)) is None
     finally:

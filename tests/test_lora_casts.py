@@ -39,6 +39,7 @@ def test_under_autocast_the_fast_path_skips_lora_input_casts_and_learns_the_same
             if "lora_B" in name:
                 param.normal_(0, 0.1)
     inputs = torch.randint(0, policy.config.vocab_size, (2, 12))
+    AcceleratorState._reset_state(reset_partial_state=True)  # another test file on this worker may have set it
     try:
         accelerator = Accelerator(mixed_precision="bf16", cpu=True)
         trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
@@ -68,6 +69,7 @@ def test_without_mixed_precision_the_casts_stay():
 
     policy = get_peft_model(AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32),
                             LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj"]))
+    AcceleratorState._reset_state(reset_partial_state=True)
     try:
         accelerator = Accelerator(mixed_precision="no", cpu=True)
         trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
