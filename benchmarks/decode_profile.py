@@ -184,9 +184,10 @@ def main(argv=None) -> int:
             except Exception as exc:  # a path that fails here is a row that says why
                 step, error = None, f"{type(exc).__name__}: {str(exc)[:300]}"
             floor = floor_ms(config_model, batch, args.new_tokens, bandwidth, weight_bytes)
-            row = {"path": path, "batch": batch, "decode_ms": step, "floor_ms": floor,
+            row = {"path": path, "batch": batch, "new_tokens": args.new_tokens, "decode_ms": step, "floor_ms": floor,
                    "x_floor": step / floor if step else None, "refresh_ms": refresh_ms,
-                   "copy_build_s": build_s, "error": error, "tells": spec["tells"]}
+                   "copy_build_s": build_s, "error": error, "tells": spec["tells"],
+                   "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
             if spec.get("profile") and step and not args.no_profile:
                 profiles[f"{path} @ {batch}"] = profile_step(torch, generate, inputs, config, 64)
             rows.append(row)
@@ -305,11 +306,13 @@ def render(results: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
+        tokens = row.get("new_tokens", results["new_tokens"])
+        path = row["path"] if tokens == results["new_tokens"] else f"{row['path']} ({tokens} tokens)"
         step = f"{row['decode_ms']:.2f}" if row["decode_ms"] else (f"failed: {row['error'].splitlines()[0][:150]}" if row["error"]
                                                                     else "as the bf16 copy")
         ratio = f"{row['x_floor']:.1f}" if row["x_floor"] else "–"
         refresh = f"{row['refresh_ms']:.0f}" if row["refresh_ms"] is not None else "–"
-        lines.append(f"| {row['path']} | {row['batch']} | {step} | {row['floor_ms']:.2f} | {ratio} | {refresh} | "
+        lines.append(f"| {path} | {row['batch']} | {step} | {row['floor_ms']:.2f} | {ratio} | {refresh} | "
                      f"{row['tells']} |")
     for name, prof in results["profiles"].items():
         idle = prof["wall_ms_per_token"] - prof["kernel_ms_per_token"]

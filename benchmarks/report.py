@@ -4,7 +4,8 @@
     python benchmarks/report.py docs/benchmarks.json --merge OUT/bench/benchmarks.json
         # add another run's rows (a row of the same case and name is replaced), then rewrite the page
     python benchmarks/report.py docs/benchmarks.json --decode OUT/decode/decode.json
-        # the decode-step profile (benchmarks/decode_profile.py) as the page's last section
+        # the decode-step profile (benchmarks/decode_profile.py) as the page's last section: its rows replace those
+        # of the same path, batch and length, the others stay
 """
 
 from __future__ import annotations
@@ -267,6 +268,27 @@ def merge(report: dict, other: dict) -> dict:
     return report
 
 
+def merge_decode(old: dict | None, new: dict) -> dict:
+    """A decode-step call's rows merged into the page's table: a row of the same path, batch size and number of
+    sampled tokens is replaced where it stood, a new one goes last, the others stay with the length and date they
+    were measured at (each row's floor is its own call's); the header (device, bandwidth, lengths) is the new
+    call's, and so are the profiles it took."""
+    if not old:
+        return new
+
+    def key(row, results):
+        return row["path"], row["batch"], row.get("new_tokens", results["new_tokens"])
+
+    kept = [{**row, "new_tokens": row.get("new_tokens", old["new_tokens"])} for row in old["rows"]]
+    incoming = {key(row, new): {**row, "new_tokens": row.get("new_tokens", new["new_tokens"])} for row in new["rows"]}
+    rows = [incoming.pop(key(row, old), row) for row in kept]
+    merged = {**old, **{name: value for name, value in new.items() if name not in ("rows", "profiles", "notes")}}
+    merged["rows"] = rows + list(incoming.values())
+    merged["profiles"] = {**old.get("profiles", {}), **new.get("profiles", {})}
+    merged["notes"] = old.get("notes", []) + new.get("notes", [])
+    return merged
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", type=Path)
@@ -277,7 +299,7 @@ def main(argv=None) -> int:
     for other in args.merge:
         report = merge(report, json.loads(other.read_text()))
     if args.decode:
-        report["decode"] = json.loads(args.decode.read_text())
+        report["decode"] = merge_decode(report.get("decode"), json.loads(args.decode.read_text()))
     if args.merge or args.decode:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     args.json.with_suffix(".md").write_text(markdown(report))

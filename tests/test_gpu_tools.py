@@ -24,6 +24,7 @@ gpu_report = load(REPO / "scripts" / "gpu_report.py")
 sys.path.insert(0, str(REPO / "benchmarks"))
 bench_report = load(REPO / "benchmarks" / "report.py")
 bench_run = load(REPO / "benchmarks" / "run.py")
+decode_render = load(REPO / "benchmarks" / "decode_profile.py").render
 
 
 # -- the offline bundle ----------------------------------------------------------------------------------------------
@@ -312,6 +313,30 @@ def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cros
     assert "| +2.5% |" in lines["| generated unsloth"]
     assert "| -37.5% (other run) |" in lines["| generated unsloth + speed"]
     assert "| -25.0% |" in lines["| new lever"]
+
+
+def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
+    """A later decode_profile.py call (another length, new paths) merged into the page: the same path, batch and
+    length replaced where it stood, a row at another length kept apart and named with its length on the page."""
+    def row(path, batch, ms, **more):
+        return {"path": path, "batch": batch, "decode_ms": ms, "floor_ms": 2.0, "x_floor": ms / 2, "refresh_ms": 10,
+                "copy_build_s": 1.0, "error": None, "tells": "t", **more}
+
+    header = {"weight_bytes": 7.27e9, "prompt_tokens": 96, "device": "H200", "torch": "2.11"}
+    profile = {"wall_ms_per_token": 9.6, "kernel_ms_per_token": 5.2, "kinds_ms_per_token": {},
+               "top_kernels_ms_per_token": {}}
+    old = {**header, "bandwidth_GBps": 4200, "new_tokens": 256, "notes": ["day 1"], "profiles": {"a @ 8": profile},
+           "rows": [row("a", 8, 9.0), row("a", 64, 11.0), row("b", 8, 8.0)]}
+    new = {**header, "bandwidth_GBps": 4100, "new_tokens": 1024, "notes": [], "profiles": {},
+           "rows": [row("a", 8, 7.0, new_tokens=256), row("a", 32, 12.0, new_tokens=1024), row("c", 8, 6.0)]}
+    merged = bench_report.merge_decode(old, new)
+    assert [(r["path"], r["batch"], r["new_tokens"], r["decode_ms"]) for r in merged["rows"]] == [
+        ("a", 8, 256, 7.0), ("a", 64, 256, 11.0), ("b", 8, 256, 8.0), ("a", 32, 1024, 12.0), ("c", 8, 1024, 6.0)]
+    assert merged["bandwidth_GBps"] == 4100 and merged["profiles"] == {"a @ 8": profile}
+    assert merged["notes"] == ["day 1"]
+    page = decode_render(merged)
+    assert "| a (256 tokens) | 64 | 11.00 |" in page and "| a | 32 | 12.00 |" in page
+    assert bench_report.merge_decode(None, new) is new
 
 
 def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, tiny_model):
