@@ -68,3 +68,22 @@ def build_wheel(source, outdir):
     """``python -m build --wheel`` of ``source`` into ``outdir``."""
     with source_tree_build():
         return run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(outdir), str(source)])
+
+
+def tiny_lora_policy(dtype, adapter_scale: float = 0.0, seed: int = 0, **lora):
+    """The tiny preset's model (built here, no hub) in ``dtype`` with a peft LoRA (``lora``: LoraConfig's arguments;
+    the adapters in peft's fp32), its B matrices drawn at ``adapter_scale`` with ``seed``: a trained adapter, away
+    from B's zero start (0: as peft starts it)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from grpo_skill.builtins.presets import build_tiny_model
+
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=dtype), LoraConfig(**lora))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name and adapter_scale:
+                param.normal_(0, adapter_scale)
+    return model

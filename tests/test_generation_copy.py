@@ -1,6 +1,7 @@
 """The fast generation path: a copy of the policy samples what the policy itself would, and never changes it."""
 
 import pytest
+from support import tiny_lora_policy
 
 torch = pytest.importorskip("torch")
 
@@ -161,19 +162,7 @@ def test_a_copy_with_its_adapters_apart_generates_what_the_policy_generates(poli
 
 def bf16_policy(lora_alpha: int, adapter_scale: float):
     """The tiny model in bf16 with a LoRA r8 (fp32, peft's default) on every linear layer, B drawn at this scale."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from grpo_skill.builtins.presets import build_tiny_model
-
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=lora_alpha, target_modules="all-linear"))
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, adapter_scale)
-    return model
+    return tiny_lora_policy(torch.bfloat16, adapter_scale, r=8, lora_alpha=lora_alpha, target_modules="all-linear")
 
 
 def test_in_bf16_a_small_adapter_update_rounds_away_when_merged_and_stays_when_apart():
@@ -330,20 +319,10 @@ def test_fused_projections_with_some_layers_adapted_and_scales_of_their_own():
     """LoRA on q_proj and v_proj only, each with its own alpha: k_proj's base weight joins the matmul without an
     adapter, each B block carries its own scale, and gate/up fuse without adapters; the copy holds the fused weights
     itself (they are not the policy's tensors)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from grpo_skill.builtins.presets import build_tiny_model
     from grpo_skill.runtime.generation_copy import GenerationCopy
 
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                             alpha_pattern={"v_proj": 32}))
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.5)
+    model = tiny_lora_policy(torch.float32, 0.5, seed=1, r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                             alpha_pattern={"v_proj": 32})
     copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
     qkv = copy.model.model.layers[0].self_attn.qkv_proj
     assert qkv.ranks == [4, 0, 4] and qkv.scale == 1.0  # two scales (2 and 8): each block times its own
@@ -352,8 +331,30 @@ def test_fused_projections_with_some_layers_adapted_and_scales_of_their_own():
     inputs = torch.randint(0, model.config.vocab_size, (2, 16))
     with torch.no_grad():
         assert torch.allclose(copy.model(input_ids=inputs).logits, model(input_ids=inputs).logits, rtol=1e-4, atol=1e-3)
-    unfused = GenerationCopy(model, max_cache_len=64, compile_decode=False)
-    assert copy.shared_bytes < unfused.shared_bytes  # q/k/v and gate/up weights are the copy's own now
+    q_proj = model.get_base_model().model.layers[0].self_attn.q_proj.base_layer
+    assert q_proj.weight.data_ptr() == qkv.weight.data_ptr()  # the policy's frozen weight lives in the fused one
+    held = sum(param.numel() * param.element_size() for param in copy.model.parameters())
+    assert copy.shared_bytes == held  # nothing held twice (the A rows ride in the policy's q/k/v buffer)
+
+
+def test_a_fused_copy_holds_a_16_bit_base_once_and_training_goes_on_around_its_refresh():
+    """The policy's frozen weights become views of the fused ones (no second copy); a forward saved for a backward
+    stays valid across a refresh that writes the adapters' rows, and the policy computes what it did before."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model = tiny_lora_policy(torch.float32, 0.5, seed=4, r=4, lora_alpha=8, target_modules="all-linear")
+    inputs = torch.randint(0, model.config.vocab_size, (2, 16))
+    with torch.no_grad():
+        before = model(input_ids=inputs).logits
+    frozen_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "lora_" not in n)
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
+    held = sum(param.numel() * param.element_size() for param in copy.model.parameters())
+    assert held - copy.shared_bytes == 0 and copy.shared_bytes <= frozen_bytes + held // 10
+    logits = model(input_ids=inputs).logits
+    copy.refresh()  # between a forward and its backward, as a generation would come
+    logits.square().mean().backward()
+    assert torch.equal(logits.detach(), before)
+    assert all(param.grad is not None for name, param in model.named_parameters() if "lora_A" in name)
 
 
 def test_fusing_needs_the_adapters_apart(policy):
@@ -445,28 +446,24 @@ def test_a_generation_from_embeddings_gets_no_window(policy):
 
 
 def test_a_fused_copy_keeps_the_adapters_when_the_policy_merges_them():
-    """The fused base weights are copied before any merge: merged into the policy's weights, the adapters still
-    count in the copy; a layer merged when the copy is made is not fused."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from grpo_skill.builtins.presets import build_tiny_model
+    """Merged into the policy's weights, in place (peft's default: into the fused rows the policy's weight now is)
+    or into a new tensor (safe_merge: the rows keep the base), the adapters count once in the copy; unmerged, the
+    same; a layer merged when the copy is made is not fused."""
     from grpo_skill.runtime.generation_copy import GenerationCopy
 
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=12, target_modules="all-linear"))
-    torch.manual_seed(2)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.5)
+    model = tiny_lora_policy(torch.float32, 0.5, seed=2, r=4, lora_alpha=12, target_modules="all-linear")
     inputs = torch.randint(0, model.config.vocab_size, (2, 16))
     copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
     with torch.no_grad():
         expected = model(input_ids=inputs).logits
+        for safe_merge in (False, True):
+            model.merge_adapter(safe_merge=safe_merge)
+            copy.refresh()
+            assert torch.allclose(copy.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3), safe_merge
+            model.unmerge_adapter()
+            copy.refresh()
+            assert torch.allclose(copy.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3), safe_merge
         model.merge_adapter()
-        copy.refresh()
-        assert torch.allclose(copy.model(input_ids=inputs).logits, expected, rtol=1e-4, atol=1e-3)
         built_merged = GenerationCopy(model, max_cache_len=64, compile_decode=False, fuse=True)
         assert built_merged.fused == []
         model.unmerge_adapter()
@@ -498,19 +495,9 @@ def test_in_bf16_the_fused_copy_computes_what_the_unfused_one_does():
 def test_a_copy_of_the_base_weights_keeps_the_adapters_when_the_policy_merges_them():
     """A copy that holds its base weights itself (here in bf16, from an fp32 policy; a 4-bit base's too) copied them
     before the merge: the adapters still count there. One that shares the policy's tensors sees the merge in them."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from grpo_skill.builtins.presets import build_tiny_model
     from grpo_skill.runtime.generation_copy import GenerationCopy
 
-    model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "down_proj"]))
-    torch.manual_seed(3)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.5)
+    model = tiny_lora_policy(torch.float32, 0.5, seed=3, r=4, lora_alpha=8, target_modules=["q_proj", "down_proj"])
     inputs = torch.randint(0, model.config.vocab_size, (2, 16))
     copies = {dtype: GenerationCopy(model, max_cache_len=64, compile_decode=False, dtype=dtype, adapters="apart",
                                     attn_implementation="sdpa") for dtype in (torch.float32, torch.bfloat16)}

@@ -4,6 +4,7 @@ trainer computes changes."""
 from types import SimpleNamespace
 
 import pytest
+from support import tiny_lora_policy
 
 torch = pytest.importorskip("torch")
 
@@ -25,19 +26,10 @@ def casts_and_results(prepared, inputs):
 def test_under_autocast_the_fast_path_skips_lora_input_casts_and_learns_the_same():
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    from grpo_skill.builtins.presets import build_tiny_model
     from grpo_skill.runtime import model as model_loading
 
-    policy = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.bfloat16)
-    policy = get_peft_model(policy, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))  # fp32 adapters
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, param in policy.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.1)
+    policy = tiny_lora_policy(torch.bfloat16, 0.1, r=8, lora_alpha=16, target_modules="all-linear")  # fp32 adapters
     inputs = torch.randint(0, policy.config.vocab_size, (2, 12))
     AcceleratorState._reset_state(reset_partial_state=True)  # another test file on this worker may have set it
     try:
@@ -61,14 +53,10 @@ def test_under_autocast_the_fast_path_skips_lora_input_casts_and_learns_the_same
 def test_without_mixed_precision_the_casts_stay():
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    from grpo_skill.builtins.presets import build_tiny_model
     from grpo_skill.runtime import model as model_loading
 
-    policy = get_peft_model(AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32),
-                            LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj"]))
+    policy = tiny_lora_policy(torch.float32, r=8, lora_alpha=16, target_modules=["q_proj"])
     AcceleratorState._reset_state(reset_partial_state=True)
     try:
         accelerator = Accelerator(mixed_precision="no", cpu=True)

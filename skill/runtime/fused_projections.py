@@ -10,9 +10,10 @@ layer q_proj, k_proj and v_proj read the same input, and so do gate_proj and up_
 ``FusedProjections``, its B matrices block-diagonal. Per decoder layer that is 8 matmuls instead of 21, each output
 the same products summed (in another order inside one kernel), in the adapters' dtype (which must be the copy's).
 
-The price is memory: the stacked weights are the copy's own, where the copy of a 16-bit base reads the policy's
-frozen weights in place (Qwen3-4B: its 7.3 GB of linear weights once more in bf16); nothing more for a 4-bit base,
-whose copy holds its dequantized weights anyway.
+Memory: where the copy shared a 16-bit base's frozen weight with the policy, the policy's weight becomes a view of
+its rows in the stacked one (the old tensor is freed), so they are still held once; only the A rows are new. A 4-bit
+base's copy holds its dequantized weights itself, fused or not. The policy's weight, re-pointed with ``.data =``,
+keeps its own autograd version counter: refreshing the A rows never invalidates a forward saved for a backward.
 
 Which modules: transformers' Qwen3 attention and MLP (the presets' models), their forward rewritten here around the
 fused projections; any other architecture keeps its layers as they are (``fuse`` returns what it fused).
@@ -48,7 +49,9 @@ def fuse(model, base, adapted: list) -> list:
             if len(members) == 1 and id(members[0]) not in policy_layer:
                 continue
             sources = [policy_layer.get(id(member)) for member in members]
-            fused.append(fused_projections_class()(members, sources))
+            policy_linears = [source.base_layer if source is not None else base.get_submodule(f"{name}.{projection}")
+                              for source, projection in zip(sources, projections)]
+            fused.append(fused_projections_class()(members, sources, policy_linears))
             for projection in projections:
                 delattr(module, projection)
             setattr(module, attribute, fused[-1])
@@ -85,13 +88,14 @@ def fused_projections_class():
         matrices of the adapted ones; ``up`` holds the B matrices block-diagonally (zeros elsewhere). Returns each
         layer's output (one layer's: that output), as the layers would."""
 
-        def __init__(self, members, sources):
+        def __init__(self, members, sources, policy_linears):
             super().__init__()
             linears = [getattr(member, "linear", member) for member in members]
             downs = [member.down for member in members if hasattr(member, "down")]
             self.outs = [linear.out_features for linear in linears]
             self.ranks = [member.down.shape[0] if hasattr(member, "down") else 0 for member in members]
             self.sources = sources  # the policy's LoRA layer each member follows, or None
+            self.policy_linears = policy_linears  # the policy's layer holding each member's base weight
             weight = torch.cat([linear.weight.detach() for linear in linears] + [down.detach() for down in downs])
             self.weight = torch.nn.Parameter(weight, requires_grad=False)
             biases = [linear.bias for linear in linears]
@@ -100,6 +104,11 @@ def fused_projections_class():
                 + [weight.new_zeros(sum(self.ranks))]), requires_grad=False)
             self.register_buffer("up", weight.new_zeros(sum(self.outs), sum(self.ranks)), persistent=False)
             self.scale = 1.0
+            start = 0
+            for linear, policy_linear, out in zip(linears, policy_linears, self.outs):
+                if policy_linear.weight.data_ptr() == linear.weight.data_ptr():  # the policy's own frozen tensor
+                    policy_linear.weight.data = self.weight.data[start:start + out]
+                start += out
             self.follow()
 
         def forward(self, x):
@@ -112,9 +121,10 @@ def fused_projections_class():
         def follow(self) -> None:
             """Take the policy layers' adapters as they are now. One scale for all when they share it (peft's
             rounding: B's output, then times the scale); otherwise each B block times its own scale. Adapters merged
-            into the policy's weights still count: the fused base weights were copied before any merge."""
-            matrices = [adapter_matrices(source, base_shows_merge=False) if rank else None
-                        for source, rank in zip(self.sources, self.ranks)]
+            into the policy's weight count unless that weight is still these rows (peft merged in place, into them)."""
+            starts = [sum(self.outs[:index]) for index in range(len(self.outs))]
+            matrices = [adapter_matrices(source, base_shows_merge=self._holds(index, start)) if rank else None
+                        for index, (source, rank, start) in enumerate(zip(self.sources, self.ranks, starts))]
             scales = {found[2] for found in matrices if found is not None}
             shared_scale = next(iter(scales)) if len(scales) == 1 else None
             row, column, out_row = sum(self.outs), 0, 0
@@ -122,16 +132,20 @@ def fused_projections_class():
                 if rank:
                     block = self.up[out_row:out_row + out, column:column + rank]
                     if found is None:  # disabled: no adapter output
-                        self.weight[row:row + rank].zero_()
+                        self.weight.data[row:row + rank].zero_()
                         block.zero_()
                     else:
                         down, up, scale = found
-                        self.weight[row:row + rank].copy_(down)
+                        self.weight.data[row:row + rank].copy_(down)
                         block.copy_(up if shared_scale is not None else up * scale)
                     row, column = row + rank, column + rank
                 out_row += out
             if scales:  # while every adapter is disabled the scale stays: a compiled step guards on it
                 self.scale = shared_scale if shared_scale is not None else 1.0
+
+        def _holds(self, index: int, start: int) -> bool:
+            """Whether member ``index``'s rows are the policy's base weight itself."""
+            return self.policy_linears[index].weight.data_ptr() == self.weight.data[start].data_ptr()
 
     return FusedProjections
 

@@ -52,7 +52,8 @@ class GenerationCopy:
     computed in ``adapter_dtype``: the trainer's autocast dtype when it trains under autocast (what the policy's
     forward then computes), or None for the adapters' own (fp32, as peft computes them without autocast).
     ``fuse``: each adapter's A inside its layer's base matmul, and the projections that read the same input in one
-    matmul (runtime/fused_projections.py; fewer kernels per token, the fused weights held by the copy itself).
+    matmul (runtime/fused_projections.py; fewer kernels per token; a 16-bit policy's frozen weights become views of
+    the fused ones, held once).
     ``window_step``: each decode step's attention reads the cache up to the tokens so far, rounded up to this many
     (runtime/grouped_decode.py; a compiled graph per length met). ``defer_stop_check``: on a CUDA GPU, generate
     learns that every sequence has ended one step late instead of waiting for the GPU at each token
