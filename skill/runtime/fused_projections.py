@@ -106,8 +106,10 @@ def fused_projections_class():
             self.scale = 1.0
             start = 0
             for linear, policy_linear, out in zip(linears, policy_linears, self.outs):
+                rows = self.weight.data[start:start + out]
                 if policy_linear.weight.data_ptr() == linear.weight.data_ptr():  # the policy's own frozen tensor
-                    policy_linear.weight.data = self.weight.data[start:start + out]
+                    policy_linear.weight.data = rows
+                linear.weight.data = rows  # the old tensor is freed now, not when the whole copy is fused
                 start += out
             self.follow()
 

@@ -276,9 +276,16 @@ def _materialize(model, base, device) -> list:
 
 
 def _shared_bytes(model, base) -> int:
-    """Bytes of the copy's weights that are the policy's own tensors (no memory of the copy's)."""
-    policy = {param.data_ptr() for param in base.parameters()}
-    return sum(param.numel() * param.element_size() for param in model.parameters() if param.data_ptr() in policy)
+    """Bytes of the copy's weights that lie in the policy's own tensors (no memory of the copy's): a copy's tensor
+    that is a policy's, or a fused one whose rows the policy's weights are."""
+    policy = sorted((param.data_ptr(), param.data_ptr() + param.numel() * param.element_size())
+                    for param in base.parameters())
+    shared = 0
+    for param in model.parameters():
+        start = param.data_ptr()
+        end = start + param.numel() * param.element_size()
+        shared += sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in policy if begin < end)
+    return shared
 
 
 def _policy_dtype(base):

@@ -225,13 +225,18 @@ def lora_inputs_uncast(trainer, fast_generation: bool):
     backward for nothing (on a CPU, a 36-layer Qwen3 with LoRA on every linear layer: 12,593 -> 9,586 cast and
     copy operations per forward and backward, logits and gradients bit for bit the same). Only where every forward
     of the policy runs under autocast: mixed precision, and generation answered by the copy (the policy's own
-    ``generate`` runs outside autocast and needs the cast)."""
+    ``generate`` runs outside autocast and needs the cast); and without LoRA dropout, which would scale the input in
+    its 16 bits instead of fp32 (another rounding)."""
+    import torch
     from peft.helpers import disable_input_dtype_casting
 
     from .generation_copy import autocast_dtype
 
-    active = fast_generation and autocast_dtype(trainer.accelerator) is not None
-    return disable_input_dtype_casting(trainer.accelerator.unwrap_model(trainer.model), active=active)
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    no_dropout = all(isinstance(dropout, torch.nn.Identity) for module in policy.modules()
+                     for dropout in getattr(module, "lora_dropout", {}).values())
+    active = fast_generation and no_dropout and autocast_dtype(trainer.accelerator) is not None
+    return disable_input_dtype_casting(policy, active=active)
 
 
 def _check_targets(model, config: ProjectConfig) -> None:
