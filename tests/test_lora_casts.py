@@ -50,34 +50,19 @@ def test_under_autocast_the_fast_path_skips_lora_input_casts_and_learns_the_same
     assert grads.keys() == same_grads.keys() and all(torch.equal(grads[name], same_grads[name]) for name in grads)
 
 
-def test_with_lora_dropout_the_casts_stay():
-    """Dropout scales the input: in fp32 after peft's cast, in bf16 without it (another rounding), so they stay."""
+@pytest.mark.parametrize("mixed_precision, dropout", [("bf16", 0.1), ("no", 0.0)],
+                         ids=["LoRA dropout (it would scale in 16 bits)", "no mixed precision"])
+def test_the_casts_stay_where_skipping_them_would_change_a_number(mixed_precision, dropout):
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
     from grpo_skill.runtime import model as model_loading
 
-    policy = tiny_lora_policy(torch.bfloat16, r=8, lora_alpha=16, lora_dropout=0.1, target_modules=["q_proj"])
+    dtype = torch.bfloat16 if mixed_precision == "bf16" else torch.float32
+    policy = tiny_lora_policy(dtype, r=8, lora_alpha=16, lora_dropout=dropout, target_modules=["q_proj"])
     AcceleratorState._reset_state(reset_partial_state=True)
     try:
-        accelerator = Accelerator(mixed_precision="bf16", cpu=True)
-        trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
-        with model_loading.lora_inputs_uncast(trainer, fast_generation=True):
-            assert all(layer.cast_input_dtype_enabled for layer in policy.modules() if hasattr(layer, "lora_A"))
-    finally:
-        AcceleratorState._reset_state(reset_partial_state=True)
-
-
-def test_without_mixed_precision_the_casts_stay():
-    from accelerate import Accelerator
-    from accelerate.state import AcceleratorState
-
-    from grpo_skill.runtime import model as model_loading
-
-    policy = tiny_lora_policy(torch.float32, r=8, lora_alpha=16, target_modules=["q_proj"])
-    AcceleratorState._reset_state(reset_partial_state=True)
-    try:
-        accelerator = Accelerator(mixed_precision="no", cpu=True)
+        accelerator = Accelerator(mixed_precision=mixed_precision, cpu=True)
         trainer = SimpleNamespace(accelerator=accelerator, model=accelerator.prepare_model(policy))
         with model_loading.lora_inputs_uncast(trainer, fast_generation=True):
             assert all(layer.cast_input_dtype_enabled for layer in policy.modules() if hasattr(layer, "lora_A"))
