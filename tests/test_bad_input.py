@@ -290,6 +290,10 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
          edits=edit("report_to = []", 'report_to = "tensorboard"'), missing=("tensorboard", "tensorboardX")),
     Case("config-use-vllm-not-installed", "grpo.use_vllm: vllm is not installed; pip install vllm",
          edits=edit("seed = 42", "seed = 42\nuse_vllm = true"), missing=("vllm",)),
+    Case("config-fast-continuous-batching", "model.generation: with use_transformers_continuous_batching, "
+         "transformers' continuous batching generates the completions, not the copy",
+         edits=(('generation = "auto"', 'generation = "fast"'),
+                ("seed = 42", "seed = 42\nuse_transformers_continuous_batching = true"))),
     Case("config-compile-decoding-dynamic-cache", "grpo.cache_implementation: compile_decoding decodes with a static "
          "KV cache", edits=(("load_in_4bit = false", "load_in_4bit = false\ncompile_decoding = true"),
                             ("seed = 42", 'seed = 42\ncache_implementation = "dynamic"'))),

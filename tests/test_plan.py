@@ -225,6 +225,9 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert "more than nine tenths" in small["generation_why"]
     text = cli("plan", str(project), "--gpu-memory", "141").stdout
     assert "generation: fast (plan: " in text
+    batching = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set",
+                              "grpo.use_transformers_continuous_batching=true", "--json").stdout)
+    assert batching["generation_path"] != "fast"  # TRL's generate_batch answers, not the copy (as train.py takes it)
 
 
 def test_auto_checkpointing_is_off_where_the_run_fits_without_it_and_says_why(cli, tmp_path):

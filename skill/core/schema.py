@@ -163,6 +163,18 @@ def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
             "'static')"))
 
 
+# GRPOConfig switches for TRL's generate_batch path (transformers' continuous batching), which bypasses the policy's
+# generate and with it the fast path's copy
+CONTINUOUS_BATCHING = ("use_transformers_continuous_batching", "use_transformers_paged")
+
+
+def asks_for_another_generation_path(model: dict, grpo: dict, backend: str | None = None) -> bool:
+    """Whether the config generates another way than the fast path's copy: with Unsloth (``backend``, else
+    [model] backend), vLLM, transformers' continuous batching, or the policy's own compiled decoding."""
+    return ((backend or model.get("backend")) == "unsloth" or bool(grpo.get("use_vllm"))
+            or bool(model.get("compile_decoding")) or any(grpo.get(key) for key in CONTINUOUS_BATCHING))
+
+
 def _check_fast_generation(model: dict, grpo: dict, source: Source) -> None:
     where = ("model", "generation")
     if model["backend"] == "unsloth":
@@ -170,6 +182,10 @@ def _check_fast_generation(model: dict, grpo: dict, source: Source) -> None:
                                     "with its own: set backend = 'auto' or 'trl', or generation = 'plain'"))
     if grpo.get("use_vllm"):
         raise source.error(where, _("vLLM generates the completions; remove use_vllm or set generation = 'plain'"))
+    for key in CONTINUOUS_BATCHING:
+        if grpo.get(key):
+            raise source.error(where, _("with {key}, transformers' continuous batching generates the completions, "
+                                        "not the copy; remove it or set generation = 'plain'").format(key=key))
     if model["compile_decoding"]:
         raise source.error(("model", "compile_decoding"), _(
             "the fast generation path compiles its own decode step; remove compile_decoding"))

@@ -135,8 +135,9 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
         return "trl", True, _("[model] generation = 'fast'")
     if not cuda:
         return backend, False, _("no CUDA GPU")
-    if config.model.get("backend") == "unsloth" or config.grpo.get("use_vllm") or config.model.get(
-            "compile_decoding") or distributed.is_launched():
+    from ..core.schema import asks_for_another_generation_path
+
+    if asks_for_another_generation_path(config.model, config.grpo) or distributed.is_launched():
         return backend, False, _("the config asks for another path")
     try:
         settings = planned.settings

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.i18n import _
+from ..core.schema import asks_for_another_generation_path
 from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, estimate, known_shape, needed_gib,
                        with_static_cache)
 
@@ -67,7 +68,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
                    processes: int = 1) -> Settings:
     gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
     generation = model.get("generation", "auto")
-    if backend == "unsloth" or grpo.get("use_vllm") or model.get("compile_decoding"):
+    if asks_for_another_generation_path(model, grpo, backend):
         generation = "plain"
     backend = "trl" if generation == "fast" else backend_for(backend, processes)
     compiled = bool(model.get("compile_decoding")) and backend == "trl"
