@@ -209,6 +209,9 @@ def _refresh_ms(torch, copy) -> float:
     return 1000 * (time.perf_counter() - started)
 
 
+# the fast path's copy as train.py makes it for a bf16 run: LoRA beside each layer in bf16, grouped decode attention
+APART_BF16 = {"kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16"}
+
 PATHS = {
     "policy, dynamic cache": {"kind": "policy", "cache": None, "tells": "TRL's default generation: the policy with "
                               "its LoRA unmerged, step by step in eager mode"},
@@ -234,52 +237,52 @@ PATHS = {
         "tells": "the same with the stop tokens GRPOTrainer passes: generate then checks every token whether all "
                  "sequences stopped (a sync with the GPU); training measured ~14 ms a token against this table's ~11"},
     "copy with adapters apart in bf16, grouped decode": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "profile": True, "tells": "the copy with each LoRA beside its layer in bf16, as the trainer computes it under "
                                   "bf16 autocast (benchmarks/sampler_mismatch.py)"},
     "copy with adapters apart in bf16, grouped decode, stop tokens": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "stops": True, "tells": "the same with GRPOTrainer's stop tokens"},
     "copy with adapters apart in bf16, grouped decode, cache of 1024": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "cache_len": 1024, "tells": "the same with the cache train.py gives the copy for the standard preset "
                                     "(max_seq_length 1024 tokens, not the 352 this generation fills): the decode "
                                     "attention reads the whole cache, empty positions too"},
     "copy with adapters apart in bf16, grouped decode, cache of 1024 fitted in steps of 512": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "cache_len": 1024, "cache_step": 512, "tells": "the same, each generation's cache as long as it can fill, "
                                                       "rounded up to 512 tokens (GenerationCopy's cache_step)"},
     "copy with adapters apart in bf16, grouped decode, fused projections": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "fuse": True, "profile": True, "tells": "the same with each layer's adapter A inside its base matmul, q/k/v "
                                                "and gate/up in one matmul each (runtime/fused_projections.py): 8 "
                                                "matmuls a layer instead of 21"},
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "fuse": True, "cache_len": 1024, "tells": "the same with the standard preset's cache of 1024 tokens"},
     "copy with adapters apart in bf16, grouped decode, cache of 1024, windows of 128": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "cache_len": 1024, "window_step": 128, "tells": "the cache of 1024, each decode step's attention reading it "
                                                         "up to the tokens so far rounded up to 128 (decode_window)"},
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "fuse": True, "cache_len": 1024, "window_step": 128, "profile": True,
         "tells": "both: fused projections and decode windows"},
     "copy with adapters apart in bf16, grouped decode, stop tokens, stop check deferred": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "stops": True, "defer": True, "profile": True,
         "tells": "GRPOTrainer's stop tokens, generate reading whether all have ended one step late (transformers' "
                  "DeferredStopCheck, opened for CUDA): the host no longer waits for the GPU at each token"},
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, stop "
     "tokens, stop check deferred": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True, "profile": True,
         "tells": "all three: fused projections, decode windows, the stop check deferred"},
     "copy with adapters apart in bf16, grouped decode, cache of 2560": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "cache_len": 2560, "tells": "the thinking preset's cache (max_seq_length 2560)"},
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 2560, windows of 128": {
-        "kind": "copy", "attn": "grpo_skill_grouped_decode", "adapters": "apart", "adapter_dtype": "bfloat16",
+        **APART_BF16,
         "fuse": True, "cache_len": 2560, "window_step": 128, "tells": "the thinking preset's cache, with fused "
                                                                      "projections and decode windows"},
     "copy of a 4-bit policy, adapters apart": {"kind": "copy", "attn": "grpo_skill_grouped_decode", "four_bit": True,

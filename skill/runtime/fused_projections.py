@@ -93,6 +93,7 @@ def fused_projections_class():
             linears = [getattr(member, "linear", member) for member in members]
             downs = [member.down for member in members if hasattr(member, "down")]
             self.outs = [linear.out_features for linear in linears]
+            self.starts = [sum(self.outs[:index]) for index in range(len(self.outs))]  # each layer's first row
             self.ranks = [member.down.shape[0] if hasattr(member, "down") else 0 for member in members]
             self.sources = sources  # the policy's LoRA layer each member follows, or None
             self.policy_linears = policy_linears  # the policy's layer holding each member's base weight
@@ -104,13 +105,11 @@ def fused_projections_class():
                 + [weight.new_zeros(sum(self.ranks))]), requires_grad=False)
             self.register_buffer("up", weight.new_zeros(sum(self.outs), sum(self.ranks)), persistent=False)
             self.scale = 1.0
-            start = 0
-            for linear, policy_linear, out in zip(linears, policy_linears, self.outs):
+            for linear, policy_linear, start, out in zip(linears, policy_linears, self.starts, self.outs):
                 rows = self.weight.data[start:start + out]
                 if policy_linear.weight.data_ptr() == linear.weight.data_ptr():  # the policy's own frozen tensor
                     policy_linear.weight.data = rows
                 linear.weight.data = rows  # the old tensor is freed now, not when the whole copy is fused
-                start += out
             self.follow()
 
         def forward(self, x):
@@ -124,9 +123,8 @@ def fused_projections_class():
             """Take the policy layers' adapters as they are now. One scale for all when they share it (peft's
             rounding: B's output, then times the scale); otherwise each B block times its own scale. Adapters merged
             into the policy's weight count unless that weight is still these rows (peft merged in place, into them)."""
-            starts = [sum(self.outs[:index]) for index in range(len(self.outs))]
-            matrices = [adapter_matrices(source, base_shows_merge=self._holds(index, start)) if rank else None
-                        for index, (source, rank, start) in enumerate(zip(self.sources, self.ranks, starts))]
+            matrices = [adapter_matrices(source, base_shows_merge=self._holds(index)) if rank else None
+                        for index, (source, rank) in enumerate(zip(self.sources, self.ranks))]
             scales = {found[2] for found in matrices if found is not None}
             shared_scale = next(iter(scales)) if len(scales) == 1 else None
             row, column, out_row = sum(self.outs), 0, 0
@@ -145,9 +143,9 @@ def fused_projections_class():
             if scales:  # while every adapter is disabled the scale stays: a compiled step guards on it
                 self.scale = shared_scale if shared_scale is not None else 1.0
 
-        def _holds(self, index: int, start: int) -> bool:
+        def _holds(self, index: int) -> bool:
             """Whether member ``index``'s rows are the policy's base weight itself."""
-            return self.policy_linears[index].weight.data_ptr() == self.weight.data[start].data_ptr()
+            return self.policy_linears[index].weight.data_ptr() == self.weight.data[self.starts[index]].data_ptr()
 
     return FusedProjections
 
