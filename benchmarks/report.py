@@ -136,11 +136,20 @@ def speed_settings(row: dict) -> str:
 
 def run_line(report: dict) -> str:
     if len(report.get("runs") or []) > 1:  # a merged report: every run whose rows it holds
-        return "- runs: " + "; ".join(f"{run.get('date')} (suites {', '.join(run.get('suites') or [])}, wall "
-                                      f"{run.get('wall_s')} s of {run.get('budget_s')})" for run in report["runs"])
+        gpu = (report.get("environment") or {}).get("gpu")
+        return "- runs: " + "; ".join(
+            f"{run.get('date')} (suites {', '.join(run.get('suites') or [])}, wall {run.get('wall_s')} s of "
+            f"{run.get('budget_s')}{'; on ' + run['gpu'] if run.get('gpu') not in (None, gpu) else ''})"
+            for run in report["runs"])
     return (f"- run: suites {', '.join(report.get('suites', []))}; wall {report.get('wall_s')} s of a "
             f"{report.get('budget_s')} s budget" + ("; DRY RUN (tiny model on a CPU: plumbing only)"
                                                    if report.get("dry_run") else ""))
+
+
+def on_another_gpu(row: dict, environment: dict) -> str:
+    """Where a merged row was measured on another GPU than the page's header names: which (timings differ)."""
+    gpu = row.get("run_gpu")
+    return f" (on {gpu})" if gpu and gpu != environment.get("gpu") else ""
 
 
 def markdown(report: dict) -> str:
@@ -187,7 +196,7 @@ def markdown(report: dict) -> str:
         for row in case_rows:
             split = phase_split(row)
             lines.append(
-                f"| {row['name']} | {row['status']} | {seconds_per_step(row)} | "
+                f"| {row['name']}{on_another_gpu(row, env)} | {row['status']} | {seconds_per_step(row)} | "
                 f"{versus(row, reference(case_rows, case, row.get('run_date')))} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
@@ -205,7 +214,7 @@ def markdown(report: dict) -> str:
                      f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "
                      f"{row.get('prompt_tokens_per_sequence', '')} | "
                      f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
-                     f"{row.get('exit_status', '')} | {row.get('run_date', '')} |")
+                     f"{row.get('exit_status', '')} | {row.get('run_date', '')}{on_another_gpu(row, env)} |")
     profiled = kernel_profile.render_training(rows, report.get("date"))
     if profiled:
         lines += ["", "## Where a training step goes", "", profiled]
@@ -246,13 +255,14 @@ def merge(report: dict, other: dict) -> dict:
     """``report`` with ``other``'s rows added; each row keeps the date of the run that measured it (a row already
     merged once keeps its own)."""
     runs = report.setdefault("runs", [{key: report.get(key) for key in ("date", "suites", "wall_s", "budget_s")}])
-    runs.append({key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")})
+    gpu = (other.get("environment") or {}).get("gpu")
+    runs.append({**{key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")}, "gpu": gpu})
     for row in report["rows"]:
         row.setdefault("run_date", report.get("date"))
     incoming: dict[tuple, list[dict]] = {}
     for row in other["rows"]:
         incoming.setdefault((row["case"], row["name"]), []).append(
-            {**row, "run_date": row.get("run_date") or other.get("date")})
+            {**row, "run_date": row.get("run_date") or other.get("date"), "run_gpu": row.get("run_gpu") or gpu})
     # A contender measured again takes its old place on the page; a new one goes last.
     rows, placed = [], set()
     for row in report["rows"]:

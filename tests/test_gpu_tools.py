@@ -315,6 +315,22 @@ def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cros
     assert "| -25.0% |" in lines["| new lever"]
 
 
+def test_rows_merged_from_another_gpu_are_named_with_it():
+    """A call that ran on another card (an H100 when no H200 came) merges in, but its rows say where they ran:
+    timings of two GPUs side by side without the GPU named would read as one machine's."""
+    row = {"case": "standard", "name": "generated default", "status": "ok", "s_per_step": 1.0}
+    report = {"date": "day 1", "environment": {"gpu": "NVIDIA H200"},
+              "rows": [{**row, "name": "hand-written unsloth", "s_per_step": 4.0}]}
+    same = bench_report.merge(report, {"date": "day 2", "environment": {"gpu": "NVIDIA H200"}, "rows": [row]})
+    assert "(on " not in bench_report.markdown(same)
+    other = bench_report.merge(report, {"date": "day 3", "environment": {"gpu": "NVIDIA H100 80GB HBM3"},
+                                        "rows": [row]})
+    page = bench_report.markdown(other)
+    assert "| generated default (on NVIDIA H100 80GB HBM3) | ok |" in page
+    assert "| hand-written unsloth | ok |" in page
+    assert "day 3 (suites , wall None s of None; on NVIDIA H100 80GB HBM3)" in page
+
+
 def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
     """A later decode_profile.py call (another length, new paths) merged into the page: the same path, batch and
     length replaced where it stood, a row at another length kept apart and named with its length on the page."""
