@@ -311,6 +311,8 @@ def render(results: dict) -> str:
     for row in results["rows"]:
         tokens = row.get("new_tokens", results["new_tokens"])
         path = row["path"] if tokens == results["new_tokens"] else f"{row['path']} ({tokens} tokens)"
+        if row.get("device", results["device"]) != results["device"]:  # a row merged from a call on another card
+            path = f"{path} (on {row['device']})"
         step = f"{row['decode_ms']:.2f}" if row["decode_ms"] else (f"failed: {row['error'].splitlines()[0][:150]}" if row["error"]
                                                                     else "as the bf16 copy")
         ratio = f"{row['x_floor']:.1f}" if row["x_floor"] else "–"

@@ -289,8 +289,10 @@ def merge_decode(old: dict | None, new: dict) -> dict:
     def key(row, results):
         return row["path"], row["batch"], row.get("new_tokens", results["new_tokens"])
 
-    kept = [{**row, "new_tokens": row.get("new_tokens", old["new_tokens"])} for row in old["rows"]]
-    incoming = {key(row, new): {**row, "new_tokens": row.get("new_tokens", new["new_tokens"])} for row in new["rows"]}
+    kept = [{**row, "new_tokens": row.get("new_tokens", old["new_tokens"]), "device": row.get("device", old["device"])}
+            for row in old["rows"]]
+    incoming = {key(row, new): {**row, "new_tokens": row.get("new_tokens", new["new_tokens"]),
+                                "device": new["device"]} for row in new["rows"]}
     rows = [incoming.pop(key(row, old), row) for row in kept]
     merged = {**old, **{name: value for name, value in new.items() if name not in ("rows", "profiles", "notes")}}
     merged["rows"] = rows + list(incoming.values())

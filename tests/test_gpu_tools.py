@@ -353,6 +353,10 @@ def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
     page = decode_render(merged)
     assert "| a (256 tokens) | 64 | 11.00 |" in page and "| a | 32 | 12.00 |" in page
     assert bench_report.merge_decode(None, new) is new
+    # a call on another card: its rows name it, the page's other rows keep theirs unnamed
+    elsewhere = bench_report.merge_decode(merged, {**new, "device": "H100", "rows": [row("d", 8, 5.0)]})
+    page = decode_render(elsewhere)
+    assert "| d | 8 | 5.00 |" in page and "| a (256 tokens) (on H200) | 64 | 11.00 |" in page
 
 
 def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, tiny_model):
