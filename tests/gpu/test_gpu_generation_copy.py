@@ -26,27 +26,30 @@ def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_st
     model = AutoModelForCausalLM.from_pretrained(build_tiny_model(), dtype=torch.float32).to(device)
     policy = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")).eval()
     torch.manual_seed(0)
-    with torch.no_grad():
-        for name, param in policy.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0, 0.3)
-    copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse,
-                          window_step=window_step)
-    assert len(copy.fused) == (4 * policy.config.num_hidden_layers if fuse else 0)
-    ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
-    mask = torch.ones_like(ids)
-    mask[1, :3] = mask[3, :7] = 0  # left padding, as GRPOTrainer's prompts have it
-    config = GenerationConfig(max_new_tokens=24, min_new_tokens=24, do_sample=True, top_k=0, pad_token_id=0)
-    for _ in range(2):  # the second generation replays the compiled step
-        out = copy.generate(input_ids=ids, attention_mask=mask, generation_config=config,
-                            return_dict_in_generate=True, output_logits=True)
-    sampled = torch.stack(out.logits, dim=1)
-    full_mask = torch.cat([mask, torch.ones_like(out.sequences[:, ids.shape[1]:])], dim=1)
-    with torch.no_grad():
-        positions = (full_mask.cumsum(-1) - 1).clamp(min=0)  # as generate numbers a left-padded prompt
-        scored = policy(input_ids=out.sequences, attention_mask=full_mask,
-                        position_ids=positions).logits[:, ids.shape[1] - 1:-1]
-    assert torch.allclose(sampled, scored, rtol=1e-3, atol=1e-3), (sampled - scored).abs().max()
+    copy = None
+    for update in range(2):  # the second time after a training-like update: replayed graphs read the refreshed weights
+        with torch.no_grad():
+            for name, param in policy.named_parameters():
+                if "lora_B" in name:
+                    param.normal_(0, 0.3)  # in place, as an optimizer step changes them
+        if copy is None:  # after the first update, generate refreshes the copy itself, as in training
+            copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse,
+                                  window_step=window_step)
+            assert len(copy.fused) == (4 * policy.config.num_hidden_layers if fuse else 0)
+        ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
+        mask = torch.ones_like(ids)
+        mask[1, :3] = mask[3, :7] = 0  # left padding, as GRPOTrainer's prompts have it
+        config = GenerationConfig(max_new_tokens=24, min_new_tokens=24, do_sample=True, top_k=0, pad_token_id=0)
+        for _ in range(2):  # the second generation replays the compiled step
+            out = copy.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                return_dict_in_generate=True, output_logits=True)
+        sampled = torch.stack(out.logits, dim=1)
+        full_mask = torch.cat([mask, torch.ones_like(out.sequences[:, ids.shape[1]:])], dim=1)
+        with torch.no_grad():
+            positions = (full_mask.cumsum(-1) - 1).clamp(min=0)  # as generate numbers a left-padded prompt
+            scored = policy(input_ids=out.sequences, attention_mask=full_mask,
+                            position_ids=positions).logits[:, ids.shape[1] - 1:-1]
+        assert torch.allclose(sampled, scored, rtol=1e-3, atol=1e-3), (update, (sampled - scored).abs().max())
 
 
 @pytest.mark.gpu
