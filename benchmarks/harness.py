@@ -130,6 +130,7 @@ class Bench:
         self.profiler = None  # torch.profiler.profile while the profiled steps run
         self.marks: dict = {}  # the optimizer's open phase mark, by optimizer
         self.info: dict = {"import_s": None, "gate_wait_s": 0.0}
+        self.recordings = 0  # CUDA graphs recorded since the last generation ended
         self.phases = defaultdict(float)
         self.calls = defaultdict(int)
         self.stack: list[str] = []
@@ -229,6 +230,8 @@ class Bench:
                 self.tokens["completion"] += int(mask.sum())
                 self.tokens["sequences"] += int(mask.shape[0])
                 self.tokens["generations"] += 1
+                self.info.setdefault("cudagraph_recordings_by_generation", []).append(self.recordings)
+                self.recordings = 0
             prompt_mask = out.get("prompt_mask") if isinstance(out, dict) else None
             if prompt_mask is not None:
                 self.tokens["prompt"] += int(prompt_mask.sum())
@@ -237,6 +240,23 @@ class Bench:
 
         return wrapper
 
+    def count_cudagraph_recordings(self) -> None:
+        """How many CUDA graphs each generation records (torch.compile's reduce-overhead mode): after the first
+        generations, a graph recorded again means one of its static inputs moved (a new KV cache at another
+        address); torch 2.11 runs a graph re-recorded more than 128 times without CUDA graphs."""
+        try:
+            from torch._inductor import cudagraph_trees
+        except ImportError:
+            return
+        record = cudagraph_trees.CUDAGraphTreeManager.record_function
+
+        @functools.wraps(record)
+        def counted(manager, *args, **kwargs):
+            self.recordings += 1
+            return record(manager, *args, **kwargs)
+
+        cudagraph_trees.CUDAGraphTreeManager.record_function = counted
+
     def instrument(self, trainer) -> None:
         import torch
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -244,6 +264,8 @@ class Bench:
 
         self.torch, self.cuda = torch, torch.cuda.is_available()
         self.info["trainer_class"] = type(trainer).__name__
+        if self.cuda:
+            self.count_cudagraph_recordings()
         if "trl_default_gc" in self.ablate:
             try:
                 trainer.args.gradient_checkpointing = True
