@@ -270,6 +270,10 @@ def test_the_fast_path_on_a_cpu_trains_from_a_copy_that_computes_the_lora_as_the
     assert "generation: a float32 copy of the policy, its LoRA beside each layer in float32, as the trainer " \
            "computes it" in said, said[-2000:]
     assert [row["step"] for row in metrics.read_metrics(project / "fast") if "reward" in row] == [1, 2]
+    # the summary says how fast the copy sampled: one generation a step here, 8 completions each
+    speed = json.loads((project / "fast" / "summary.json").read_text())["generation_speed"]
+    assert (speed["generations"], speed["sequences_per_generation"]) == (2, 8.0)
+    assert speed["generation_s"] > 0 and speed["ms_per_step"] > 0
 
 
 def test_a_run_repeats_step_for_step_with_the_same_seed(trained):

@@ -530,3 +530,26 @@ def test_deferred_stop_checks_open_transformers_cuda_gate_only_while_they_last()
         assert not utils.DeferredStopCheck.is_supported(cpu, None, False, is_assistant=False)  # no events on a CPU
         raise KeyError
     assert not utils.DeferredStopCheck.is_supported(cuda, None, False, is_assistant=False)
+
+
+def test_the_copy_reports_how_fast_it_sampled_the_first_generation_apart(policy):
+    """The run's summary says a generation's seconds and its seconds per new token position, leaving out the first
+    generation (on a GPU it compiles the decode step): what a user reads to see where a generation-bound run goes."""
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+    from transformers import GenerationConfig
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False)
+    assert copy.speed() == {}
+    inputs = tokenizer(["<|im_start|>user\nhello<|im_end|>\n"] * 3, return_tensors="pt")
+    for new_tokens in (4, 12, 20):  # every sequence runs to the length asked for (no end token allowed earlier)
+        config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                  pad_token_id=tokenizer.pad_token_id or 0)
+        copy.generate(**inputs, generation_config=config)
+    assert [(steps, sequences) for _seconds, steps, sequences in copy.timings] == [(4, 3), (12, 3), (20, 3)]
+    speed = copy.speed()
+    later = copy.timings[1:]
+    assert speed["generations"] == 3 and speed["sequences_per_generation"] == 3
+    assert speed["first_generation_s"] == round(copy.timings[0][0], 2)
+    assert speed["generation_s"] == round((later[0][0] + later[1][0]) / 2, 3)
+    assert speed["ms_per_step"] == round(1000 * (later[0][0] + later[1][0]) / 32, 2) and speed["ms_per_step"] > 0

@@ -114,6 +114,7 @@ class GenerationCopy:
             self.adapted = [pair for pair in self.adapted if id(pair[0]) in modules]
         self.shared_bytes = _shared_bytes(self.model, base)
         self.refresh_seconds = 0.0
+        self.timings: list[tuple[float, int, int]] = []  # each generation's (seconds, decode steps, sequences)
         # "own": runtime/decode_loop.py samples (no per-token generate() bookkeeping); opt-in until measured on a GPU
         self.loop = DecodeLoop(self.model, max_cache_len, compile_decode) if loop == "own" else None
 
@@ -155,13 +156,35 @@ class GenerationCopy:
             prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
             config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
             self.model._previous_max_cache_length = -1  # transformers would keep the longest cache it has made
+        # from embeddings alone, generate returns the new tokens only
+        prompt = kwargs.get("input_ids", args[0] if args else None)
+        started = time.perf_counter()
         with torch.no_grad():
-            if self.loop is not None and not args:
-                complete = prepared(self.model, config)
-                if supports(complete, kwargs):
-                    return self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
-            with deferred_stop_checks() if self.defer_stop_check else contextlib.nullcontext():
-                return self.model.generate(*args, generation_config=config, **kwargs)
+            if self.loop is not None and not args and supports(complete := prepared(self.model, config), kwargs):
+                out = self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
+            else:
+                with deferred_stop_checks() if self.defer_stop_check else contextlib.nullcontext():
+                    out = self.model.generate(*args, generation_config=config, **kwargs)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        sequences = out if isinstance(out, torch.Tensor) else out.sequences
+        new_tokens = sequences.shape[-1] - (prompt.shape[-1] if prompt is not None else 0)
+        self.timings.append((time.perf_counter() - started, new_tokens, sequences.shape[0]))
+        return out
+
+    def speed(self) -> dict:
+        """How fast the copy sampled, for the run's summary: a generation's wall time (refresh excluded) and that
+        time per new token position (prefill included), the first generation apart (on a GPU it compiles)."""
+        if not self.timings:
+            return {}
+        first, *rest = self.timings
+        speed = {"generations": len(self.timings), "first_generation_s": round(first[0], 2)}
+        if rest:
+            seconds = sum(timing[0] for timing in rest)
+            speed.update(generation_s=round(seconds / len(rest), 3),
+                         ms_per_step=round(1000 * seconds / max(1, sum(timing[1] for timing in rest)), 2),
+                         sequences_per_generation=round(sum(timing[2] for timing in rest) / len(rest), 1))
+        return speed
 
     def cache_length(self, prompt_width: int, new_tokens: int | None) -> int:
         """The static KV cache's length for one generation. Without ``cache_step``: ``max_cache_len`` always, one

@@ -205,6 +205,9 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
         assert summary["gradient_checkpointing"] is True
         return
     assert (summary["generation"], summary["backend"]) == ("fast", "trl"), summary
+    speed = summary["generation_speed"]  # the report shows how fast the default path sampled in a real run
+    assert speed["generations"] >= 1, speed
+    record_property("generation_speed", speed)
     assert "generation: fast" in said
     # bf16 on: the copy computes the LoRA as the trainer scores it, under bf16 autocast (benchmarks/sampler_mismatch.py)
     assert "its LoRA beside each layer in bfloat16, as the trainer computes it" in said
