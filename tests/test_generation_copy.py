@@ -553,3 +553,32 @@ def test_the_copy_reports_how_fast_it_sampled_the_first_generation_apart(policy)
     assert speed["first_generation_s"] == round(copy.timings[0][0], 2)
     assert speed["generation_s"] == round((later[0][0] + later[1][0]) / 2, 3)
     assert speed["ms_per_step"] == round(1000 * (later[0][0] + later[1][0]) / 32, 2) and speed["ms_per_step"] > 0
+
+
+def test_decode_windows_compile_twice_and_no_more_when_a_generation_fills_the_cache(policy):
+    """Windows are a compiled graph's input: the first length, then one graph for every length. A window as long as
+    the cache would take one more, late in a run's first long generation; the copy's cache is one position longer
+    than any window reaches, so the generation that fills it compiles nothing new (and samples what the policy
+    would: checked on the last generation, greedy)."""
+    from torch._dynamo.utils import counters
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import CompileConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    torch._dynamo.reset()
+    copy = GenerationCopy(model, max_cache_len=48, compile_decode=True, window_step=8)
+    compile_config = CompileConfig(backend="aot_eager")
+    compile_config._compile_all_devices = True  # transformers compiles on a CPU only when asked to
+    inputs = tokenizer(["<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt")
+    room = 48 - inputs["input_ids"].shape[1]
+    before = counters["stats"]["unique_graphs"]
+    for new_tokens in (room // 2, room - 6, room):  # the last fills the cache to its end
+        config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                  pad_token_id=tokenizer.pad_token_id or 0, compile_config=compile_config)
+        sampled = copy.generate(**inputs, generation_config=config)
+    assert sampled.shape[1] == 48
+    assert counters["stats"]["unique_graphs"] - before == 2
+    assert torch.equal(sampled, model.generate(**inputs, generation_config=GenerationConfig(
+        max_new_tokens=room, min_new_tokens=room, do_sample=False, pad_token_id=tokenizer.pad_token_id or 0)))

@@ -99,7 +99,9 @@ class GenerationCopy:
                 raise ValueError(f"window_step needs attn_implementation={GROUPED!r} and transformers' generate "
                                  "(loop='transformers')")
             self.model.prepare_inputs_for_generation = grouped_decode.with_decode_window(
-                self.model.prepare_inputs_for_generation, window_step)
+                self.model.prepare_inputs_for_generation, window_step, lambda: self.window_limit)
+        self.window_step = window_step
+        self.window_limit = max_cache_len  # the tokens this generation's cache holds (cache_step makes it vary)
         if fuse and adapters != "apart":
             raise ValueError("fuse needs the adapters apart: merged ones change the base weights at each refresh")
         self.adapted = _keep_adapters_apart(self.model, base, adapter_dtype, device) if adapters == "apart" else []
@@ -156,6 +158,11 @@ class GenerationCopy:
             prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
             config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
             self.model._previous_max_cache_length = -1  # transformers would keep the longest cache it has made
+        if self.window_step:
+            # one position more than any window reaches: the decode step always reads a slice of the cache (a
+            # window as long as the cache took another compiled graph, late in a run's first long generation)
+            self.window_limit = config.max_cache_len
+            config.max_cache_len += 1
         # from embeddings alone, generate returns the new tokens only
         prompt = kwargs.get("input_ids", args[0] if args else None)
         started = time.perf_counter()

@@ -56,15 +56,17 @@ def register() -> str:
     return NAME
 
 
-def with_decode_window(prepare_inputs, step: int):
+def with_decode_window(prepare_inputs, step: int, limit=None):
     """``prepare_inputs_for_generation`` that also passes ``decode_window``: the sequence's length so far (known to
-    the host without asking the GPU) rounded up to a multiple of ``step``; none for a generation from embeddings."""
+    the host without asking the GPU) rounded up to a multiple of ``step``, and at most ``limit()`` where given; none
+    for a generation from embeddings."""
 
     @functools.wraps(prepare_inputs)  # generate reads its signature to check the arguments it is given
     def prepare_inputs_with_window(input_ids, *args, **kwargs):
         inputs = prepare_inputs(input_ids, *args, **kwargs)
         if kwargs.get("inputs_embeds") is None:  # from embeddings, input_ids holds only the new tokens
-            inputs[WINDOW] = -(-input_ids.shape[-1] // step) * step
+            window = -(-input_ids.shape[-1] // step) * step
+            inputs[WINDOW] = min(window, limit()) if limit is not None else window
         return inputs
 
     return prepare_inputs_with_window
