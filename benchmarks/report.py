@@ -136,20 +136,23 @@ def speed_settings(row: dict) -> str:
 
 def run_line(report: dict) -> str:
     if len(report.get("runs") or []) > 1:  # a merged report: every run whose rows it holds
-        gpu = (report.get("environment") or {}).get("gpu")
+        env = report.get("environment") or {}
         return "- runs: " + "; ".join(
             f"{run.get('date')} (suites {', '.join(run.get('suites') or [])}, wall {run.get('wall_s')} s of "
-            f"{run.get('budget_s')}{'; on ' + run['gpu'] if run.get('gpu') not in (None, gpu) else ''})"
+            f"{run.get('budget_s')}{'; on ' + run['gpu'] if another_gpu(run.get('gpu'), env) else ''})"
             for run in report["runs"])
     return (f"- run: suites {', '.join(report.get('suites', []))}; wall {report.get('wall_s')} s of a "
             f"{report.get('budget_s')} s budget" + ("; DRY RUN (tiny model on a CPU: plumbing only)"
                                                    if report.get("dry_run") else ""))
 
 
+def another_gpu(gpu: str | None, environment: dict) -> bool:
+    """Whether a merged run or row was measured on another GPU than the page's header names (timings differ)."""
+    return bool(gpu) and gpu != environment.get("gpu")
+
+
 def on_another_gpu(row: dict, environment: dict) -> str:
-    """Where a merged row was measured on another GPU than the page's header names: which (timings differ)."""
-    gpu = row.get("run_gpu")
-    return f" (on {gpu})" if gpu and gpu != environment.get("gpu") else ""
+    return f" (on {row['run_gpu']})" if another_gpu(row.get("run_gpu"), environment) else ""
 
 
 def markdown(report: dict) -> str:

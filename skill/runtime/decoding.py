@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from ..core.i18n import _
+from ..core.schema import asks_for_another_generation_path
 from . import distributed
 from .estimate import auto_holds_4bit, with_static_cache  # noqa: F401  (train.py calls decoding.with_static_cache)
 
@@ -135,8 +136,6 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
         return "trl", True, _("[model] generation = 'fast'")
     if not cuda:
         return backend, False, _("no CUDA GPU")
-    from ..core.schema import asks_for_another_generation_path
-
     if asks_for_another_generation_path(config.model, config.grpo) or distributed.is_launched():
         return backend, False, _("the config asks for another path")
     try:

@@ -154,17 +154,17 @@ class GenerationCopy:
         config.cache_implementation = "static"
         config.disable_compile = not self.compile_decode
         config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
+        # from embeddings alone there is no prompt here, and generate returns the new tokens only
+        prompt = kwargs.get("input_ids", args[0] if args else None)
         if self.cache_step:
-            prompt = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
-            config.max_cache_len = self.cache_length(prompt.shape[-1], config.max_new_tokens)
+            width = (prompt if prompt is not None else kwargs["inputs_embeds"]).shape[1]
+            config.max_cache_len = self.cache_length(width, config.max_new_tokens)
             self.model._previous_max_cache_length = -1  # transformers would keep the longest cache it has made
         if self.window_step:
             # one position more than any window reaches: the decode step always reads a slice of the cache (a
             # window as long as the cache took another compiled graph, late in a run's first long generation)
             self.window_limit = config.max_cache_len
             config.max_cache_len += 1
-        # from embeddings alone, generate returns the new tokens only
-        prompt = kwargs.get("input_ids", args[0] if args else None)
         started = time.perf_counter()
         with torch.no_grad():
             if self.loop is not None and not args and supports(complete := prepared(self.model, config), kwargs):
