@@ -61,6 +61,38 @@ def test_the_copy_follows_the_policy_after_a_training_step(policy):
     assert torch.equal(greedy(copy.generate, tokenizer), greedy(model.generate, tokenizer))
 
 
+def test_the_copy_keeps_one_kv_cache_across_generations_and_empties_it_each_time(policy):
+    """Compiled decode steps run as CUDA graphs that read the cache where they were recorded: a cache at a new
+    address each generation records them all again (and past 128 times torch gives up on CUDA graphs). The second
+    generation decodes into the first one's tensors, from an empty cache (what it samples is what the policy
+    samples, after a longer generation filled more of it); another batch size gets a cache of its own."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    copy = GenerationCopy(model, max_cache_len=64, compile_decode=False, window_step=8)
+    tokenizer.padding_side = "left"
+    two = tokenizer(["<|im_start|>user\nhello<|im_end|>\n", "<|im_start|>user\nhi<|im_end|>\n"],
+                    return_tensors="pt", padding=True)
+    one = tokenizer(["<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt")
+    caches = []
+    for inputs, new_tokens in ((two, 30), (two, 9), (one, 9)):
+        config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                  pad_token_id=tokenizer.pad_token_id or 0, return_dict_in_generate=True)
+        out = copy.generate(**inputs, generation_config=config)
+        assert torch.equal(out.sequences, model.generate(**inputs, generation_config=GenerationConfig(
+            max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+            pad_token_id=tokenizer.pad_token_id or 0)))
+        caches.append(out.past_key_values)
+    first, second, other_batch = caches
+    assert second is first
+    assert [layer.keys.data_ptr() for layer in second.layers] == [layer.keys.data_ptr() for layer in first.layers]
+    written = two["input_ids"].shape[1] + 9  # what the second generation wrote; the first wrote 21 more
+    assert not first.layers[0].keys[:, :, written + 1:].any()
+    assert other_batch is not first and other_batch.layers[0].keys.shape[0] == 1
+
+
 def test_grouped_decode_attention_equals_transformers_sdpa_on_a_padded_decode_step():
     from types import SimpleNamespace
 

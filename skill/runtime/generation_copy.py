@@ -92,6 +92,8 @@ class GenerationCopy:
             )
         self.model.eval().requires_grad_(False)
         self.model.generation_config = copying.deepcopy(base.generation_config)
+        self._kept_cache = None  # ((batch, length), StaticCache): one cache, its tensors at one address, all run
+        self.model._prepare_static_cache = self._keep_static_cache(self.model._prepare_static_cache)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
         if window_step:  # the decode attention reads the cache up to the tokens so far (runtime/grouped_decode.py)
@@ -178,6 +180,28 @@ class GenerationCopy:
         new_tokens = sequences.shape[-1] - (prompt.shape[-1] if prompt is not None else 0)
         self.timings.append((time.perf_counter() - started, new_tokens, sequences.shape[0]))
         return out
+
+    def _keep_static_cache(self, make_static_cache):
+        """transformers makes a new static cache at each ``generate``; the compiled decode step's CUDA graphs read
+        its K/V at the addresses they were recorded with, so a new cache recorded every graph again at every
+        generation (on an H100, the thinking preset: 9 graphs recorded in each generation), and torch stops using
+        CUDA graphs for a graph recorded again more than 128 times. The copy keeps one cache and empties it: the
+        same tensors, generation after generation, while the batch size and the cache's length stay the same. It
+        holds the cache's memory through training (``plan`` counts it)."""
+
+        def kept_static_cache(cache_implementation, batch_size, max_cache_len, prefill_chunk_size, model_kwargs):
+            length = max(max_cache_len, getattr(self.model, "_previous_max_cache_length", -1))
+            if self._kept_cache is not None and self._kept_cache[0] == (batch_size, length):
+                cache = self._kept_cache[1]
+                cache.reset()
+                return cache
+            self._kept_cache = None  # the old cache's memory goes before the new one is made
+            cache = make_static_cache(cache_implementation, batch_size, max_cache_len, prefill_chunk_size,
+                                      model_kwargs)
+            self._kept_cache = ((batch_size, length), cache)
+            return cache
+
+        return kept_static_cache
 
     def speed(self) -> dict:
         """How fast the copy sampled, for the run's summary: a generation's wall time (refresh excluded) and that
