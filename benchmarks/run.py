@@ -135,6 +135,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
         "compile_decode": contender.compile_decode, "speed_source": speed_source,
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
+        "copy_keeps_cache": True,  # ...and keeps its KV cache through training (plan reads it)
     }
 
 

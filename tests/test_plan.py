@@ -77,6 +77,18 @@ def test_the_levers_move_memory_the_way_the_advice_assumes():
     assert plan.estimate(qwen3_4b(steps_per_generation=8)).s_per_step < plan.estimate(qwen3_4b()).s_per_step
 
 
+def test_the_fast_path_counts_its_kv_cache_held_through_training():
+    """The copy keeps its static cache between generations (its CUDA graphs read it in place), so training's
+    activations and logits come on top of it, not in its place."""
+    fast = qwen3_4b(backend="trl", generation="fast", load_in_4bit=False, max_seq_length=1280,
+                    max_completion_length=1024, gradient_checkpointing=False)
+    kept = plan.estimate(fast)
+    parts = kept.parts_gib
+    assert kept.peak_allocated_gib >= (parts["weights"] + parts["generation_kv_cache"] + parts["training_activations"]
+                                       + parts["training_logits"])
+    assert kept.peak_allocated_gib > plan.estimate(replace(fast, copy_keeps_cache=False)).peak_allocated_gib
+
+
 def new_project(cli, tmp_path, model="unsloth/Qwen3-4B-unsloth-bnb-4bit", preset="standard"):
     cli("new", "run", "--preset", preset, "--model", model, "-o", str(tmp_path))
     return tmp_path / "run"

@@ -175,6 +175,9 @@ class Settings:
     # the fast path's copy decodes with the policy's frozen 16-bit tensors (embeddings, norms, a 16-bit base) instead
     # of copies of them; False for benchmark rows measured before it did (2026-12-05)
     copy_shares_frozen: bool = True
+    # the fast path's copy keeps its static KV cache from one generation to the next, through training; False for
+    # benchmark rows measured before it did (2026-12-05)
+    copy_keeps_cache: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
 
     @property
@@ -280,7 +283,10 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
             copy = shape.linear_params * 2
         kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
     fixed = k["fixed_gib"] * GIB
-    peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
+    if settings.generation == "fast" and settings.copy_keeps_cache:  # held through training: its graphs read it
+        peak = fixed + weights + copy + lora + kv + max(activations + logits, generation_logits)
+    else:
+        peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
     parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
              "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
              "generation_scoring": generation_logits, "other": fixed}

@@ -164,7 +164,8 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
     took = row.get("took") or {}  # what train.py said it took: the run itself, over any re-resolution
     resolved = replace(resolved, **{key: took[key] for key in ("backend", "generation", "load_in_4bit",
                                                                "gradient_checkpointing") if key in took})
-    return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")))
+    return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")),
+                   copy_keeps_cache=bool(settings.get("copy_keeps_cache")))
 
 
 def gpu_memory_gib() -> float | None:
