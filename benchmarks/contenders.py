@@ -242,43 +242,27 @@ TRAINING = [
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
 
-# Generation on the fast path. The decode table (2026-12-04) found each LoRA kept beside its layer costing ~10 us a
-# layer per token in small matmuls: fused_projections computes each A inside its base matmul, q/k/v and gate/up in
-# one matmul each.
-# The copy's static cache is max_seq_length long (these cases: 512 and 1280; the presets: 1024 and 2560) and the
-# decode attention read all of it: decode_windows reads it up to the tokens so far. generate waited for the GPU at
-# each token to learn whether all sequences had ended: deferred_stop_check reads it one step late.
-GENERATION = [
-    Contender("generated default, fused projections", "standard", "generated", "auto", "the standard default with "
-              "the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul each "
-              "(runtime/fused_projections.py)", preset_speed=True, ablate=("fused_projections",), warmup_cycles=1,
-              measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
-    Contender("generated default, decode windows", "standard", "generated", "auto", "the standard default with the "
-              "copy's decode attention reading its cache up to the tokens so far (runtime/grouped_decode.py)",
-              preset_speed=True, ablate=("decode_windows",), warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.2,
-              fixed_s=100),
-    Contender("generated default, stop check deferred", "standard", "generated", "auto", "the standard default with "
-              "generate reading whether every sequence ended one step late (no host wait per token)",
-              preset_speed=True, ablate=("deferred_stop_check",), warmup_cycles=1, measure_cycles=2,
-              guess_s_per_step=1.2, fixed_s=100),
-    Contender("generated default, fused projections, decode windows, stop check deferred", "standard", "generated",
-              "auto", "all three", preset_speed=True,
-              ablate=("fused_projections", "decode_windows", "deferred_stop_check"), warmup_cycles=1,
-              measure_cycles=2, guess_s_per_step=1.1, fixed_s=100),
-    Contender("generated default, fused projections", "thinking", "generated", "auto", "the thinking default with "
-              "the generation copy's projections fused", preset_speed=True, ablate=("fused_projections",),
-              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
-    Contender("generated default, decode windows", "thinking", "generated", "auto", "the thinking default with "
-              "decode windows (its cache: 1280 tokens)", preset_speed=True, ablate=("decode_windows",),
-              warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
-    Contender("generated default, stop check deferred", "thinking", "generated", "auto", "the thinking default "
-              "with the stop check deferred", preset_speed=True, ablate=("deferred_stop_check",), warmup_cycles=1,
-              measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
-    Contender("generated default, fused projections, decode windows, stop check deferred", "thinking", "generated",
-              "auto", "all three", preset_speed=True,
-              ablate=("fused_projections", "decode_windows", "deferred_stop_check"), warmup_cycles=1,
-              measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
-]
+# Generation on the fast path, each lever of 2026-12-05 taken out of the default: the adapters' A inside each base
+# matmul and q/k/v and gate/up in one matmul each (runtime/fused_projections.py; the decode table of 2026-12-04 found
+# the adapters' small matmuls costing ~10 us a layer per token); the decode attention reading the static cache up to
+# the tokens so far (it read all of it: these cases' caches are 512 and 1280 tokens, the presets' 1024 and 2560); and
+# generate reading one step late whether every sequence ended (it waited for the GPU at each token).
+def _generation_rows(case: str, guess: float, cycles: int) -> list[Contender]:
+    rows = [("projections apart", ("projections_apart",), "the generation copy's adapters and projections in "
+             "matmuls of their own, as before 2026-12-05"),
+            ("whole cache read", ("whole_cache_reads",), "the copy's decode attention reading its whole static cache "
+             "at every step"),
+            ("stop check each token", ("stop_check_each_token",), "generate waiting for the GPU at each token to "
+             "learn whether every sequence ended"),
+            ("none of the three", ("projections_apart", "whole_cache_reads", "stop_check_each_token"), "the fast "
+             "path as it was before 2026-12-05")]
+    return [Contender(f"generated default, {name}", case, "generated", "auto", f"the {case} default with {tells}",
+                      preset_speed=True, ablate=ablate, warmup_cycles=1, measure_cycles=cycles,
+                      guess_s_per_step=guess, fixed_s=100)
+            for name, ablate, tells in rows]
+
+
+GENERATION = _generation_rows("standard", 1.2, 2) + _generation_rows("thinking", 4.5, 1)
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,
           "generation": GENERATION}

@@ -27,14 +27,16 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   compile_training      the model's forward in scoring and training through torch.compile (generation untouched):
                         inductor's fused kernels and fewer host calls, after a compilation per new shape until it
                         compiles them as dynamic
-  fused_projections     the generation copy's adapters' A inside each base matmul, q/k/v and gate/up in one matmul
-                        each (runtime/fused_projections.py; generation_copy.install(fuse=True))
-  decode_windows        the generation copy's decode attention reads its static cache up to the tokens so far,
-                        rounded up to 128 (runtime/grouped_decode.py; generation_copy.install(window_step=128))
+  projections_apart     the generation copy computes each adapter and each projection in matmuls of its own, as
+                        before 2026-12-05 (generation_copy.install(fuse=False); the default fuses them:
+                        runtime/fused_projections.py)
+  whole_cache_reads     the generation copy's decode attention reads its whole static cache at each step
+                        (generation_copy.install(window_step=0); the default reads it up to the tokens so far)
   lora_input_casts      peft's casts of LoRA inputs to fp32 kept while training (train.py skips them under autocast on
                         the fast path: model.lora_inputs_uncast)
-  deferred_stop_check   the generation copy's generate reads "every sequence ended" one step late instead of waiting
-                        for the GPU at each token (generation_copy.install(defer_stop_check=True))
+  stop_check_each_token the generation copy's generate waits for the GPU at each token to learn whether every
+                        sequence ended (generation_copy.install(defer_stop_check=False); the default reads it one step
+                        late)
 BENCH_PROFILE_STEPS=N: after the timed steps (measured unprofiled), N more optimizer steps run under torch's
 profiler, each phase marked; R.json, written after them, gains ``profile``: each phase's wall time against its
 kernels' time and count (benchmarks/kernel_profile.py). Training then stops. Generation's kernels are left out
@@ -536,9 +538,9 @@ def main() -> int:
         module.Progress.__init__, module.Progress.update = __init__, update_and_draw
 
     def on_generation_copy(module):
-        module.install = functools.partial(module.install, fuse="fused_projections" in ablate,
-                                           window_step=128 if "decode_windows" in ablate else None,
-                                           defer_stop_check="deferred_stop_check" in ablate)
+        undone = {"fuse": "projections_apart", "window_step": "whole_cache_reads",
+                  "defer_stop_check": "stop_check_each_token"}
+        module.install = functools.partial(module.install, **{key: 0 for key, name in undone.items() if name in ablate})
 
     def on_model(module):
         module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()
@@ -552,7 +554,7 @@ def main() -> int:
         hooks["rich.progress"] = on_rich_progress
     if "lora_input_casts" in ablate:
         hooks["grpo_skill.runtime.model"] = on_model
-    if {"fused_projections", "decode_windows", "deferred_stop_check"} & ablate:
+    if {"projections_apart", "whole_cache_reads", "stop_check_each_token"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))
 

@@ -269,6 +269,9 @@ def test_the_fast_path_on_a_cpu_trains_from_a_copy_that_computes_the_lora_as_the
     said = capsys.readouterr().err
     assert "generation: a float32 copy of the policy, its LoRA beside each layer in float32, as the trainer " \
            "computes it" in said, said[-2000:]
+    # the decode step's levers are the fast path's default (the deferred stop check is for CUDA only: not named here)
+    assert "in 8 fused matmuls" in said and "reading the cache up to the tokens so far, in steps of 128" in said
+    assert "read one step late" not in said
     assert [row["step"] for row in metrics.read_metrics(project / "fast") if "reward" in row] == [1, 2]
     # the summary says how fast the copy sampled: one generation a step here, 8 completions each
     speed = json.loads((project / "fast" / "summary.json").read_text())["generation_speed"]

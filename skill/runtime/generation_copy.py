@@ -85,6 +85,7 @@ class GenerationCopy:
         if untie:  # an adapter on lm_head (the tiny preset) moves it away from the input embeddings
             config.tie_word_embeddings = False
         device = next(p.device for p in base.parameters() if p.device.type != "meta")
+        self.device = device
         with torch.device("meta"):  # no memory yet: each weight is the policy's own or made below
             self.model = AutoModelForCausalLM.from_config(
                 config, dtype=dtype or _policy_dtype(base),
@@ -254,16 +255,27 @@ def deferred_stop_checks():
         utils.DeferredStopCheck.is_supported = original
 
 
+# The decode attention's window grows in steps of this many tokens: one compiled graph per step met (a 2560-token
+# cache: at most 20), each reading at most this many empty positions.
+WINDOW_STEP = 128
+
+
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
-            adapters: str = "apart", fuse: bool = False, window_step: int | None = None,
-            defer_stop_check: bool = False) -> GenerationCopy:
+            adapters: str = "apart", fuse: bool | None = None, window_step: int | None = None,
+            defer_stop_check: bool = True) -> GenerationCopy:
     """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
-    ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched)."""
+    ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched).
+    By default (None) the projections are fused where the adapters are apart, and the decode attention reads the
+    cache in windows of ``WINDOW_STEP`` tokens with grouped decode; 0 / False turns either off."""
     from peft import PeftModel
 
     policy = trainer.accelerator.unwrap_model(trainer.model)
     if not isinstance(policy, PeftModel):
         raise TypeError("the generation copy needs a peft (LoRA) policy")
+    if fuse is None:
+        fuse = adapters == "apart"
+    if window_step is None:
+        window_step = WINDOW_STEP if attn_implementation == GROUPED else 0
     copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
                           adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse, window_step=window_step,
                           defer_stop_check=defer_stop_check)
@@ -285,10 +297,16 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
                 dtype=str(adapter_buffers[0].dtype).removeprefix("torch."))
         else:
             held = _("its LoRA merged")
+        decode = [_("compiled") if compile_decode else _("not compiled")]
+        if window_step:
+            decode.append(_("its attention reading the cache up to the tokens so far, in steps of {step}").format(
+                step=window_step))
+        if defer_stop_check and copy.device.type == "cuda":
+            decode.append(_("the end of generation read one step late (no wait for the GPU at each token)"))
         print(_("generation: a {dtype} copy of the policy, {held} ({own:.1f} GiB of its own, {shared:.1f} GiB the "
                 "policy's frozen weights themselves), static KV cache of {tokens} tokens, decode step {compiled}").format(
             dtype=dtype, held=held, own=own, shared=copy.shared_bytes / 2**30, tokens=max_cache_len,
-            compiled=_("compiled") if compile_decode else _("not compiled")), file=sys.stderr)
+            compiled=", ".join(decode)), file=sys.stderr)
     return copy
 
 

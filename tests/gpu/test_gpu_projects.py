@@ -211,6 +211,11 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     assert "generation: fast" in said
     # bf16 on: the copy computes the LoRA as the trainer scores it, under bf16 autocast (benchmarks/sampler_mismatch.py)
     assert "its LoRA beside each layer in bfloat16, as the trainer computes it" in said
+    # the decode step's levers (runtime/fused_projections.py, grouped_decode.py's windows, the deferred stop check):
+    # 4 fused matmuls in each of Qwen3-4B's 36 layers (q/k/v, o, gate/up, down)
+    assert "in 144 fused matmuls (A with the base weight, q/k/v and gate/up together)" in said
+    assert "its attention reading the cache up to the tokens so far, in steps of 128" in said
+    assert "the end of generation read one step late" in said
     # load_in_4bit = "auto": the base in 16 bits, and the copy decodes with those very tensors (no second copy)
     assert 'weights: 16-bit (load_in_4bit = "auto")' in said and summary["load_in_4bit"] is False
     assert "(0.0 GiB of its own," in said
