@@ -40,12 +40,12 @@ def phase_split(row: dict) -> dict:
     }
 
 
-def contenders(rows: list[dict]) -> list[dict]:
-    """One line per contender, in the order first run: one run several times (``run.py --rounds``) reads as the mean
-    of its rounds, its peak memory as the highest, and keeps each round's s/step in ``rounds_s_per_step``."""
+def contenders(rows: list[dict], environment: dict) -> list[dict]:
+    """One line per contender and GPU, in the order first run: one run several times (``run.py --rounds``) reads as
+    the mean of its rounds, its peak memory as the highest, and keeps each round's s/step in ``rounds_s_per_step``."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault((row["case"], row["name"]), []).append(row)
+        groups.setdefault((row["case"], row["name"], row_gpu(row, environment)), []).append(row)
     return [group[0] if len(group) == 1 else combined(group) for group in groups.values()]
 
 
@@ -70,10 +70,17 @@ def combined(group: list[dict]) -> dict:
     return line
 
 
-def reference(rows: list[dict], case: str, run_date: str | None = None) -> dict | None:
-    """The case's hand-written loop: the one measured in the same run as the row compared, else the newest."""
+def row_gpu(row: dict, environment: dict) -> str | None:
+    """The GPU a row ran on: its merged run's, else the page's."""
+    return row.get("run_gpu") or environment.get("gpu")
+
+
+def reference(rows: list[dict], case: str, run_date: str | None = None, gpu: str | None = None,
+              environment: dict | None = None) -> dict | None:
+    """The case's hand-written loop: the one measured in the same run as the row compared, else the newest on the
+    same GPU (none from another card: its timings are not comparable)."""
     loops = [row for row in rows if row["case"] == case and row["name"].startswith("hand-written unsloth")
-             and row.get("s_per_step")]
+             and row.get("s_per_step") and (gpu is None or row_gpu(row, environment or {}) == gpu)]
     same_run = [row for row in loops if run_date and row.get("run_date") == run_date]
     return (same_run or sorted(loops, key=lambda row: row.get("run_date") or "", reverse=True) or [None])[0]
 
@@ -180,7 +187,7 @@ def markdown(report: dict) -> str:
     for note in report.get("notes", []):
         lines.append(f"- {note}")
     rows = report.get("rows", [])
-    lines_by_contender = contenders(rows)
+    lines_by_contender = contenders(rows, env)
     if any(line.get("rounds_s_per_step") for line in lines_by_contender):
         lines.append("- a contender run in several rounds (`--rounds`, every other round in reverse order) shows "
                      "the mean of its rounds' s/step, each round's in brackets, and its highest peak memory")
@@ -200,7 +207,7 @@ def markdown(report: dict) -> str:
             split = phase_split(row)
             lines.append(
                 f"| {row['name']}{on_another_gpu(row, env)} | {row['status']} | {seconds_per_step(row)} | "
-                f"{versus(row, reference(case_rows, case, row.get('run_date')))} | "
+                f"{versus(row, reference(case_rows, case, row.get('run_date'), row_gpu(row, env), env))} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
@@ -238,9 +245,10 @@ def markdown(report: dict) -> str:
 def table(report: dict) -> str:
     rows = [f"{'case':9} {'contender':42} {'status':10} {'s/step':>7} {'vs hw':>7} {'tok/s':>7} {'alloc':>6} "
             f"{'resv':>6}"]
-    lines = contenders(report.get("rows", []))
+    environment = report.get("environment", {})
+    lines = contenders(report.get("rows", []), environment)
     for row in lines:
-        ref = reference(lines, row["case"], row.get("run_date"))
+        ref = reference(lines, row["case"], row.get("run_date"), row_gpu(row, environment), environment)
         rows.append(f"{row['case']:9} {row['name'][:42]:42} {row['status'][:10]:10} "
                     f"{number(row.get('s_per_step')):>7} {versus(row, ref):>7} {number(row.get('tokens_per_s'), 0):>7} "
                     f"{number(row.get('peak_allocated_gib')):>6} {number(row.get('peak_reserved_gib')):>6}")
@@ -255,21 +263,27 @@ def write(report: dict, prefix: Path) -> None:
 
 
 def merge(report: dict, other: dict) -> dict:
-    """``report`` with ``other``'s rows added; each row keeps the date of the run that measured it (a row already
-    merged once keeps its own)."""
+    """``report`` with ``other``'s rows added; each row keeps the date and GPU of the run that measured it (a row
+    already merged once keeps its own). A contender measured again on the same GPU replaces its rows; measured on
+    another card, it stands beside them (timings of two cards are not one row's rounds)."""
     runs = report.setdefault("runs", [{key: report.get(key) for key in ("date", "suites", "wall_s", "budget_s")}])
     gpu = (other.get("environment") or {}).get("gpu")
     runs.append({**{key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")}, "gpu": gpu})
+    page_gpu = (report.get("environment") or {}).get("gpu")
     for row in report["rows"]:
         row.setdefault("run_date", report.get("date"))
+
+    def row_key(row):
+        return row["case"], row["name"], row.get("run_gpu") or page_gpu
+
     incoming: dict[tuple, list[dict]] = {}
     for row in other["rows"]:
-        incoming.setdefault((row["case"], row["name"]), []).append(
-            {**row, "run_date": row.get("run_date") or other.get("date"), "run_gpu": row.get("run_gpu") or gpu})
+        row = {**row, "run_date": row.get("run_date") or other.get("date"), "run_gpu": row.get("run_gpu") or gpu}
+        incoming.setdefault(row_key(row), []).append(row)
     # A contender measured again takes its old place on the page; a new one goes last.
     rows, placed = [], set()
     for row in report["rows"]:
-        key = (row["case"], row["name"])
+        key = row_key(row)
         if key not in incoming:
             rows.append(row)
         elif key not in placed:

@@ -323,6 +323,26 @@ def test_the_speed_note_says_when_the_measured_default_is_no_longer_the_presets(
         assert (stale in figures.render_speed("en", tmp_path)[2]) is said
 
 
+def test_the_speed_note_names_a_later_measurement_on_another_card(tmp_path):
+    """Rows merged from another GPU stay out of the table (it names the page's card), but when they measured the
+    project `new` makes after the table's rows, the note says what they measured and on which card."""
+    copy_generated_docs(tmp_path)
+    report_file = tmp_path / figures.BENCHMARK_FILE
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    gpu = report["environment"]["gpu"]
+    report["rows"] = [row for row in report["rows"] if row.get("run_gpu") in (None, gpu)]
+    page_row = figures.measured(report, "thinking", figures.GENERATED)
+    elsewhere = {**page_row, "s_per_step": 2.5, "peak_reserved_gib": 30.0, "run_gpu": "NVIDIA A100-SXM4-80GB"}
+    for rows, said in (([], None), ([{**elsewhere, "run_date": "2026-01-01 00:00 UTC"}], None),
+                       ([{**elsewhere, "run_date": "2099-01-01 00:00 UTC"}],
+                        "Measured since on an A100-SXM4-80GB (2099-01-01), as `new` makes them now: `thinking` "
+                        "2.50 s/step, 30.0 GiB reserved.")):
+        report_file.write_text(json.dumps({**report, "rows": report["rows"] + rows}), encoding="utf-8")
+        header, table, note = figures.render_speed("en", tmp_path)
+        assert ("Measured since" in note) is bool(said) and (said is None or note.endswith(said))
+        assert [cells[2] for cells in table][1].startswith(f"{page_row['s_per_step']:.2f} s/step")
+
+
 def test_docs_name_a_benchmark_row_they_quote_that_is_gone(tmp_path, capsys):
     copy_generated_docs(tmp_path)
     report_file = tmp_path / figures.BENCHMARK_FILE

@@ -331,6 +331,29 @@ def test_rows_merged_from_another_gpu_are_named_with_it():
     assert "day 3 (suites , wall None s of None; on NVIDIA H100 80GB HBM3)" in page
 
 
+def test_a_contender_measured_on_another_gpu_stands_beside_its_row_and_skill_md_quotes_the_pages_card():
+    """Merged from an H100, 'generated default' does not replace the H200's row (nor fold into its rounds): both
+    stay, and the figures SKILL.md quotes (and plan's fitted times) are the page's own card's. Measured again on
+    the page's card, the row is replaced as before."""
+    from grpo_skill.scaffold.figures import measured
+
+    def row(seconds, **more):
+        return {"case": "thinking", "name": "generated default", "status": "ok", "s_per_step": seconds,
+                "peak_reserved_gib": 20.0, **more}
+
+    report = {"date": "day 1", "environment": {"gpu": "NVIDIA H200"}, "rows": [row(4.8)]}
+    merged = bench_report.merge(report, {"date": "day 2", "environment": {"gpu": "NVIDIA H100 80GB HBM3"},
+                                         "rows": [row(4.0, peak_reserved_gib=27.0)]})
+    assert [(r["s_per_step"], r.get("run_gpu")) for r in merged["rows"]] == [(4.8, None), (4.0, "NVIDIA H100 80GB HBM3")]
+    assert measured(merged, "thinking", "generated default")["s_per_step"] == 4.8
+    assert measured(merged, "thinking", "generated default")["peak_reserved_gib"] == 20.0
+    page = bench_report.markdown(merged)
+    assert "| generated default | ok | 4.80 |" in page
+    assert "| generated default (on NVIDIA H100 80GB HBM3) | ok | 4.00 |" in page
+    again = bench_report.merge(merged, {"date": "day 3", "environment": {"gpu": "NVIDIA H200"}, "rows": [row(3.5)]})
+    assert [(r["s_per_step"], r["run_date"]) for r in again["rows"]] == [(3.5, "day 3"), (4.0, "day 2")]
+
+
 def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
     """A later decode_profile.py call (another length, new paths) merged into the page: the same path, batch and
     length replaced where it stood, a row at another length kept apart and named with its length on the page."""

@@ -57,7 +57,8 @@ def test_a_fit_without_the_thinking_rows_estimates_them():
         result = plan.estimate(settings, fitted)
         name = f"{row['name']}: estimated {result.peak_allocated_gib:.2f} GiB, {result.s_per_step:.2f} s/step"
         assert abs(result.peak_allocated_gib / row["peak_allocated_gib"] - 1) <= TOLERANCE, name
-        assert abs(result.s_per_step / row["s_per_step"] - 1) <= TOLERANCE, name
+        if row["on_report_gpu"]:  # times are fitted on the report's card; rows merged from another say memory only
+            assert abs(result.s_per_step / row["s_per_step"] - 1) <= TOLERANCE, name
         assert -TOLERANCE <= result.peak_reserved_gib / row["peak_reserved_gib"] - 1 <= 0.35, name
 
 

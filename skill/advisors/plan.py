@@ -250,10 +250,12 @@ TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "dec
 def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
     """(row, settings) for every row of a benchmark report that measured its peak memory, except rows whose program
     the benchmark changed (``ablate``, e.g. scoring a generation in one batch): no config.toml can ask for those, so
-    the estimate has no setting for what they change."""
+    the estimate has no setting for what they change. Each row says whether it ran on the report's own GPU
+    (``on_report_gpu``): the times are fitted on that card; a row merged from another counts for memory only."""
     shape = ModelShape.from_config(report["model"]["shape"])
-    gpu_gib = (report.get("environment") or {}).get("gpu_memory_gib")
-    return [(row, from_benchmark_row(row, shape, gpu_gib)) for row in report.get("rows", [])
+    environment = report.get("environment") or {}
+    return [({**row, "on_report_gpu": row.get("run_gpu") in (None, environment.get("gpu"))},
+             from_benchmark_row(row, shape, environment.get("gpu_memory_gib"))) for row in report.get("rows", [])
             if row.get("peak_allocated_gib") and row.get("settings") and not row["settings"].get("ablate")]
 
 
@@ -283,7 +285,7 @@ def errors(rows, calibration: dict) -> list[float]:
         if row.get("peak_reserved_gib"):
             out.append(math.log(result.peak_reserved_gib / row["peak_reserved_gib"]))
         # 4-bit with compiled decoding: measured (slower), but refused in a project, so not a time to fit
-        if row.get("s_per_step") and not (settings.compiled_decoding and settings.holds_4bit):
+        if row.get("s_per_step") and row["on_report_gpu"] and not (settings.compiled_decoding and settings.holds_4bit):
             out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
     return out
 

@@ -63,6 +63,10 @@ CHECKPOINTING_CHANGED = N_("Those rows ran with gradient checkpointing and cuDNN
                            "`train.py` now turns cuDNN attention off on a GPU, and `gradient_checkpointing = \"auto\"` "
                            "turns checkpointing off where `plan` says the run fits: measured as changes against those "
                            "rows, not yet as the default itself.")
+# The project as `new` makes it measured again on another card (no H200 came) after the page's rows: said under the
+# table, with the card, since those rows no longer describe what `new` makes.
+LATER_ELSEWHERE = N_("Measured since on an {gpu} ({date}), as `new` makes them now: {cases}.")
+LATER_CASE = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -86,11 +90,12 @@ def benchmark(root: Path) -> dict:
 
 
 def measured(report: dict, case: str, name: str) -> dict | None:
-    """The row (case, name) that finished all its timed steps, its rounds folded into one: the median s/step, the
-    largest memory. A row the time budget cut short is left out."""
+    """The row (case, name) that finished all its timed steps on the report's GPU, its rounds folded into one: the
+    median s/step, the largest memory. A row the time budget cut short, or merged from another card, is left out."""
+    gpu = (report.get("environment") or {}).get("gpu")
     rows = [row for row in report.get("rows", [])
             if row.get("case") == case and row.get("name") == name and row.get("s_per_step")
-            and row.get("status") == "ok" and not row.get("partial")]
+            and row.get("status") == "ok" and not row.get("partial") and row.get("run_gpu") in (None, gpu)]
     if not rows:
         return None
     return {**rows[0], "s_per_step": statistics.median(row["s_per_step"] for row in rows),
@@ -163,7 +168,26 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
         note += " " + tr(DEFAULT_CHANGED)
     if any(_checkpointing_changed(case, row) for case, row in cases):
         note += " " + tr(CHECKPOINTING_CHANGED)
+    later = [(case, row) for case, page_row in cases if (row := _later_elsewhere(report, case, page_row))]
+    if later:
+        newest = max((row for _case, row in later), key=_date)
+        note += " " + tr(LATER_ELSEWHERE).format(
+            gpu=newest["run_gpu"].removeprefix("NVIDIA ").split(" ")[0], date=_date(newest),
+            cases=tr(CASE_SEPARATOR).join(tr(LATER_CASE).format(case=f"`{case}`", seconds=row["s_per_step"],
+                                                                 reserved=row["peak_reserved_gib"])
+                                          for case, row in later))
     return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
+
+
+def _later_elsewhere(report: dict, case: str, page_row: dict) -> dict | None:
+    """The newest finished 'generated default' row of ``case`` from another card than the page's, measured after the
+    page's own row."""
+    gpu = (report.get("environment") or {}).get("gpu")
+    rows = [row for row in report.get("rows", [])
+            if row.get("case") == case and row.get("name") == GENERATED and row.get("status") == "ok"
+            and not row.get("partial") and row.get("s_per_step") and row.get("run_gpu") not in (None, gpu)
+            and str(row.get("run_date", "")) > str(page_row.get("run_date", ""))]
+    return max(rows, key=lambda row: str(row.get("run_date", "")), default=None)
 
 
 def _default_changed(preset: str, row: dict) -> bool:
