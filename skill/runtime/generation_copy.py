@@ -27,7 +27,7 @@ import sys
 import time
 
 from ..core.i18n import _
-from . import distributed
+from . import distributed, grouped_decode
 from .decode_loop import DecodeLoop, prepared, supports
 from .grouped_decode import NAME as GROUPED
 from .lora_layers import adapter_matrices, has_adapter, separable_adapters
@@ -66,7 +66,7 @@ class GenerationCopy:
         import torch
         from transformers import AutoModelForCausalLM
 
-        from . import fused_projections, grouped_decode
+        from . import fused_projections
 
         if attn_implementation == GROUPED:
             grouped_decode.register()
@@ -173,7 +173,8 @@ class GenerationCopy:
             if self.loop is not None and not args and supports(complete := prepared(self.model, config), kwargs):
                 out = self.loop.generate(kwargs["input_ids"], kwargs.get("attention_mask"), complete)
             else:
-                with deferred_stop_checks() if self.defer_stop_check else contextlib.nullcontext():
+                with (deferred_stop_checks() if self.defer_stop_check else contextlib.nullcontext(),
+                      grouped_decode.windows_compiled_once() if self.window_step else contextlib.nullcontext()):
                     out = self.model.generate(*args, generation_config=config, **kwargs)
         if torch.cuda.is_available():
             torch.cuda.synchronize()

@@ -23,6 +23,10 @@ import functools
 
 NAME = "grpo_skill_grouped_decode"
 WINDOW = "decode_window"
+# How dynamo names the window where transformers' compiled forward receives it (its wrapper takes **kwargs). Named
+# dynamic, the decode step compiles once for every window; left to dynamo, it compiles a graph for the first
+# window and a second, dynamic one when the window first changes (on a GPU, the copy's whole decode step again).
+WINDOW_SOURCE = f"L['kwargs']['{WINDOW}']"
 
 
 def grouped_decode_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
@@ -44,6 +48,19 @@ def grouped_decode_attention(module, query, key, value, attention_mask, dropout=
     output = torch.nn.functional.scaled_dot_product_attention(grouped, key, value, attn_mask=attention_mask,
                                                               dropout_p=0.0, scale=scaling)
     return output.reshape(batch, heads, 1, head_dim).transpose(1, 2).contiguous(), None
+
+
+def windows_compiled_once():
+    """While it lasts, torch.compile takes the decode window as a dynamic integer from the first compile on
+    (``torch.compiler.config.dynamic_sources``; a torch without it compiles twice, as before)."""
+    import contextlib
+
+    import torch
+
+    sources = getattr(torch.compiler.config, "dynamic_sources", None)
+    if sources is None:
+        return contextlib.nullcontext()
+    return torch.compiler.config.patch(dynamic_sources=",".join(filter(None, (sources, WINDOW_SOURCE))))
 
 
 def register() -> str:
