@@ -268,6 +268,7 @@ def merge(report: dict, other: dict) -> dict:
     another card, it stands beside them (timings of two cards are not one row's rounds)."""
     runs = report.setdefault("runs", [{key: report.get(key) for key in ("date", "suites", "wall_s", "budget_s")}])
     gpu = (other.get("environment") or {}).get("gpu")
+    gpu_gib = (other.get("environment") or {}).get("gpu_memory_gib")
     runs.append({**{key: other.get(key) for key in ("date", "suites", "wall_s", "budget_s")}, "gpu": gpu})
     page_gpu = (report.get("environment") or {}).get("gpu")
     for row in report["rows"]:
@@ -278,7 +279,8 @@ def merge(report: dict, other: dict) -> dict:
 
     incoming: dict[tuple, list[dict]] = {}
     for row in other["rows"]:
-        row = {**row, "run_date": row.get("run_date") or other.get("date"), "run_gpu": row.get("run_gpu") or gpu}
+        row = {**row, "run_date": row.get("run_date") or other.get("date"), "run_gpu": row.get("run_gpu") or gpu,
+               "run_gpu_gib": row.get("run_gpu_gib") or gpu_gib}
         incoming.setdefault(row_key(row), []).append(row)
     # A contender measured again takes its old place on the page; a new one goes last.
     rows, placed = [], set()

@@ -335,8 +335,8 @@ def test_the_speed_note_names_a_later_measurement_on_another_card(tmp_path):
     elsewhere = {**page_row, "s_per_step": 2.5, "peak_reserved_gib": 30.0, "run_gpu": "NVIDIA A100-SXM4-80GB"}
     for rows, said in (([], None), ([{**elsewhere, "run_date": "2026-01-01 00:00 UTC"}], None),
                        ([{**elsewhere, "run_date": "2099-01-01 00:00 UTC"}],
-                        "Measured since on an A100-SXM4-80GB (2099-01-01), as `new` makes them now: `thinking` "
-                        "2.50 s/step, 30.0 GiB reserved.")):
+                        "Measured since on other cards, as `new` makes them now: `thinking` 2.50 s/step, 30.0 GiB "
+                        "reserved (A100-SXM4-80GB, 2099-01-01).")):
         report_file.write_text(json.dumps({**report, "rows": report["rows"] + rows}), encoding="utf-8")
         header, table, note = figures.render_speed("en", tmp_path)
         assert ("Measured since" in note) is bool(said) and (said is None or note.endswith(said))

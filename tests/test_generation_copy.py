@@ -93,6 +93,24 @@ def test_the_copy_keeps_one_kv_cache_across_generations_and_empties_it_each_time
     assert other_batch is not first and other_batch.layers[0].keys.shape[0] == 1
 
 
+def test_decode_windows_reach_the_end_of_a_cache_longer_than_max_cache_len(policy):
+    """A generation that needs more than max_cache_len tokens gets a cache as long as it needs (transformers' rule);
+    its windows must reach that far, or each later token would attend without its newest keys."""
+    from transformers import GenerationConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    inputs = tokenizer(["<|im_start|>user\nhello there<|im_end|>\n"], return_tensors="pt")
+    width = inputs["input_ids"].shape[1]
+    copy = GenerationCopy(model, max_cache_len=width + 2, compile_decode=False, window_step=8)
+    config = GenerationConfig(max_new_tokens=24, min_new_tokens=24, do_sample=False,
+                              pad_token_id=tokenizer.pad_token_id or 0)
+    for _generation in range(2):
+        assert torch.equal(copy.generate(**inputs, generation_config=config), model.generate(**inputs,
+                                                                                             generation_config=config))
+
+
 def test_grouped_decode_attention_equals_transformers_sdpa_on_a_padded_decode_step():
     from types import SimpleNamespace
 

@@ -342,9 +342,11 @@ def test_a_contender_measured_on_another_gpu_stands_beside_its_row_and_skill_md_
                 "peak_reserved_gib": 20.0, **more}
 
     report = {"date": "day 1", "environment": {"gpu": "NVIDIA H200"}, "rows": [row(4.8)]}
-    merged = bench_report.merge(report, {"date": "day 2", "environment": {"gpu": "NVIDIA H100 80GB HBM3"},
+    merged = bench_report.merge(report, {"date": "day 2", "environment": {"gpu": "NVIDIA H100 80GB HBM3",
+                                                                          "gpu_memory_gib": 79.2},
                                          "rows": [row(4.0, peak_reserved_gib=27.0)]})
-    assert [(r["s_per_step"], r.get("run_gpu")) for r in merged["rows"]] == [(4.8, None), (4.0, "NVIDIA H100 80GB HBM3")]
+    assert [(r["s_per_step"], r.get("run_gpu"), r.get("run_gpu_gib")) for r in merged["rows"]] == [
+        (4.8, None, None), (4.0, "NVIDIA H100 80GB HBM3", 79.2)]  # plan resolves "auto" against the row's card
     assert measured(merged, "thinking", "generated default")["s_per_step"] == 4.8
     assert measured(merged, "thinking", "generated default")["peak_reserved_gib"] == 20.0
     page = bench_report.markdown(merged)

@@ -251,11 +251,13 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
     """(row, settings) for every row of a benchmark report that measured its peak memory, except rows whose program
     the benchmark changed (``ablate``, e.g. scoring a generation in one batch): no config.toml can ask for those, so
     the estimate has no setting for what they change. Each row says whether it ran on the report's own GPU
-    (``on_report_gpu``): the times are fitted on that card; a row merged from another counts for memory only."""
+    (``on_report_gpu``): the times are fitted on that card; a row merged from another counts for memory only, its
+    "auto" settings resolved against its own card's memory."""
     shape = ModelShape.from_config(report["model"]["shape"])
     environment = report.get("environment") or {}
     return [({**row, "on_report_gpu": row.get("run_gpu") in (None, environment.get("gpu"))},
-             from_benchmark_row(row, shape, environment.get("gpu_memory_gib"))) for row in report.get("rows", [])
+             from_benchmark_row(row, shape, row.get("run_gpu_gib") or environment.get("gpu_memory_gib")))
+            for row in report.get("rows", [])
             if row.get("peak_allocated_gib") and row.get("settings") and not row["settings"].get("ablate")]
 
 

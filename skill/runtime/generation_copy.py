@@ -189,10 +189,16 @@ class GenerationCopy:
         generation (on an H100, the thinking preset: 9 graphs recorded in each generation), and torch stops using
         CUDA graphs for a graph recorded again more than 128 times. The copy keeps one cache and empties it: the
         same tensors, generation after generation, while the batch size and the cache's length stay the same. It
-        holds the cache's memory through training (``plan`` counts it)."""
+        holds the cache's memory through training (``plan`` counts it). One cache only: generations that alternate
+        between batch sizes or lengths (an evaluation's batch, ``cache_step``) make a new one, and record the graphs
+        again, at each switch. A cache that ``generate`` hands back (``return_dict_in_generate``) is emptied and
+        written over by the next generation.
+        Decode windows stop one position short of the cache: where a generation needs a longer cache than
+        ``max_cache_len`` (transformers then makes one as long as it), its windows reach that far."""
 
         def kept_static_cache(cache_implementation, batch_size, max_cache_len, prefill_chunk_size, model_kwargs):
             length = max(max_cache_len, getattr(self.model, "_previous_max_cache_length", -1))
+            self.window_limit = length - 1
             if self._kept_cache is not None and self._kept_cache[0] == (batch_size, length):
                 cache = self._kept_cache[1]
                 cache.reset()

@@ -65,8 +65,8 @@ CHECKPOINTING_CHANGED = N_("Those rows ran with gradient checkpointing and cuDNN
                            "rows, not yet as the default itself.")
 # The project as `new` makes it measured again on another card (no H200 came) after the page's rows: said under the
 # table, with the card, since those rows no longer describe what `new` makes.
-LATER_ELSEWHERE = N_("Measured since on an {gpu} ({date}), as `new` makes them now: {cases}.")
-LATER_CASE = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved")
+LATER_ELSEWHERE = N_("Measured since on other cards, as `new` makes them now: {cases}.")
+LATER_CASE = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved ({gpu}, {date})")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -170,12 +170,10 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
         note += " " + tr(CHECKPOINTING_CHANGED)
     later = [(case, row) for case, page_row in cases if (row := _later_elsewhere(report, case, page_row))]
     if later:
-        newest = max((row for _case, row in later), key=_date)
-        note += " " + tr(LATER_ELSEWHERE).format(
-            gpu=newest["run_gpu"].removeprefix("NVIDIA ").split(" ")[0], date=_date(newest),
-            cases=tr(CASE_SEPARATOR).join(tr(LATER_CASE).format(case=f"`{case}`", seconds=row["s_per_step"],
-                                                                 reserved=row["peak_reserved_gib"])
-                                          for case, row in later))
+        note += " " + tr(LATER_ELSEWHERE).format(cases=tr(CASE_SEPARATOR).join(
+            tr(LATER_CASE).format(case=f"`{case}`", seconds=row["s_per_step"], reserved=row["peak_reserved_gib"],
+                                  gpu=row["run_gpu"].removeprefix("NVIDIA "), date=_date(row))
+            for case, row in later))
     return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
 
 
@@ -186,7 +184,7 @@ def _later_elsewhere(report: dict, case: str, page_row: dict) -> dict | None:
     rows = [row for row in report.get("rows", [])
             if row.get("case") == case and row.get("name") == GENERATED and row.get("status") == "ok"
             and not row.get("partial") and row.get("s_per_step") and row.get("run_gpu") not in (None, gpu)
-            and str(row.get("run_date", "")) > str(page_row.get("run_date", ""))]
+            and str(row.get("run_date", "")) > str(page_row.get("run_date") or report.get("date") or "")]
     return max(rows, key=lambda row: str(row.get("run_date", "")), default=None)
 
 
