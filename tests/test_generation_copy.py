@@ -1,5 +1,8 @@
 """The fast generation path: a copy of the policy samples what the policy itself would, and never changes it."""
 
+import contextlib
+import io
+
 import pytest
 from support import tiny_lora_policy
 
@@ -620,6 +623,7 @@ def test_decode_windows_compile_once_even_when_a_generation_fills_the_cache(poli
     model, tokenizer = policy
     torch._dynamo.reset()
     copy = GenerationCopy(model, max_cache_len=48, compile_decode=True, window_step=8)
+    said = []
     compile_config = CompileConfig(backend="aot_eager")
     compile_config._compile_all_devices = True  # transformers compiles on a CPU only when asked to
     inputs = tokenizer(["<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt")
@@ -628,7 +632,11 @@ def test_decode_windows_compile_once_even_when_a_generation_fills_the_cache(poli
     for new_tokens in (room // 2, room - 6, room):  # the last fills the cache to its end
         config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
                                   pad_token_id=tokenizer.pad_token_id or 0, compile_config=compile_config)
-        sampled = copy.generate(**inputs, generation_config=config)
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:
+            sampled = copy.generate(**inputs, generation_config=config)
+        said.append(stderr.getvalue())
+    # the wait of the first generation is named before it starts, once
+    assert "the first one compiles the decode step" in said[0] and said[1:] == ["", ""]
     assert sampled.shape[1] == 48
     assert counters["stats"]["unique_graphs"] - before == 1
     assert torch.equal(sampled, model.generate(**inputs, generation_config=GenerationConfig(

@@ -168,6 +168,9 @@ class GenerationCopy:
             # window as long as the cache took another compiled graph, late in a run's first long generation)
             self.window_limit = config.max_cache_len
             config.max_cache_len += 1
+        if self.compile_decode and not self.timings and distributed.is_main_process():
+            print(_("generation: the first one compiles the decode step, so it takes longer than the others (a "
+                    "minute or two on an H100); summary.json gives its time"), file=sys.stderr)
         started = time.perf_counter()
         with torch.no_grad():
             if self.loop is not None and not args and supports(complete := prepared(self.model, config), kwargs):

@@ -216,6 +216,7 @@ def test_default_project_on_a_gpu_takes_the_fast_generation_path(tmp_path, comma
     assert "in 144 fused matmuls (A with the base weight, q/k/v and gate/up together)" in said
     assert "its attention reading the cache up to the tokens so far, in steps of 128" in said
     assert "the end of generation read one step late" in said
+    assert "generation: the first one compiles the decode step" in said  # a minute or two without a word otherwise
     # load_in_4bit = "auto": the base in 16 bits, and the copy decodes with those very tensors (no second copy)
     assert 'weights: 16-bit (load_in_4bit = "auto")' in said and summary["load_in_4bit"] is False
     assert "(0.0 GiB of its own," in said
