@@ -107,11 +107,16 @@ def test_decode_windows_reach_the_end_of_a_cache_longer_than_max_cache_len(polic
     inputs = tokenizer(["<|im_start|>user\nhello there<|im_end|>\n"], return_tensors="pt")
     width = inputs["input_ids"].shape[1]
     copy = GenerationCopy(model, max_cache_len=width + 2, compile_decode=False, window_step=8)
-    config = GenerationConfig(max_new_tokens=24, min_new_tokens=24, do_sample=False,
-                              pad_token_id=tokenizer.pad_token_id or 0)
+    config = GenerationConfig(max_new_tokens=24, min_new_tokens=24, do_sample=False, output_logits=True,
+                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id or 0)
     for _generation in range(2):
-        assert torch.equal(copy.generate(**inputs, generation_config=config), model.generate(**inputs,
-                                                                                             generation_config=config))
+        out = copy.generate(**inputs, generation_config=config)
+        # each step's logits against the policy's own forward over the same tokens: a window short of the cache
+        # misses keys (differences of order 0.1), decoding step by step only rounds (1e-5); tokens alone could
+        # differ at a near tie of a random-weight model
+        with torch.no_grad():
+            scored = model(out.sequences).logits[:, width - 1:-1]
+        assert torch.allclose(torch.stack(out.logits, dim=1), scored, atol=1e-3)
 
 
 def test_grouped_decode_attention_equals_transformers_sdpa_on_a_padded_decode_step():

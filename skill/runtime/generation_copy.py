@@ -196,12 +196,13 @@ class GenerationCopy:
         between batch sizes or lengths (an evaluation's batch, ``cache_step``) make a new one, and record the graphs
         again, at each switch. A cache that ``generate`` hands back (``return_dict_in_generate``) is emptied and
         written over by the next generation.
-        Decode windows stop one position short of the cache: where a generation needs a longer cache than
-        ``max_cache_len`` (transformers then makes one as long as it), its windows reach that far."""
+        Decode windows stop one position short of the cache asked for; where a generation needs a longer one
+        (transformers then makes it as long as the generation's tokens less one), its windows reach its end."""
 
         def kept_static_cache(cache_implementation, batch_size, max_cache_len, prefill_chunk_size, model_kwargs):
             length = max(max_cache_len, getattr(self.model, "_previous_max_cache_length", -1))
-            self.window_limit = length - 1
+            if length > self.window_limit + 1:  # longer than asked for: the windows reach its end
+                self.window_limit = length
             if self._kept_cache is not None and self._kept_cache[0] == (batch_size, length):
                 cache = self._kept_cache[1]
                 cache.reset()
