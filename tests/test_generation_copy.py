@@ -79,16 +79,21 @@ def test_the_copy_keeps_one_kv_cache_across_generations_and_empties_it_each_time
     two = tokenizer(["<|im_start|>user\nhello<|im_end|>\n", "<|im_start|>user\nhi<|im_end|>\n"],
                     return_tensors="pt", padding=True)
     one = tokenizer(["<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt")
-    caches = []
-    for inputs, new_tokens in ((two, 30), (two, 9), (one, 9)):
+    caches, said = [], []
+    for inputs, new_tokens in ((two, 30), (two, 9), (one, 9), (two, 9)):
         config = GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
                                   pad_token_id=tokenizer.pad_token_id or 0, return_dict_in_generate=True)
-        out = copy.generate(**inputs, generation_config=config)
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:
+            out = copy.generate(**inputs, generation_config=config)
+        said.append(stderr.getvalue())
         assert torch.equal(out.sequences, model.generate(**inputs, generation_config=GenerationConfig(
             max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
             pad_token_id=tokenizer.pad_token_id or 0)))
         caches.append(out.past_key_values)
-    first, second, other_batch = caches
+    first, second, other_batch, back = caches
+    # a switch of batch size is named, once: each one costs a new cache (and, on a GPU, recording the graphs again)
+    assert said[:2] == ["", ""] and said[3] == ""
+    assert "note: this generation needs a KV cache of 1 x 65 tokens, the last one 2 x 65" in said[2]
     assert second is first
     assert [layer.keys.data_ptr() for layer in second.layers] == [layer.keys.data_ptr() for layer in first.layers]
     written = two["input_ids"].shape[1] + 9  # what the second generation wrote; the first wrote 21 more

@@ -94,6 +94,7 @@ class GenerationCopy:
         self.model.eval().requires_grad_(False)
         self.model.generation_config = copying.deepcopy(base.generation_config)
         self._kept_cache = None  # ((batch, length), StaticCache): one cache, its tensors at one address, all run
+        self._switched = False  # whether a generation has asked for another cache than the kept one (said once)
         self.model._prepare_static_cache = self._keep_static_cache(self.model._prepare_static_cache)
         if adapters not in ("merged", "apart"):
             raise ValueError(f"adapters must be 'merged' or 'apart', not {adapters!r}")
@@ -207,6 +208,13 @@ class GenerationCopy:
                 cache = self._kept_cache[1]
                 cache.reset()
                 return cache
+            if self._kept_cache is not None and not self._switched and distributed.is_main_process():
+                self._switched = True
+                (kept_batch, kept_length), _cache = self._kept_cache
+                print(_("note: this generation needs a KV cache of {batch} x {length} tokens, the last one "
+                        "{kept_batch} x {kept_length}: the copy makes a new one, and on a GPU records its decode "
+                        "step again, at each such switch (said once)").format(
+                    batch=batch_size, length=length, kept_batch=kept_batch, kept_length=kept_length), file=sys.stderr)
             self._kept_cache = None  # the old cache's memory goes before the new one is made
             cache = make_static_cache(cache_implementation, batch_size, max_cache_len, prefill_chunk_size,
                                       model_kwargs)
