@@ -215,15 +215,18 @@ def markdown(report: dict) -> str:
     lines += ["", "## What each row tells", "", "Each timed step's seconds show how noisy a row's mean is (with "
               "several steps per generation, the step that generates is the slow one).", "",
               "| case | contender | tells | wall s | steps (warm-up + timed) | first step s | timed steps s | "
-              "prompt tokens | sequences per generation | expandable segments | exit status | run |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "prompt tokens | sequences per generation | CUDA graphs recorded, by generation | expandable segments | "
+              "exit status | run |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         lines.append(f"| {row['case']} | {labelled(row['name'], row.get('round'))} | {row.get('tells', '')} | "
                      f"{number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "
                      f"{row.get('prompt_tokens_per_sequence', '')} | "
-                     f"{row.get('sequences_per_generation', '')} | {row.get('expandable_segments', '')} | "
+                     f"{row.get('sequences_per_generation', '')} | "
+                     f"{', '.join(map(str, row.get('cudagraph_recordings_by_generation') or []))} | "
+                     f"{row.get('expandable_segments', '')} | "
                      f"{row.get('exit_status', '')} | {row.get('run_date', '')}{on_another_gpu(row, env)} |")
     profiled = kernel_profile.render_training(rows, report.get("date"))
     if profiled:

@@ -349,7 +349,9 @@ def test_a_contender_measured_on_another_gpu_stands_beside_its_row_and_skill_md_
         (4.8, None, None), (4.0, "NVIDIA H100 80GB HBM3", 79.2)]  # plan resolves "auto" against the row's card
     assert measured(merged, "thinking", "generated default")["s_per_step"] == 4.8
     assert measured(merged, "thinking", "generated default")["peak_reserved_gib"] == 20.0
+    merged["rows"][1]["cudagraph_recordings_by_generation"] = [9, 1, 0]
     page = bench_report.markdown(merged)
+    assert "| CUDA graphs recorded, by generation |" in page and "| 9, 1, 0 |" in page  # re-records after warm-up
     assert "| generated default | ok | 4.80 |" in page
     assert "| generated default (on NVIDIA H100 80GB HBM3) | ok | 4.00 |" in page
     again = bench_report.merge(merged, {"date": "day 3", "environment": {"gpu": "NVIDIA H200"}, "rows": [row(3.5)]})
