@@ -75,12 +75,12 @@ def row_gpu(row: dict, environment: dict) -> str | None:
     return row.get("run_gpu") or environment.get("gpu")
 
 
-def reference(rows: list[dict], case: str, run_date: str | None = None, gpu: str | None = None,
-              environment: dict | None = None) -> dict | None:
-    """The case's hand-written loop: the one measured in the same run as the row compared, else the newest on the
+def reference(rows: list[dict], compared: dict, environment: dict) -> dict | None:
+    """The hand-written loop of the compared row's case: the one measured in the same run, else the newest on the
     same GPU (none from another card: its timings are not comparable)."""
-    loops = [row for row in rows if row["case"] == case and row["name"].startswith("hand-written unsloth")
-             and row.get("s_per_step") and (gpu is None or row_gpu(row, environment or {}) == gpu)]
+    gpu, run_date = row_gpu(compared, environment), compared.get("run_date")
+    loops = [row for row in rows if row["case"] == compared["case"] and row["name"].startswith("hand-written unsloth")
+             and row.get("s_per_step") and row_gpu(row, environment) == gpu]
     same_run = [row for row in loops if run_date and row.get("run_date") == run_date]
     return (same_run or sorted(loops, key=lambda row: row.get("run_date") or "", reverse=True) or [None])[0]
 
@@ -207,7 +207,7 @@ def markdown(report: dict) -> str:
             split = phase_split(row)
             lines.append(
                 f"| {row['name']}{on_another_gpu(row, env)} | {row['status']} | {seconds_per_step(row)} | "
-                f"{versus(row, reference(case_rows, case, row.get('run_date'), row_gpu(row, env), env))} | "
+                f"{versus(row, reference(case_rows, row, env))} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
                 + " | ".join(number(split.get(key)) for key, _ in PHASES)
@@ -251,7 +251,7 @@ def table(report: dict) -> str:
     environment = report.get("environment", {})
     lines = contenders(report.get("rows", []), environment)
     for row in lines:
-        ref = reference(lines, row["case"], row.get("run_date"), row_gpu(row, environment), environment)
+        ref = reference(lines, row, environment)
         rows.append(f"{row['case']:9} {row['name'][:42]:42} {row['status'][:10]:10} "
                     f"{number(row.get('s_per_step')):>7} {versus(row, ref):>7} {number(row.get('tokens_per_s'), 0):>7} "
                     f"{number(row.get('peak_allocated_gib')):>6} {number(row.get('peak_reserved_gib')):>6}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (from_benchmark_row, from_config, from_preset, from_project, generation_path,
+from ..runtime.planning import (from_benchmark_row, ran_on_report_gpu, from_config, from_preset, from_project, generation_path,
                                 gpu_memory_gib, processes_from_accelerate_config, resolve_checkpointing,
                                 resolve_generation)
 
@@ -255,7 +255,7 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
     "auto" settings resolved against its own card's memory."""
     shape = ModelShape.from_config(report["model"]["shape"])
     environment = report.get("environment") or {}
-    return [({**row, "on_report_gpu": row.get("run_gpu") in (None, environment.get("gpu"))},
+    return [({**row, "on_report_gpu": ran_on_report_gpu(row, report)},
              from_benchmark_row(row, shape, row.get("run_gpu_gib") or environment.get("gpu_memory_gib")))
             for row in report.get("rows", [])
             if row.get("peak_allocated_gib") and row.get("settings") and not row["settings"].get("ablate")]

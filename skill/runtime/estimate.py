@@ -285,10 +285,9 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
             copy = shape.linear_params * 2
         kv *= max(settings.max_seq_length, settings.sequence_tokens) / kv_tokens
     fixed = k["fixed_gib"] * GIB
-    if settings.generation == "fast" and settings.copy_keeps_cache:  # held through training: its graphs read it
-        peak = fixed + weights + copy + lora + kv + max(activations + logits, generation_logits)
-    else:
-        peak = fixed + weights + copy + lora + max(activations + logits, kv + generation_logits)
+    # the copy keeps its cache through training (its CUDA graphs read it in place); other paths free it after use
+    kept_kv = kv if settings.generation == "fast" and settings.copy_keeps_cache else 0.0
+    peak = fixed + weights + copy + lora + kept_kv + max(activations + logits, kv - kept_kv + generation_logits)
     parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
              "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
              "generation_scoring": generation_logits, "other": fixed}

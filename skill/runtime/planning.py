@@ -148,6 +148,12 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
                       "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
 
 
+def ran_on_report_gpu(row: dict, report: dict) -> bool:
+    """Whether a benchmark row ran on the GPU its report's header names (a row merged from another card says so
+    in ``run_gpu``): timings of two cards are not one measurement."""
+    return row.get("run_gpu") in (None, (report.get("environment") or {}).get("gpu"))
+
+
 def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = None) -> Settings:
     """A benchmark row's settings; a row that left the path to ``backend = "auto"`` is resolved as train.py said it
     took it (``took``), or else as it would resolve it on the benchmark's GPU (or the smaller card it ran as)."""

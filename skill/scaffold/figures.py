@@ -14,6 +14,7 @@ import statistics
 from pathlib import Path
 
 from ..core.i18n import N_, gettext_for
+from ..runtime.planning import ran_on_report_gpu
 
 BENCHMARK_FILE = Path("docs/benchmarks.json")
 PLAN_GPU = "H200"  # plan's constants were fitted on one: its estimate there needs no scaling
@@ -92,14 +93,18 @@ def benchmark(root: Path) -> dict:
 def measured(report: dict, case: str, name: str) -> dict | None:
     """The row (case, name) that finished all its timed steps on the report's GPU, its rounds folded into one: the
     median s/step, the largest memory. A row the time budget cut short, or merged from another card, is left out."""
-    gpu = (report.get("environment") or {}).get("gpu")
-    rows = [row for row in report.get("rows", [])
-            if row.get("case") == case and row.get("name") == name and row.get("s_per_step")
-            and row.get("status") == "ok" and not row.get("partial") and row.get("run_gpu") in (None, gpu)]
+    rows = [row for row in _finished(report, case, name) if ran_on_report_gpu(row, report)]
     if not rows:
         return None
     return {**rows[0], "s_per_step": statistics.median(row["s_per_step"] for row in rows),
             "peak_reserved_gib": max(row.get("peak_reserved_gib") or 0 for row in rows)}
+
+
+def _finished(report: dict, case: str, name: str) -> list[dict]:
+    """The rows (case, name) that finished all their timed steps, on any card."""
+    return [row for row in report.get("rows", [])
+            if row.get("case") == case and row.get("name") == name and row.get("s_per_step")
+            and row.get("status") == "ok" and not row.get("partial")]
 
 
 def _required(report: dict, case: str, name: str) -> dict:
@@ -180,10 +185,7 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
 def _later_elsewhere(report: dict, case: str, page_row: dict) -> dict | None:
     """The newest finished 'generated default' row of ``case`` from another card than the page's, measured after the
     page's own row."""
-    gpu = (report.get("environment") or {}).get("gpu")
-    rows = [row for row in report.get("rows", [])
-            if row.get("case") == case and row.get("name") == GENERATED and row.get("status") == "ok"
-            and not row.get("partial") and row.get("s_per_step") and row.get("run_gpu") not in (None, gpu)
+    rows = [row for row in _finished(report, case, GENERATED) if not ran_on_report_gpu(row, report)
             and str(row.get("run_date", "")) > str(page_row.get("run_date") or report.get("date") or "")]
     return max(rows, key=lambda row: str(row.get("run_date", "")), default=None)
 
