@@ -62,6 +62,30 @@ def test_a_fit_without_the_thinking_rows_estimates_them():
         assert -TOLERANCE <= result.peak_reserved_gib / row["peak_reserved_gib"] - 1 <= 0.35, name
 
 
+def test_a_fit_keeps_the_constants_no_row_depends_on():
+    """Without Unsloth rows, nothing measures Unsloth's decoding or training: a fit must leave those constants as
+    they are rather than drift with the search, and say which it kept."""
+    trl_only = {**REPORT, "rows": [row for row in REPORT["rows"] if "unsloth" not in row["name"]]}
+    kept = plan.constants_without_rows(trl_only)
+    assert {"decode_base_s_unsloth", "train_flops_per_s_unsloth", "reserved_ratio_unsloth"} <= set(kept)
+    assert "logit_bytes_trl" not in kept  # trl rows measure it
+    done = subprocess.run([sys.executable, "-m", "grpo_skill.plan", "--calibrate", str(MEASURED)],
+                          capture_output=True, text=True, check=True)
+    assert "kept as they are (no row depends on them)" in done.stderr or not plan.constants_without_rows(REPORT)
+
+
+def test_a_refit_does_not_drift_where_the_rows_leave_a_constant_free():
+    """One row per backend fixes its s/step, not how it splits into decoding and training: a refit on the committed
+    rows must not wander along such a direction (before the pull towards the current values, TRL 4-bit's training
+    FLOP/s went 1.43e14 -> 5.84e14 on unchanged time rows). 3x allows for real refits."""
+    fitted = plan.calibrate(REPORT)
+    for name, value in fitted.items():
+        if plan.CALIBRATION[name] > 0:
+            assert 1 / 3 <= value / plan.CALIBRATION[name] <= 3, (
+                f"{name}: {plan.CALIBRATION[name]:.3g} -> {value:.3g}; paste a fresh fit into CALIBRATION if the rows "
+                "changed")
+
+
 def qwen3_4b(**changes) -> plan.Settings:
     return replace(plan.Settings(shape=plan.KNOWN_SHAPES["qwen3-4b"], beta=0.1), **changes)
 

@@ -292,22 +292,51 @@ def errors(rows, calibration: dict) -> list[float]:
     return out
 
 
-def calibrate(report: dict, rounds: int = 60, leave_out: str | None = None) -> dict[str, float]:
-    """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive);
-    with ``leave_out``, fitted without that case's rows, so that they can check the fit."""
+# A pull of each constant towards its current value, in squared log units: a constant moved 2x costs what a 2%
+# error of one row does. The rows leave some constants free (one row of a backend fixes its time, not how it splits
+# into decoding and training); without the pull the search drifts along such directions.
+PRIOR_WEIGHT = 1e-3
+
+
+def _rows_to_fit(report: dict, leave_out: str | None):
     rows = [(row, settings) for row, settings in measured_rows(report) if row["case"] != leave_out]
     if not rows:
         raise PlanError(_("no row with a measured peak memory to calibrate on"))
+    return rows
+
+
+def _data_loss(report: dict, rows, candidate: dict) -> float:
+    return sum(error * error for error in (*errors(rows, candidate), *decode_errors(report, candidate)))
+
+
+def constants_without_rows(report: dict, leave_out: str | None = None) -> list[str]:
+    """The constants that no measured row (and no decode-table row) depends on: a fit keeps them as they are."""
+    rows = _rows_to_fit(report, leave_out)
+    base = _data_loss(report, rows, CALIBRATION)
+    return [name for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS)
+            if _data_loss(report, rows, {**CALIBRATION, name: CALIBRATION[name] * 1.5}) == base]
+
+
+def calibrate(report: dict, rounds: int = 60, leave_out: str | None = None) -> dict[str, float]:
+    """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive),
+    each pulled weakly towards its current value; those no row depends on are kept. With ``leave_out``, fitted
+    without that case's rows, so that they can check the fit."""
+    rows = _rows_to_fit(report, leave_out)
     fitted = dict(CALIBRATION)
+    kept = set(constants_without_rows(report, leave_out))
 
     def loss(candidate):
-        return sum(error * error for error in (*errors(rows, candidate), *decode_errors(report, candidate)))
+        pull = sum(math.log(candidate[name] / CALIBRATION[name]) ** 2 for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS)
+                   if CALIBRATION[name] > 0)
+        return _data_loss(report, rows, candidate) + PRIOR_WEIGHT * pull
 
     best = loss(fitted)
     for round_index in range(rounds):
         step = 1.5 if round_index < rounds // 2 else 1.1
         improved = False
         for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS):
+            if name in kept:
+                continue
             for factor in (step, 1 / step):
                 candidate = {**fitted, name: fitted[name] * factor}
                 if name.startswith("reserved_ratio") and candidate[name] < 1.0:
@@ -331,6 +360,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     report = json.loads(args.calibrate.read_text())
     fitted = calibrate(report, leave_out=args.leave_out)
+    kept = constants_without_rows(report, args.leave_out)
+    if kept:
+        print(f"kept as they are (no row depends on them): {', '.join(kept)}", file=sys.stderr)
     rows = measured_rows(report)
     for row, settings in rows:
         result = estimate(settings, fitted)
