@@ -65,7 +65,11 @@ def test_a_fit_without_the_thinking_rows_estimates_them():
 def test_a_fit_keeps_the_constants_no_row_depends_on():
     """Without Unsloth rows, nothing measures Unsloth's decoding or training: a fit must leave those constants as
     they are rather than drift with the search, and say which it kept."""
-    trl_only = {**REPORT, "rows": [row for row in REPORT["rows"] if "unsloth" not in row["name"]]}
+    shape = plan.ModelShape.from_config(REPORT["model"]["shape"])
+    gpu_gib = REPORT["environment"]["gpu_memory_gib"]
+    trl_only = {**REPORT, "rows": [
+        row for row in REPORT["rows"] if not row.get("settings")
+        or plan.from_benchmark_row(row, shape, row.get("run_gpu_gib") or gpu_gib).backend != "unsloth"]}
     kept = plan.constants_without_rows(trl_only)
     assert {"decode_base_s_unsloth", "train_flops_per_s_unsloth", "reserved_ratio_unsloth"} <= set(kept)
     assert "logit_bytes_trl" not in kept  # trl rows measure it

@@ -68,6 +68,8 @@ CHECKPOINTING_CHANGED = N_("Those rows ran with gradient checkpointing and cuDNN
 # table, with the card, since those rows no longer describe what `new` makes.
 LATER_ELSEWHERE = N_("Measured since on other cards, as `new` makes them now: {cases}.")
 LATER_CASE = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved ({gpu}, {date})")
+LATER_CASE_AGAINST = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved, against the hand-written Unsloth "
+                        "loop's {reference:.2f} s/step on the same card ({gpu}, {date})")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -176,9 +178,7 @@ def render_speed(lang: str, root: Path) -> tuple[tuple[str, ...], list[tuple[str
     later = [(case, row) for case, page_row in cases if (row := _later_elsewhere(report, case, page_row))]
     if later:
         note += " " + tr(LATER_ELSEWHERE).format(cases=tr(CASE_SEPARATOR).join(
-            tr(LATER_CASE).format(case=f"`{case}`", seconds=row["s_per_step"], reserved=row["peak_reserved_gib"],
-                                  gpu=row["run_gpu"].removeprefix("NVIDIA "), date=_date(row))
-            for case, row in later))
+            _later_case(report, case, row, tr) for case, row in later))
     return tuple(tr(cell).format(gpu=PLAN_GPU) for cell in SPEED_HEADER), rows, note
 
 
@@ -188,6 +188,18 @@ def _later_elsewhere(report: dict, case: str, page_row: dict) -> dict | None:
     rows = [row for row in _finished(report, case, GENERATED) if not ran_on_report_gpu(row, report)
             and str(row.get("run_date", "")) > str(page_row.get("run_date") or report.get("date") or "")]
     return max(rows, key=lambda row: str(row.get("run_date", "")), default=None)
+
+
+def _later_case(report: dict, case: str, row: dict, tr) -> str:
+    """A row from another card, beside the hand-written loop's newest row on that card where there is one (speeds
+    of two cards are not compared)."""
+    figures = dict(case=f"`{case}`", seconds=row["s_per_step"], reserved=row["peak_reserved_gib"],
+                   gpu=row["run_gpu"].removeprefix("NVIDIA "), date=_date(row))
+    same_card = [other for other in _finished(report, case, HAND_WRITTEN) if other.get("run_gpu") == row["run_gpu"]]
+    if not same_card:
+        return tr(LATER_CASE).format(**figures)
+    reference = max(same_card, key=lambda other: str(other.get("run_date", "")))
+    return tr(LATER_CASE_AGAINST).format(reference=reference["s_per_step"], **figures)
 
 
 def _default_changed(preset: str, row: dict) -> bool:
