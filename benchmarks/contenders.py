@@ -241,6 +241,18 @@ TRAINING = [
               "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
+# The presets train in micro-batches of one completion (per_device_train_batch_size 1, 4 accumulated), the cases in
+# one of 8: the same optimizer step (TRL's default loss, "dapo", divides by the tokens of the whole accumulated
+# batch), in 8 forward and backward passes of one sequence each. What that costs a preset's user, where the training
+# phases were found bound by the host (kernel launches), not the GPU.
+MICRO_BATCHES_OF_ONE = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 8}
+TRAINING += [
+    Contender("generated default, micro-batches of 1", case, "generated", "auto", f"the {case} default in the presets' "
+              "micro-batches of one completion, 8 accumulated per optimizer step: the same step in 8 passes",
+              grpo=MICRO_BATCHES_OF_ONE, preset_speed=True, warmup_cycles=1, measure_cycles=cycles,
+              guess_s_per_step=guess, fixed_s=100)
+    for case, guess, cycles in (("standard", 1.5, 2), ("thinking", 5.0, 1))
+]
 
 # Generation on the fast path, each lever of 2026-12-05 taken out of the default: the adapters' A inside each base
 # matmul and q/k/v and gate/up in one matmul each (runtime/fused_projections.py; the decode table of 2026-12-04 found

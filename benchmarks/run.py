@@ -100,8 +100,8 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
     grpo = {**catalog.GRPO_COMMON, **(catalog.DRY_GRPO if dry_run else {}),
             "max_completion_length": case["max_completion_length"]}
     speed_source = None
-    if contender.preset_speed:
-        grpo.update(preset_speed(case["preset"], grpo))
+    if contender.preset_speed:  # counted in the contender's own micro-batches where it changes them
+        grpo.update(preset_speed(case["preset"], {**grpo, **contender.grpo}))
         speed_source = f"preset {case['preset']}"
     grpo.update(contender.grpo)
     if dry_run and grpo.get("steps_per_generation", 1) > 2:
@@ -118,9 +118,10 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
     elif preset:
         lora["gradient_checkpointing"] = preset.lora.gradient_checkpointing
     lora.update(contender.lora)
-    batch = grpo["per_device_train_batch_size"]
-    spg = grpo.get("steps_per_generation") or (grpo["generation_batch_size"] // batch if "generation_batch_size"
-                                               in grpo else grpo["gradient_accumulation_steps"])
+    batch, accumulation = grpo["per_device_train_batch_size"], grpo["gradient_accumulation_steps"]
+    micro_batches = grpo.get("steps_per_generation") or (grpo["generation_batch_size"] // batch
+                                                         if "generation_batch_size" in grpo else accumulation)
+    spg = max(1, micro_batches // accumulation)  # optimizer steps per generation: what the timed steps count
     warmup, measure = (1, 1) if dry_run else (contender.warmup_cycles, contender.measure_cycles)
     model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model}
     if preset and "load_in_4bit" not in contender.model:

@@ -154,9 +154,16 @@ def test_every_contender_of_a_case_does_the_same_work_per_step():
     for case in ("standard", "thinking"):
         settings = [bench_run.settings_for(c, dry_run=False) for c in bench_run.catalog.suite(["all"])
                     if c.case == case]
-        for key in ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-                    "max_completion_length"):
+        for key in ("num_generations", "max_completion_length"):
             assert len({s["grpo"][key] for s in settings}) == 1, (case, key)
+        # the same completions per optimizer step, however they are split into micro-batches
+        assert len({s["grpo"]["per_device_train_batch_size"] * s["grpo"]["gradient_accumulation_steps"]
+                    for s in settings}) == 1, case
+        # and as many optimizer steps per generation as the case's default
+        default = bench_run.settings_for(contender("generated default", case), dry_run=False)
+        for s in settings:
+            if s["grpo"]["per_device_train_batch_size"] == 1 and s["speed_source"]:
+                assert s["steps_per_generation"] == default["steps_per_generation"], s
         # timed windows are whole generation cycles
         assert all(s["warmup_steps"] % s["steps_per_generation"] == 0 == s["measure_steps"] % s["steps_per_generation"]
                    for s in settings)
