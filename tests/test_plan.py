@@ -271,6 +271,33 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert batching["generation_path"] != "fast"  # TRL's generate_batch answers, not the copy (as train.py takes it)
 
 
+def test_where_the_fast_path_does_not_fit_plan_names_the_smaller_micro_batches_that_fit_it(cli, tmp_path):
+    """A large micro-batch (8 completions of 1024 tokens, the benchmark's thinking case: the logits alone ~8 GiB)
+    keeps the fast path off a 24 GiB card; the same completions per optimizer step and per generation in smaller
+    micro-batches fit it. train.py's generation line and plan say which, and plan offers it as the faster setting."""
+    project = new_project(cli, tmp_path, "unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit", "thinking")
+    big = ["--set", "grpo.per_device_train_batch_size=8", "--set", "grpo.gradient_accumulation_steps=1",
+           "--set", "grpo.steps_per_generation=4", "--set", "grpo.max_completion_length=1024",
+           "--set", "model.max_seq_length=1280"]
+    fell_back = json.loads(cli("plan", str(project), "--gpu-memory", "24", *big, "--json").stdout)
+    assert fell_back["generation_path"] == "unsloth" and fell_back["fits"]
+    change = fell_back["faster"]["change"]
+    assert f"it fits with [grpo] per_device_train_batch_size = {change['per_device_train_batch_size']}" in (
+        fell_back["generation_why"])
+    parts = 8 // change["per_device_train_batch_size"]
+    assert parts > 1 and change == {"per_device_train_batch_size": 8 // parts, "gradient_accumulation_steps": parts,
+                                    "steps_per_generation": 4 * parts}
+    assert fell_back["faster"]["s_per_step"] < fell_back["s_per_step"] / 2
+    split = json.loads(cli("plan", str(project), "--gpu-memory", "24", *big, *(
+        arg for key, value in change.items() for arg in ("--set", f"grpo.{key}={value}")), "--json").stdout)
+    assert split["generation_path"] == "fast" and split["fits"]
+    assert split["settings"]["generation_batch"] == fell_back["settings"]["generation_batch"]
+    assert split["peak_reserved_gib"] == pytest.approx(fell_back["faster"]["peak_reserved_gib"], abs=0.05)
+    # a micro-batch of one cannot be split: nothing is offered
+    one = json.loads(cli("plan", str(project), "--gpu-memory", "12", "--json").stdout)
+    assert one["generation_path"] != "fast" and "it fits with" not in one["generation_why"]
+
+
 def test_auto_checkpointing_is_off_where_the_run_fits_without_it_and_says_why(cli, tmp_path):
     """[lora] gradient_checkpointing = "auto" (the presets' default): off on a GPU with room for the activations of
     every layer (the backward then runs no second forward), on where they would not fit."""

@@ -15,9 +15,9 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (from_benchmark_row, ran_on_report_gpu, from_config, from_preset, from_project, generation_path,
+from ..runtime.planning import (change_text, from_benchmark_row, ran_on_report_gpu, from_config, from_preset, from_project, generation_path,
                                 gpu_memory_gib, processes_from_accelerate_config, resolve_checkpointing,
-                                resolve_generation)
+                                resolve_generation, smaller_micro_batches)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -82,8 +82,25 @@ def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | 
     return best
 
 
+def fast_path_that_fits(requested: Settings, resolved: Settings, budget_gib: float,
+                        calibration: dict | None = None) -> dict | None:
+    """Where ``generation = "auto"`` fell back from the fast path for want of memory: the smaller micro-batches that
+    let it fit (planning.smaller_micro_batches), with their estimate."""
+    if requested.generation != "auto" or resolved.generation == "fast":
+        return None
+    fast = replace(requested, generation="fast", backend="trl", compiled_decoding=False)
+    split = smaller_micro_batches(fast, budget_gib)
+    if split is None:
+        return None
+    settings, _why = resolve_checkpointing(split[0], budget_gib)
+    result = estimate(settings, calibration)
+    return {"change": split[1], "peak_reserved_gib": round(result.peak_reserved_gib, 1),
+            "s_per_step": round(result.s_per_step, 2)}
+
+
 def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
     """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
+    requested = settings
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     result = estimate(settings, calibration)
@@ -105,7 +122,9 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
-            faster = faster_that_fits(settings, gpu_gib, calibration)
+            faster = min(filter(None, (faster_that_fits(settings, gpu_gib, calibration),
+                                       fast_path_that_fits(requested, settings, gpu_gib, calibration))),
+                         key=lambda option: option["s_per_step"], default=None)
             out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step else None
         else:
             out["changes"] = changes_to_fit(settings, gpu_gib, calibration)
@@ -135,8 +154,6 @@ PART_NAMES = {"weights": N_("weights"), "generation_copy": N_("generation copy")
               "other": N_("other")}
 
 
-def _change_text(change: dict) -> str:
-    return ", ".join(f"{key} = {json.dumps(value)}" for key, value in change.items())
 
 
 def _gpu_lines(result: dict) -> list[str]:
@@ -205,14 +222,14 @@ def render_text(result: dict) -> str:
         if result.get("faster"):
             faster = result["faster"]
             lines.append(_("faster and still fitting: {change} (~{reserved:.1f} GiB reserved, ~{step:.1f} s/step)").format(
-                change=_change_text(faster["change"]), reserved=faster["peak_reserved_gib"], step=faster["s_per_step"]))
+                change=change_text(faster["change"]), reserved=faster["peak_reserved_gib"], step=faster["s_per_step"]))
     else:
         lines.append(_("does not fit in {gpu:.1f} GiB (needs ~{needed:.1f} GiB)").format(
             gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
         if result["changes"]:
             lines.append(_("changes that make it fit, one at a time:"))
             lines += ["  " + _("{change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
-                change=_change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"])
+                change=change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"])
                 for item in result["changes"]]
         else:
             lines.append(_("no single change makes it fit: use a smaller model, or a GPU with more memory"))

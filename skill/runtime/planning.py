@@ -242,5 +242,32 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
         return fast, _("needs about {need:.1f} GiB of GPU memory").format(need=need)
     if need <= gpu_gib * FAST_GENERATION_MARGIN:
         return fast, _("plan: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
-    return plain, _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
+    why = _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
         need=need, gpu=gpu_gib)
+    split = smaller_micro_batches(fast, gpu_gib)
+    if split:
+        why += _("; it fits with [grpo] {change}: the same completions per optimizer step and per generation, in "
+                 "{parts} passes").format(change=change_text(split[1]), parts=split[2])
+    return plain, why
+
+
+def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings, dict, int] | None:
+    """(settings, [grpo] changes, passes): the run's micro-batch split into as few smaller ones as make ``settings``
+    fit the GPU, each optimizer step accumulating the same completions and each generation sampling as many; None
+    where the micro-batch cannot be split or no split fits."""
+    batch = settings.per_device_train_batch_size
+    for parts in (2, 4, 8, 16, 32):
+        if parts > batch or batch % parts:
+            continue
+        change = {"per_device_train_batch_size": batch // parts,
+                  "gradient_accumulation_steps": settings.gradient_accumulation_steps * parts}
+        if settings.steps_per_generation:  # it counts micro-batches: as many of them as completions stay the same
+            change["steps_per_generation"] = settings.steps_per_generation * parts
+        smaller = replace(settings, **change)
+        if needed_gib(estimate(smaller)) <= gpu_gib * FAST_GENERATION_MARGIN:
+            return smaller, change, parts
+    return None
+
+
+def change_text(change: dict) -> str:
+    return ", ".join(f"{key} = {json.dumps(value)}" for key, value in change.items())
