@@ -15,9 +15,9 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (change_text, from_benchmark_row, ran_on_report_gpu, from_config, from_preset, from_project, generation_path,
-                                gpu_memory_gib, processes_from_accelerate_config, resolve_checkpointing,
-                                resolve_generation, smaller_micro_batches)
+from ..runtime.planning import (change_text, from_benchmark_row, from_config, from_preset, from_project,
+                                generation_path, gpu_memory_gib, processes_from_accelerate_config, ran_on_report_gpu,
+                                resolve_checkpointing, resolve_generation, smaller_micro_batches)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -152,8 +152,6 @@ PART_NAMES = {"weights": N_("weights"), "generation_copy": N_("generation copy")
               "training_activations": N_("training activations"), "training_logits": N_("logits"),
               "generation_kv_cache": N_("generation KV cache"), "generation_scoring": N_("generation scoring"),
               "other": N_("other")}
-
-
 
 
 def _gpu_lines(result: dict) -> list[str]:
