@@ -68,3 +68,28 @@ def test_the_casts_stay_where_skipping_them_would_change_a_number(mixed_precisio
             assert all(layer.cast_input_dtype_enabled for layer in policy.modules() if hasattr(layer, "lora_A"))
     finally:
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_checkpointing_of_every_nth_layer_survives_trls_scoring_pass():
+    """[grpo] gradient_checkpointing_kwargs = {every_n_layers = 2}: Trainer passes it to transformers, which
+    checkpoints every other layer; TRL turns checkpointing off around each scoring pass and back on with the dict as
+    it is, which torch's checkpoint refuses at the next training step. With the options kept, the same layers are
+    checkpointed again and the step trains."""
+    from trl.models.utils import disable_gradient_checkpointing
+
+    from grpo_skill.runtime import model as model_loading
+
+    policy = tiny_lora_policy(torch.float32, 0.1, r=8, lora_alpha=16, target_modules="all-linear")
+    options = {"every_n_layers": 2, "use_reentrant": False}
+    policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False}, every_n_layers=2)
+    layers = policy.get_base_model().model.layers
+    checkpointed = [layer.gradient_checkpointing for layer in layers]
+    assert any(checkpointed) and not all(checkpointed)
+    model_loading.keep_checkpointing_options(policy)
+    policy.train()
+    inputs = torch.randint(0, policy.config.vocab_size, (2, 12))
+    with torch.no_grad(), disable_gradient_checkpointing(policy, options):  # as GRPOTrainer scores a generation
+        policy(input_ids=inputs)
+    assert [layer.gradient_checkpointing for layer in layers] == checkpointed
+    policy(input_ids=inputs).logits.float().square().mean().backward()
+    assert all(param.grad is not None for name, param in policy.named_parameters() if "lora_" in name)

@@ -239,6 +239,23 @@ def lora_inputs_uncast(trainer, fast_generation: bool):
     return disable_input_dtype_casting(policy, active=active)
 
 
+def keep_checkpointing_options(policy) -> None:
+    """Let [grpo] gradient_checkpointing_kwargs carry transformers' own options (``every_n_layers``: checkpoint every
+    n-th layer only; ``offload``). Trainer takes them out before torch sees the rest, but TRL turns checkpointing off
+    around each scoring pass and back on with the dict as it is, and torch's checkpoint then fails the next training
+    step ("Unexpected keyword arguments: every_n_layers"). Here they are taken out on every call."""
+    inner = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    enable = inner.gradient_checkpointing_enable
+
+    def enable_with_options(gradient_checkpointing_kwargs=None, every_n_layers=None, offload=None):
+        kwargs = dict(gradient_checkpointing_kwargs or {})
+        every_n_layers = kwargs.pop("every_n_layers", 1) if every_n_layers is None else every_n_layers
+        offload = kwargs.pop("offload", False) if offload is None else offload
+        return enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every_n_layers, offload=offload)
+
+    inner.gradient_checkpointing_enable = enable_with_options
+
+
 def _check_targets(model, config: ProjectConfig) -> None:
     """Each [lora] target_modules name matches a module of this model, as peft matches them (the name's last
     parts): refused in one line with the model's own linear layers, not in peft's page of text."""
