@@ -128,9 +128,11 @@ def speed_settings(row: dict) -> str:
         parts.append("bf16 weights")
     elif load_in_4bit is True and settings.get("backend") == "auto":
         parts.append("load_in_4bit = true")
-    if (row.get("took") or {}).get("gradient_checkpointing", settings.get("lora", {}).get("gradient_checkpointing")) \
-            is False:
+    took = row.get("took") or {}
+    if took.get("gradient_checkpointing", settings.get("lora", {}).get("gradient_checkpointing")) is False:
         parts.append("no gradient checkpointing")
+    elif took.get("checkpoint_every_n_layers", 1) > 1:
+        parts.append(f"gradient checkpointing of one layer in {took['checkpoint_every_n_layers']}")
     for key, value in settings.get("env", {}).items():
         parts.append(f"{key}={value}")
     parts += [f"ablate {name}" for name in settings.get("ablate", [])]

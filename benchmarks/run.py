@@ -359,7 +359,8 @@ class Benchmark:
         if job.contender.program == "generated" and summary and summary.is_file():
             said = json.loads(summary.read_text())
             job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit",
-                                                                  "gradient_checkpointing") if key in said}
+                                                          "gradient_checkpointing", "checkpoint_every_n_layers")
+                               if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:
         text = job.log.read_text(errors="replace") if job.log and job.log.is_file() else ""

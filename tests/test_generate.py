@@ -433,3 +433,44 @@ def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_an
     forced = projects.load(tmp_path / "auto-bits", {"model.load_in_4bit": True}, rewards=False)
     assert decoding.choose(forced, "unsloth", cuda=True).load_in_4bit is True  # true stays true on the fast path
     assert decoding.choose(forced, "unsloth", cuda=True).weights_why is None
+
+
+def test_auto_checkpointing_checkpoints_the_fewest_layers_that_fit_and_train_py_asks_for_them(
+        cli, tmp_path, monkeypatch, english):
+    """[lora] gradient_checkpointing = "auto" on the TRL backend: off where the run fits without it; where it does
+    not, on for every n-th layer only (transformers' every_n_layers), the largest n that fits, so that the other
+    layers keep their activations and the backward recomputes fewer; every layer where nothing less fits. The
+    choice reaches GRPOConfig through gradient_checkpointing_kwargs, the user's own options kept."""
+    from dataclasses import replace
+
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import decoding, estimate, planning
+
+    cli("new", "partial", "--preset", "standard", "-o", str(tmp_path), "--set", "grpo.per_device_train_batch_size=8",
+        "--set", "grpo.gradient_accumulation_steps=1", "--set", "grpo.steps_per_generation=4",
+        "--set", "grpo.gradient_checkpointing_kwargs={use_reentrant = false}")
+    config = projects.load(tmp_path / "partial", rewards=False)
+    settings = planning.from_config(config, backend="trl")[0]
+    fast = replace(settings, generation="fast", backend="trl", load_in_4bit=False)
+
+    def needed(every_n_layers, checkpointing="unsloth"):
+        return estimate.needed_gib(estimate.estimate(replace(fast, gradient_checkpointing=checkpointing,
+                                                             checkpoint_every_n_layers=every_n_layers)))
+
+    for card, expected in ((needed(1, False) / 0.85, False), (needed(4) / 0.89, "partial"),
+                           (needed(1) / 0.89, "every layer")):
+        monkeypatch.setattr(planning, "gpu_memory_gib", lambda card=card: card)
+        chosen = decoding.choose(config, "trl", cuda=True)
+        assert chosen.fast, card
+        grpo = decoding.with_checkpointed_layers(config.grpo, chosen)
+        if expected is False:
+            assert chosen.gradient_checkpointing is False and grpo == config.grpo
+        elif expected == "every layer":
+            assert chosen.gradient_checkpointing and chosen.checkpoint_every_n_layers == 1 and grpo == config.grpo
+        else:
+            every = chosen.checkpoint_every_n_layers
+            assert chosen.gradient_checkpointing and every > 1
+            assert f"on for one layer in {every} (" in chosen.describe()
+            assert grpo["gradient_checkpointing_kwargs"] == {"use_reentrant": False, "every_n_layers": every}
+            assert needed(every) <= card * 0.9  # it fits, and no choice with fewer checkpointed layers does
+            assert all(needed(n) > card * 0.9 for n in planning.PARTIAL_CHECKPOINTING if n > every)

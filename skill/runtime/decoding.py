@@ -11,6 +11,7 @@ Imports nothing heavy: the trainer is passed in.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ class Generation:
     weights_why: str | None = None  # why, when it was "auto"
     gradient_checkpointing: str | bool = "unsloth"  # [lora] gradient_checkpointing made concrete
     checkpointing_why: str | None = None  # why, when it was "auto"
+    checkpoint_every_n_layers: int = 1  # with checkpointing on the TRL backend: transformers' every_n_layers
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
@@ -50,8 +52,19 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     planned = _Planned(config)
     backend, fast, why = _path(config, backend, cuda, planned)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
-    checkpointing, checkpointing_why = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned)
-    return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why)
+    checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned)
+    return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every)
+
+
+def with_checkpointed_layers(grpo: dict, generation: Generation) -> dict:
+    """[grpo] with the layers "auto" checkpointing chose (transformers' every_n_layers in
+    gradient_checkpointing_kwargs), the user's other options kept."""
+    if generation.checkpoint_every_n_layers == 1 or not generation.gradient_checkpointing:
+        return grpo
+    kwargs = grpo.get("gradient_checkpointing_kwargs") or {}
+    if isinstance(kwargs, str):  # GRPOConfig takes a JSON string too
+        kwargs = json.loads(kwargs)
+    return {**grpo, "gradient_checkpointing_kwargs": {**kwargs, "every_n_layers": generation.checkpoint_every_n_layers}}
 
 
 class _Planned:
@@ -75,28 +88,30 @@ class _Planned:
 
 
 def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool,
-                   planned: _Planned) -> tuple[str | bool, str | None]:
-    """(gradient_checkpointing, why when it was "auto"): off where `grpo-skill plan` says the run fits without it."""
+                   planned: _Planned) -> tuple[str | bool, str | None, int]:
+    """(gradient_checkpointing, why when it was "auto", every_n_layers): off where `grpo-skill plan` says the run
+    fits without it, else on for the fewest layers that fit."""
     from dataclasses import replace
 
     from . import planning as plan
 
     value = config.lora.get("gradient_checkpointing", "auto")
+    given = plan.every_n_layers(config.grpo)
     if value != "auto":
-        return value, None
+        return value, None, given
     # settled before the plan where it can be: the plan reads the tokenizer, importing transformers before unsloth
     settled = plan.checkpointing_without_estimate(backend, cuda)
     if settled:
-        return settled
+        return (*settled, given)
     if distributed.is_launched():  # plan sizes one GPU from nvidia-smi's first; several processes keep it on
-        return "unsloth", _("several processes: on, as plan does not size each one's GPU here")
+        return "unsloth", _("several processes: on, as plan does not size each one's GPU here"), given
     try:
         settings = planned.settings
     except plan.PlanError:
-        return "unsloth", _("no model shape known to plan its memory: on")
+        return "unsloth", _("no model shape known to plan its memory: on"), given
     settings = replace(settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit)
     settings, why = plan.resolve_checkpointing(settings, planned.gpu_gib, cuda)
-    return settings.gradient_checkpointing, why
+    return settings.gradient_checkpointing, why, settings.checkpoint_every_n_layers
 
 
 def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, str | None]:

@@ -160,6 +160,9 @@ class Settings:
     lora_r: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     gradient_checkpointing: str | bool = "unsloth"  # "auto" counts as on until planning.resolve_checkpointing
+    # with checkpointing on the TRL backend, transformers' every_n_layers: only every n-th layer recomputes its
+    # activations in the backward, the others keep them ([grpo] gradient_checkpointing_kwargs)
+    checkpoint_every_n_layers: int = 1
     num_generations: int = 8
     per_device_train_batch_size: int = 8
     gradient_accumulation_steps: int = 1
@@ -259,9 +262,11 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     tokens = settings.per_device_train_batch_size * settings.sequence_tokens
     per_token_layer = 2 * (10 * shape.hidden_size + 4 * shape.intermediate_size) * k["activation_factor"]
     if settings.gradient_checkpointing:
-        activations = tokens * per_token_layer
+        checkpointed = checkpointed_layers(settings)
+        # the layers left out keep their activations; one checkpointed layer at a time holds its own, recomputed
+        activations = tokens * per_token_layer * (shape.num_hidden_layers - checkpointed + 1)
         if backend == "trl":  # plain gradient checkpointing keeps each layer's input on the GPU; Unsloth's offloads it
-            activations += tokens * shape.hidden_size * 2 * shape.num_hidden_layers
+            activations += tokens * shape.hidden_size * 2 * checkpointed
     else:
         activations = tokens * per_token_layer * shape.num_hidden_layers
     completion_logits = settings.per_device_train_batch_size * settings.max_completion_length * shape.vocab_size
@@ -319,6 +324,13 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
         train_s_per_step=train,
         communication_s_per_step=communication,
     )
+
+
+def checkpointed_layers(settings: Settings) -> int:
+    """How many layers gradient checkpointing recomputes: every n-th of them counted from the first (transformers'
+    every_n_layers, the TRL backend only), all of them on Unsloth."""
+    layers, every = settings.shape.num_hidden_layers, settings.checkpoint_every_n_layers
+    return math.ceil(layers / every) if _backend(settings) == "trl" and every > 1 else layers
 
 
 def needed_gib(result: Estimate) -> float:

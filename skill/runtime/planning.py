@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..core.i18n import _
 from ..core.schema import asks_for_another_generation_path
-from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, estimate, known_shape, needed_gib,
-                       with_static_cache)
+from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, checkpointed_layers, estimate, known_shape,
+                       needed_gib, with_static_cache)
 
 
 # -- settings from a project, a preset or a benchmark row ---------------------------------------------------------
@@ -80,6 +80,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         load_in_4bit=_load_in_4bit(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
         lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
+        checkpoint_every_n_layers=every_n_layers(grpo),
         num_generations=int(grpo.get("num_generations", 8)),
         per_device_train_batch_size=int(grpo.get("per_device_train_batch_size", 8)),
         gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 1)),
@@ -90,6 +91,12 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
                              if grpo.get("cache_implementation") == "static" else None),
     )
+
+
+def every_n_layers(grpo: dict) -> int:
+    """[grpo] gradient_checkpointing_kwargs' every_n_layers (transformers' option), 1 where it is not given."""
+    kwargs = grpo.get("gradient_checkpointing_kwargs")
+    return int(kwargs.get("every_n_layers", 1)) if isinstance(kwargs, dict) else 1
 
 
 def _load_in_4bit(value) -> bool | str:
@@ -170,6 +177,8 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
     took = row.get("took") or {}  # what train.py said it took: the run itself, over any re-resolution
     resolved = replace(resolved, **{key: took[key] for key in ("backend", "generation", "load_in_4bit",
                                                                "gradient_checkpointing") if key in took})
+    if "gradient_checkpointing" in took:  # rows from before partial checkpointing checkpointed every layer
+        resolved = replace(resolved, checkpoint_every_n_layers=took.get("checkpoint_every_n_layers", 1))
     return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")),
                    copy_keeps_cache=bool(settings.get("copy_keeps_cache")))
 
@@ -187,6 +196,9 @@ def gpu_memory_gib() -> float | None:
 
 
 FAST_GENERATION_MARGIN = 0.9  # the fast path is chosen when its estimate leaves a tenth of the GPU's memory free
+# transformers' every_n_layers tried by "auto" checkpointing where the run does not fit without it, fewest
+# checkpointed layers first (Qwen3-4B's 36 layers: 5, 6, 9, 12, 18 of them)
+PARTIAL_CHECKPOINTING = (8, 6, 4, 3, 2)
 
 
 def generation_path(settings: Settings) -> str:
@@ -224,8 +236,16 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
     need = needed_gib(estimate(off))
     if need <= gpu_gib * FAST_GENERATION_MARGIN:
         return off, _("plan without it: {need:.1f} GiB of {gpu:.0f} GiB").format(need=need, gpu=gpu_gib)
-    return on, _("without it the run needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
+    why = _("without it the run needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
         need=need, gpu=gpu_gib)
+    if on.checkpoint_every_n_layers == 1 and on.backend == "trl":  # the fewest checkpointed layers that fit
+        for every in PARTIAL_CHECKPOINTING:
+            partial = replace(on, checkpoint_every_n_layers=every)
+            if needed_gib(estimate(partial)) <= gpu_gib * FAST_GENERATION_MARGIN:
+                return partial, why + _("; on for one layer in {every} ({layers} of {total}), the fewest that fit: "
+                                        "the others keep their activations, not recomputed in the backward").format(
+                    every=every, layers=checkpointed_layers(partial), total=settings.shape.num_hidden_layers)
+    return on, why
 
 
 def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
