@@ -249,8 +249,11 @@ def keep_checkpointing_options(policy) -> None:
 
     def enable_with_options(gradient_checkpointing_kwargs=None, every_n_layers=None, offload=None):
         kwargs = dict(gradient_checkpointing_kwargs or {})
-        every_n_layers = kwargs.pop("every_n_layers", 1) if every_n_layers is None else every_n_layers
-        offload = kwargs.pop("offload", False) if offload is None else offload
+        given_every, given_offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
+        every_n_layers = given_every if every_n_layers is None else every_n_layers
+        offload = given_offload if offload is None else offload
+        if every_n_layers == 1 and not offload:  # the call as it was: transformers' defaults
+            return enable(gradient_checkpointing_kwargs=kwargs or None)
         return enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every_n_layers, offload=offload)
 
     inner.gradient_checkpointing_enable = enable_with_options
