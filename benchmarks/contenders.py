@@ -141,6 +141,11 @@ DEFAULT += [
     Contender("generated default, 24 GiB card", "thinking", "generated", "auto", "the thinking preset as `new` "
               "makes it, on a 24 GiB card", preset_speed=True, env=CARD_24, warmup_cycles=1, measure_cycles=1,
               guess_s_per_step=5.0, fixed_s=100),
+    # On an 80 GiB card (an H100) the thinking case fits only with checkpointing, which "auto" turns on for one layer
+    # in n (the largest n that fits): measured on any card larger than that, as on one of 80 GiB
+    Contender("generated default, 80 GiB card", "thinking", "generated", "auto", "the thinking preset as `new` "
+              "makes it, on an 80 GiB card (checkpointing of some layers only)", preset_speed=True,
+              env={"BENCH_GPU_GIB": "80"}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
     # There the case's micro-batch of 8 x 1024 tokens keeps the fast path out (2026-12-05: Unsloth's own generation,
     # 12.0 s/step on an H100); plan names the split that lets it in: the same step in 2 micro-batches of 4.
     Contender("generated default, 24 GiB card, micro-batches of 4", "thinking", "generated", "auto", "the same "
