@@ -94,6 +94,18 @@ def qwen3_4b(**changes) -> plan.Settings:
     return replace(plan.Settings(shape=plan.KNOWN_SHAPES["qwen3-4b"], beta=0.1), **changes)
 
 
+def test_checkpointing_fewer_layers_costs_more_memory_and_less_time():
+    """transformers' every_n_layers (what "auto" picks where the run does not fit without checkpointing): the layers
+    left out keep their activations and are not recomputed in the backward. Unsloth checkpoints its own way."""
+    trl = qwen3_4b(backend="trl", load_in_4bit=False, gradient_checkpointing=True, max_completion_length=1024)
+    every, one_in_8 = plan.estimate(trl), plan.estimate(replace(trl, checkpoint_every_n_layers=8))
+    off = plan.estimate(replace(trl, gradient_checkpointing=False))
+    assert every.peak_allocated_gib < one_in_8.peak_allocated_gib < off.peak_allocated_gib
+    assert every.s_per_step > one_in_8.s_per_step > off.s_per_step
+    unsloth = qwen3_4b(max_completion_length=1024)
+    assert plan.estimate(replace(unsloth, checkpoint_every_n_layers=8)) == plan.estimate(unsloth)
+
+
 def test_the_levers_move_memory_the_way_the_advice_assumes():
     base = plan.estimate(qwen3_4b()).peak_allocated_gib
     assert plan.estimate(qwen3_4b(steps_per_generation=8)).peak_allocated_gib > base

@@ -304,6 +304,8 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     step_tokens = tokens * settings.gradient_accumulation_steps
     passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
                                                 else 0)  # forward + backward (2) + reference + old log-probs
+    if settings.gradient_checkpointing and backend == "trl":  # the backward recomputes the checkpointed layers
+        passes += checkpointed_layers(settings) / shape.num_hidden_layers
     training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
         "trl_4bit" if settings.holds_4bit else "trl")
     train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
