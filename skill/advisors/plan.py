@@ -334,11 +334,10 @@ def constants_without_rows(report: dict, leave_out: str | None = None) -> list[s
 
 def calibrate(report: dict, rounds: int = 60, leave_out: str | None = None) -> dict[str, float]:
     """Constants that minimise the squared log errors (coordinate search in log space, constants stay positive),
-    each pulled weakly towards its current value; those no row depends on are kept. With ``leave_out``, fitted
-    without that case's rows, so that they can check the fit."""
+    each pulled weakly towards its current value, so that those no row depends on stay as they are. With
+    ``leave_out``, fitted without that case's rows, so that they can check the fit."""
     rows = _rows_to_fit(report, leave_out)
     fitted = dict(CALIBRATION)
-    kept = set(constants_without_rows(report, leave_out))
 
     def loss(candidate):
         pull = sum(math.log(candidate[name] / CALIBRATION[name]) ** 2 for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS)
@@ -350,8 +349,6 @@ def calibrate(report: dict, rounds: int = 60, leave_out: str | None = None) -> d
         step = 1.5 if round_index < rounds // 2 else 1.1
         improved = False
         for name in (*MEMORY_CONSTANTS, *TIME_CONSTANTS):
-            if name in kept:
-                continue
             for factor in (step, 1 / step):
                 candidate = {**fitted, name: fitted[name] * factor}
                 if name.startswith("reserved_ratio") and candidate[name] < 1.0:

@@ -11,7 +11,6 @@ Imports nothing heavy: the trainer is passed in.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from dataclasses import dataclass
 
@@ -59,12 +58,12 @@ def choose(config, backend: str, cuda: bool) -> Generation:
 def with_checkpointed_layers(grpo: dict, generation: Generation) -> dict:
     """[grpo] with the layers "auto" checkpointing chose (transformers' every_n_layers in
     gradient_checkpointing_kwargs), the user's other options kept."""
+    from .planning import checkpointing_kwargs
+
     if generation.checkpoint_every_n_layers == 1 or not generation.gradient_checkpointing:
         return grpo
-    kwargs = grpo.get("gradient_checkpointing_kwargs") or {}
-    if isinstance(kwargs, str):  # GRPOConfig takes a JSON string too
-        kwargs = json.loads(kwargs)
-    return {**grpo, "gradient_checkpointing_kwargs": {**kwargs, "every_n_layers": generation.checkpoint_every_n_layers}}
+    return {**grpo, "gradient_checkpointing_kwargs": {**checkpointing_kwargs(grpo),
+                                                      "every_n_layers": generation.checkpoint_every_n_layers}}
 
 
 class _Planned:

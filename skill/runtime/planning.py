@@ -93,10 +93,15 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     )
 
 
+def checkpointing_kwargs(grpo: dict) -> dict:
+    """[grpo] gradient_checkpointing_kwargs as a dict (GRPOConfig takes a JSON string too)."""
+    kwargs = grpo.get("gradient_checkpointing_kwargs") or {}
+    return json.loads(kwargs) if isinstance(kwargs, str) else dict(kwargs)
+
+
 def every_n_layers(grpo: dict) -> int:
     """[grpo] gradient_checkpointing_kwargs' every_n_layers (transformers' option), 1 where it is not given."""
-    kwargs = grpo.get("gradient_checkpointing_kwargs")
-    return int(kwargs.get("every_n_layers", 1)) if isinstance(kwargs, dict) else 1
+    return int(checkpointing_kwargs(grpo).get("every_n_layers", 1))
 
 
 def _load_in_4bit(value) -> bool | str:
