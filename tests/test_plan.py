@@ -283,6 +283,49 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert batching["generation_path"] != "fast"  # TRL's generate_batch answers, not the copy (as train.py takes it)
 
 
+def test_plan_counts_what_the_host_spends_on_micro_batches_of_one_completion():
+    """A pass over one short completion is bound by the host launching its kernels, not by its FLOPs: the presets'
+    micro-batches of one completion cost what the benchmark measured against the same step in one micro-batch of 8,
+    on the card that ran both, within 25%."""
+    rows = {(row["case"], row["name"], row.get("run_gpu")): (row, settings) for row, settings in ROWS}
+    checked = []
+    for (case, name, gpu), (small, small_settings) in rows.items():
+        if name != "generated default, micro-batches of 1" or not small.get("s_per_step"):
+            continue
+        whole, whole_settings = rows[(case, "generated default", gpu)]
+        measured = small["s_per_step"] - whole["s_per_step"]
+        estimated = plan.estimate(small_settings).s_per_step - plan.estimate(whole_settings).s_per_step
+        assert abs(estimated / measured - 1) <= TOLERANCE, (
+            f"{case}: micro-batches of one cost {measured:.2f} s/step more, estimated {estimated:.2f}")
+        checked.append(case)
+    assert sorted(checked) == ["standard", "thinking"]
+
+
+def test_plan_offers_the_same_step_in_fewer_larger_micro_batches(cli, tmp_path):
+    """The standard preset accumulates 4 micro-batches of one completion; one micro-batch of 4 is the same optimizer
+    step (TRL's dapo loss divides by the whole step's tokens) in a quarter of the passes, and fits a 24 GiB card."""
+    project = new_project(cli, tmp_path)
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--json").stdout)
+    faster = planned["faster"]
+    assert faster["change"] == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
+                                "steps_per_generation": 8} and faster["same_step"]
+    assert faster["s_per_step"] < planned["s_per_step"] * 0.8 and faster["peak_reserved_gib"] <= 24
+    merged = json.loads(cli("plan", str(project), "--gpu-memory", "24", *(
+        arg for key, value in faster["change"].items() for arg in ("--set", f"grpo.{key}={value}")), "--json").stdout)
+    def completions_per_step(result):
+        return result["settings"]["per_device_train_batch_size"] * result["settings"]["gradient_accumulation_steps"]
+
+    assert completions_per_step(merged) == completions_per_step(planned) == 4
+    assert merged["settings"]["generation_batch"] == planned["settings"]["generation_batch"]
+    assert merged["s_per_step"] == pytest.approx(faster["s_per_step"], abs=0.01)
+    text = cli("plan", str(project), "--gpu-memory", "24").stdout
+    assert "faster and still fitting: per_device_train_batch_size = 4" in text and "only the micro-batches differ" in text
+    # bnpo divides each micro-batch by its own tokens: merging them would change the step, so it is not offered
+    bnpo = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--set", 'grpo.loss_type="bnpo"',
+                          "--json").stdout)
+    assert not (bnpo["faster"] or {}).get("same_step")
+
+
 def test_where_the_fast_path_does_not_fit_plan_names_the_smaller_micro_batches_that_fit_it(cli, tmp_path):
     """A large micro-batch (8 completions of 1024 tokens, the benchmark's thinking case: the logits alone ~8 GiB)
     keeps the fast path off a 24 GiB card; the same completions per optimizer step and per generation in smaller

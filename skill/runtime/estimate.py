@@ -59,6 +59,11 @@ CALIBRATION: dict[str, float] = {
     "decode_base_s_copy": 0.00928,
     "decode_per_sequence_s_copy": 2.45e-05,
     "step_overhead_s": 0.541,
+    # A pass (forward, backward counted twice, reference or old log-probs) over one micro-batch takes at least what
+    # the host needs to launch its kernels (peft's adapters, Python): per decoder layer. From the H100 rows of
+    # 2026-12-06, micro-batches of one completion against one of 8: 2.06 s of training phases in 8 x 5 passes of one
+    # short sequence (standard), 2.05 in 8 x 5 of one 1,100-token sequence (thinking). Not scaled to other cards.
+    "host_s_per_layer_pass": 1.43e-3,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
     "ddp_step_overhead_s": 0.1,
@@ -171,6 +176,7 @@ class Settings:
     max_completion_length: int = 256
     prompt_tokens: int = 40
     beta: float = 0.0
+    loss_type: str = "dapo"  # TRL's default
     optim: str = "adamw_8bit"
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front
@@ -301,14 +307,16 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     timing = _time_backend(settings)
     decode_step = k[f"decode_base_s_{timing}"] + k[f"decode_per_sequence_s_{timing}"] * settings.generation_batch
     generation_cycle = settings.max_completion_length * decode_step
-    step_tokens = tokens * settings.gradient_accumulation_steps
     passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
                                                 else 0)  # forward + backward (2) + reference + old log-probs
     if settings.gradient_checkpointing and backend == "trl":  # the backward recomputes the checkpointed layers
         passes += checkpointed_layers(settings) / shape.num_hidden_layers
     training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
         "trl_4bit" if settings.holds_4bit else "trl")
-    train = 2 * shape.params * step_tokens * passes / k[f"train_flops_per_s_{training}"] + k["step_overhead_s"]
+    # each micro-batch's passes take their FLOPs' time, or the host's time to launch them where that is longer
+    pass_s = max(2 * shape.params * tokens / k[f"train_flops_per_s_{training}"],
+                 k["host_s_per_layer_pass"] * shape.num_hidden_layers)
+    train = pass_s * passes * settings.gradient_accumulation_steps + k["step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
     # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).

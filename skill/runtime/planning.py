@@ -86,7 +86,8 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 1)),
         steps_per_generation=grpo.get("steps_per_generation"), generation_batch_size=grpo.get("generation_batch_size"),
         max_completion_length=int(grpo.get("max_completion_length", 256)), prompt_tokens=prompt_tokens,
-        beta=float(grpo.get("beta", 0.0)), optim=str(grpo.get("optim", "adamw_torch")),
+        beta=float(grpo.get("beta", 0.0)), loss_type=str(grpo.get("loss_type", Settings.loss_type)),
+        optim=str(grpo.get("optim", "adamw_torch")),
         use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
                              if grpo.get("cache_implementation") == "static" else None),
@@ -292,6 +293,30 @@ def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings,
         if needed_gib(estimate(smaller)) <= gpu_gib * FAST_GENERATION_MARGIN:
             return smaller, change, parts
     return None
+
+
+# TRL's losses whose optimizer step is the same however its completions are split into micro-batches: each divides
+# by the whole step's sequences or tokens ("bnpo" divides each micro-batch by its own tokens).
+SPLIT_INVARIANT_LOSSES = ("dapo", "grpo", "dr_grpo", "cispo", "sapo", "vespo")
+
+
+def larger_micro_batches(settings: Settings) -> list[tuple[Settings, dict]]:
+    """(settings, [grpo] changes) for each way of merging the run's accumulated micro-batches into fewer, larger ones,
+    fewest passes first: each optimizer step the same completions and the same loss, each generation as many. None
+    where the loss would change with the split. Each pass costs the host a launch of every kernel, whatever its
+    size: a micro-batch of one short completion is bound by that (docs/benchmarks.md, 2026-12-06)."""
+    if settings.loss_type not in SPLIT_INVARIANT_LOSSES:
+        return []
+    accumulation, merges = settings.gradient_accumulation_steps, []
+    for parts in range(accumulation, 1, -1):
+        if accumulation % parts or (settings.steps_per_generation and settings.steps_per_generation % parts):
+            continue
+        change = {"per_device_train_batch_size": settings.per_device_train_batch_size * parts,
+                  "gradient_accumulation_steps": accumulation // parts}
+        if settings.steps_per_generation:
+            change["steps_per_generation"] = settings.steps_per_generation // parts
+        merges.append((replace(settings, **change), change))
+    return merges
 
 
 def change_text(change: dict) -> str:
