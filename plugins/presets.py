@@ -33,10 +33,14 @@ def build_tiny_model() -> str:
 # - standard: Qwen3-4B is a hybrid model that thinks unless told not to; its answers are scored by length and
 #   format, so its prompts are rendered with thinking off. 128 tokens cut most of its chat answers before
 #   their end, where every truncated answer scores the same (no final '.'): 512, and room for the prompt.
-# Speed (docs/benchmarks.md, one H200, Qwen3-4B's shape): generation dominates a step, and sampling the completions
-# of several optimizer steps in one batch costs little more than sampling one step's. steps_per_generation counts
-# micro-batches, so it is a multiple of gradient_accumulation_steps (4 here).
-STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "steps_per_generation": 8 * 4}
+# Speed (docs/benchmarks.md, Qwen3-4B's shape): generation dominates a step, and sampling the completions of several
+# optimizer steps in one batch costs little more than sampling one step's: 8 optimizer steps per generation
+# (steps_per_generation counts micro-batches). A step's 4 completions in one micro-batch, not the seed's 4 of one:
+# a pass over one 512-token completion is bound by the host launching its kernels (an H100, 2026-12-06: the
+# benchmark's step took 2.52 s in micro-batches of one, 0.71 in one of 8); TRL's and Unsloth's default loss
+# ("dapo") divide by the whole step's tokens, so the optimizer step is the same.
+STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "per_device_train_batch_size": 4,
+                 "gradient_accumulation_steps": 1, "steps_per_generation": 8}
 # - thinking: Qwen3-4B-Thinking-2507 always thinks first, for hundreds to thousands of tokens (its card
 #   recommends 32,768 output tokens); at 128 almost no completion reaches </think> and every one scores -1.
 #   2048 lets most answers to everyday questions close their thinking; 512 more for the prompt.
@@ -44,6 +48,8 @@ STANDARD_GRPO = {**SEED_GRPO, "max_completion_length": 512, "steps_per_generatio
 #   Groups of 8, not 4 (TRL's default): a thinking model often answers a prompt alike 4 times (all right or all
 #   cut off: no spread, no learning from it). The generation batch stays 16 completions (2 prompts x 8 instead of
 #   4 x 4), so memory and time per step are unchanged; each prompt is seen half as often per step.
+#   The seed's micro-batches of one completion stay: a pass over 2048 tokens keeps the GPU busy (plan: no gain from
+#   merging them), and one micro-batch of 4 would hold ~40 GiB more activations.
 THINKING_GRPO = {**SEED_GRPO, "num_generations": 8, "max_completion_length": 2048, "steps_per_generation": 4 * 4}
 
 

@@ -34,13 +34,16 @@ def test_seed_presets_keep_the_seed_values_but_the_documented_departures():
         # "auto" for the seed's "unsloth": Unsloth's own where Unsloth trains, off where plan says it fits
         assert (lora.r, lora.alpha, lora.dropout, lora.gradient_checkpointing) == (16, 16, 0.0, "auto")
         assert lora.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-        assert {k: preset.grpo[k] for k in (
-            "learning_rate", "beta", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-            "optim",
-        )} == {
-            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 8 if preset is thinking else 4,
-            "per_device_train_batch_size": 1, "gradient_accumulation_steps": 4, "optim": "adamw_8bit",
+        assert {k: preset.grpo[k] for k in ("learning_rate", "beta", "num_generations", "optim")} == {
+            "learning_rate": 1e-5, "beta": 0.1, "num_generations": 8 if preset is thinking else 4, "optim": "adamw_8bit",
         }
+        # the seed's 4 completions per optimizer step; standard takes them in one micro-batch (the same step)
+        grpo = preset.grpo
+        assert grpo["per_device_train_batch_size"] * grpo["gradient_accumulation_steps"] == 4
+    assert (standard.grpo["per_device_train_batch_size"], thinking.grpo["per_device_train_batch_size"]) == (4, 1)
+    # and as many optimizer steps per generation as before (steps_per_generation counts micro-batches)
+    for preset, steps in ((standard, 8), (thinking, 4)):
+        assert preset.grpo["steps_per_generation"] // preset.grpo["gradient_accumulation_steps"] == steps
     assert thinking.template_opens_think and not standard.template_opens_think
     # The departures that references/presets.md justifies: thinking gets room to close </think> (the seed's
     # 1024 is a floor) and groups of 8, standard renders prompts with Qwen3's thinking off and room for whole answers.
