@@ -272,7 +272,7 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert four_bit["generation_path"] == "fast" and four_bit["settings"]["holds_4bit"]
     assert 6 < four_bit["parts_gib"]["generation_copy"] < 7  # Qwen3-4B's linear layers again in bf16, not embeddings
     assert four_bit["needed_gib"] > roomy["needed_gib"]
-    small = json.loads(cli("plan", str(project), "--gpu-memory", str(roomy["needed_gib"] * 0.8), "--json").stdout)
+    small = json.loads(cli("plan", str(project), "--gpu-memory", "12", "--json").stdout)
     assert small["generation_path"] == "unsloth" and small["parts_gib"]["generation_copy"] == 0
     assert small["settings"]["holds_4bit"]  # "auto" off the fast path: 4-bit
     assert "more than nine tenths" in small["generation_why"]
@@ -284,7 +284,7 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
 
 
 def test_plan_counts_what_the_host_spends_on_micro_batches_of_one_completion():
-    """A pass over one short completion is bound by the host launching its kernels, not by its FLOPs: the presets'
+    """A pass over one short completion is bound by the host launching its kernels, not by its FLOPs: the seed's
     micro-batches of one completion cost what the benchmark measured against the same step in one micro-batch of 8,
     on the card that ran both, within 25%."""
     rows = {(row["case"], row["name"], row.get("run_gpu")): (row, settings) for row, settings in ROWS}
@@ -302,26 +302,30 @@ def test_plan_counts_what_the_host_spends_on_micro_batches_of_one_completion():
 
 
 def test_plan_offers_the_same_step_in_fewer_larger_micro_batches(cli, tmp_path):
-    """The standard preset accumulates 4 micro-batches of one completion; one micro-batch of 4 is the same optimizer
-    step (TRL's dapo loss divides by the whole step's tokens) in a quarter of the passes, and fits a 24 GiB card."""
+    """The seed's 4 micro-batches of one completion per optimizer step (the standard preset before 2026-12-06): one
+    micro-batch of 4 is the same optimizer step (TRL's dapo loss divides by the whole step's tokens) in a quarter of
+    the passes, and fits a 24 GiB card; plan offers it. The standard preset now takes it as its default."""
     project = new_project(cli, tmp_path)
-    planned = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--json").stdout)
+    seed = ("--set", "grpo.per_device_train_batch_size=1", "--set", "grpo.gradient_accumulation_steps=4",
+            "--set", "grpo.steps_per_generation=32")
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "24", *seed, "--json").stdout)
     faster = planned["faster"]
     assert faster["change"] == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
                                 "steps_per_generation": 8} and faster["same_step"]
     assert faster["s_per_step"] < planned["s_per_step"] * 0.8 and faster["peak_reserved_gib"] <= 24
-    merged = json.loads(cli("plan", str(project), "--gpu-memory", "24", *(
-        arg for key, value in faster["change"].items() for arg in ("--set", f"grpo.{key}={value}")), "--json").stdout)
+    merged = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--json").stdout)  # the preset as it is
+
     def completions_per_step(result):
         return result["settings"]["per_device_train_batch_size"] * result["settings"]["gradient_accumulation_steps"]
 
+    assert {key: merged["settings"][key] for key in faster["change"]} == faster["change"]
     assert completions_per_step(merged) == completions_per_step(planned) == 4
     assert merged["settings"]["generation_batch"] == planned["settings"]["generation_batch"]
     assert merged["s_per_step"] == pytest.approx(faster["s_per_step"], abs=0.01)
-    text = cli("plan", str(project), "--gpu-memory", "24").stdout
+    text = cli("plan", str(project), "--gpu-memory", "24", *seed).stdout
     assert "faster and still fitting: per_device_train_batch_size = 4" in text and "only the micro-batches differ" in text
     # bnpo divides each micro-batch by its own tokens: merging them would change the step, so it is not offered
-    bnpo = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--set", 'grpo.loss_type="bnpo"',
+    bnpo = json.loads(cli("plan", str(project), "--gpu-memory", "24", *seed, "--set", 'grpo.loss_type="bnpo"',
                           "--json").stdout)
     assert not (bnpo["faster"] or {}).get("same_step")
 
