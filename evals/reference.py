@@ -13,15 +13,16 @@ The commands, run in the folder that holds the task's data/ (`grpo-skill new` co
         --set grpo.steps_per_generation=8
     grpo-skill new zh-grpo --preset standard --model Qwen/Qwen3-1.7B --lang zh-CN --dataset data/word_problems.csv
         --prompt-column 题目 --answer-column 答案 --reward accuracy:1 --reward language:0.3
-        --param language.language=zh --set grpo.steps_per_generation=4
+        --param language.language=zh --set grpo.steps_per_generation=1
     grpo-skill new invoice-grpo --preset standard --backend trl --dataset data/invoices.json --prompt-column email
         --answer-column expected --reward json_match:1 --param json_match.strict=true
         --set 'dataset.system_prompt="Read the invoice email and answer with ..."'
-        --set grpo.steps_per_generation=4
+        --set grpo.steps_per_generation=1
 
-Why that setting: a generation of one group (steps_per_generation = num_generations, per-device batch 1) keeps the
-CPU smoke run to one prompt a generation. Gradient checkpointing is left to the presets' "auto": train.py turns it
-off on the card the run meets where plan says it fits (until 2026-12-05 the references set it false by hand).
+Why that setting: a generation of one group (steps_per_generation = num_generations / per-device batch: thinking's
+batch is 1, standard's 4) keeps the CPU smoke run to one prompt a generation. Gradient checkpointing is left to the
+presets' "auto": train.py turns it off on the card the run meets where plan says it fits (until 2026-12-05 the
+references set it false by hand).
 The smoke run is ``python train.py --smoke --model STAND_IN`` (STAND_IN from ``grpo-skill build-model
 --shape tiny``, ``--chat`` for a model that answers without thinking): one generation, every reward, a checkpoint,
 a resume; its tokenizer makes the prompts longer than Qwen3's, and train.py gives that run the room it needs.
@@ -46,9 +47,9 @@ INVOICE_SYSTEM_PROMPT = ("Read the invoice email and answer with exactly one JSO
                          "else.")
 
 
-def one_group(num_generations: int) -> tuple[str, ...]:
-    """A generation of one group (per-device batch 1): steps_per_generation = num_generations."""
-    return ("--set", f"grpo.steps_per_generation={num_generations}")
+def one_group(num_generations: int, per_device_batch: int) -> tuple[str, ...]:
+    """A generation of one group: steps_per_generation (it counts micro-batches) = num_generations / per-device batch."""
+    return ("--set", f"grpo.steps_per_generation={num_generations // per_device_batch}")
 
 
 @dataclass(frozen=True)
@@ -64,20 +65,20 @@ REFERENCES = {
         "thinking-math-jsonl", "math-grpo",
         ("--preset", "thinking", "--dataset", "data/problems.jsonl", "--prompt-column", "question",
          "--answer-column", "final", "--reward", "accuracy:1", "--reward", "thinking:0.5",
-         "--reward", "soft_overlong:0.5", *one_group(8)),
+         "--reward", "soft_overlong:0.5", *one_group(8, 1)),
     ),
     "zh-csv-word-problems": Reference(
         "zh-csv-word-problems", "zh-grpo",
         ("--preset", "standard", "--model", "Qwen/Qwen3-1.7B", "--lang", "zh-CN", "--dataset",
          "data/word_problems.csv", "--prompt-column", "题目", "--answer-column", "答案", "--reward", "accuracy:1",
-         "--reward", "language:0.3", "--param", "language.language=zh", *one_group(4)),
+         "--reward", "language:0.3", "--param", "language.language=zh", *one_group(4, 4)),
         stand_in="chat",
     ),
     "json-extraction-2gpu": Reference(
         "json-extraction-2gpu", "invoice-grpo",
         ("--preset", "standard", "--backend", "trl", "--dataset", "data/invoices.json", "--prompt-column", "email",
          "--answer-column", "expected", "--reward", "json_match:1", "--param", "json_match.strict=true",
-         "--set", f'dataset.system_prompt="{INVOICE_SYSTEM_PROMPT}"', *one_group(4)),
+         "--set", f'dataset.system_prompt="{INVOICE_SYSTEM_PROMPT}"', *one_group(4, 4)),
         stand_in="chat",
     ),
 }
