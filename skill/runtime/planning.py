@@ -303,7 +303,7 @@ SPLIT_INVARIANT_LOSSES = ("dapo", "grpo", "dr_grpo", "cispo", "sapo", "vespo")
 def larger_micro_batches(settings: Settings) -> list[tuple[Settings, dict]]:
     """(settings, [grpo] changes) for each way of merging the run's accumulated micro-batches into fewer, larger ones,
     fewest passes first: each optimizer step the same completions and the same loss, each generation as many. None
-    where the loss would change with the split. Each pass costs the host a launch of every kernel, whatever its
+    where the loss would change with the split (an empty list). Each pass costs the host a launch of every kernel, whatever its
     size: a micro-batch of one short completion is bound by that (docs/benchmarks.md, 2026-12-06)."""
     if settings.loss_type not in SPLIT_INVARIANT_LOSSES:
         return []
