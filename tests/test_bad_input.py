@@ -103,6 +103,9 @@ CLI_CASES = [
          args=("new", "ok", "--set", 'model.backend="tf"')),
     Case("new-set-4bit", 'model.load_in_4bit = "maybe" (given on the command line): must be true or false or "auto"',
          args=("new", "ok", "--set", 'model.load_in_4bit="maybe"')),
+    # TRL lists loss_type's values only in its help and refuses another at the first training step
+    Case("new-set-loss-type", 'grpo.loss_type = "grpo_plus" (given on the command line): must be one of "grpo", '
+         '"dr_grpo", "dapo"', args=("new", "ok", "--set", 'grpo.loss_type="grpo_plus"')),
     Case("new-preset-typo", "unknown preset 'standrd'; did you mean 'standard'?", args=("new", "ok", "-p", "standrd")),
     Case("new-reward-unknown", "unknown reward 'nonsense'", args=("new", "ok", "-r", "nonsense")),
     Case("new-reward-weight-text", "--reward 'length:heavy': write a reward as NAME or NAME:WEIGHT",

@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import json
 import math
+import re
 import types
 import typing
 from importlib import resources
@@ -49,6 +50,16 @@ def _describe_type(annotation) -> tuple[list[str], list | None]:
     return [f"object:{getattr(annotation, '__name__', str(annotation))}"], None
 
 
+# A str field whose values TRL lists only in its help, as one sentence of quoted names (loss_type: "Supported values
+# are 'grpo', 'dr_grpo', ..., and 'vespo'."); TRL itself refuses another only at the first training step.
+_SUPPORTED_VALUES = re.compile(r"Supported values are ((?:'\w+', )+and '\w+')\.")
+
+
+def _choices_in_help(help_text: str) -> list[str] | None:
+    found = _SUPPORTED_VALUES.search(help_text)
+    return re.findall(r"'(\w+)'", found.group(1)) if found else None
+
+
 def _json_default(value):
     if isinstance(value, enum.Enum):
         return value.value
@@ -74,6 +85,8 @@ def derive_grpo_fields() -> dict:
             continue
         names, choices = _describe_type(hints[spec.name])
         choices = list(spec.metadata["choices"]) if "choices" in spec.metadata else choices
+        if choices is None and names == ["str"]:
+            choices = _choices_in_help(spec.metadata.get("help", ""))
         entry: dict[str, Any] = {"type": names}
         if spec.default is not dataclasses.MISSING:
             entry["default"] = _json_default(spec.default)
