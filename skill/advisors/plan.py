@@ -34,6 +34,13 @@ def valid_generation_steps(settings: Settings, spg: int) -> bool:
     return spg >= 1 and (settings.per_device_train_batch_size * settings.processes * spg) % settings.num_generations == 0
 
 
+def _option(change: dict, result: Estimate, same_step: bool = False) -> dict:
+    """A setting plan offers, with its estimate; ``same_step``: each optimizer step learns what it did."""
+    option = {"change": change, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
+              "s_per_step": round(result.s_per_step, 2)}
+    return {**option, "same_step": True} if same_step else option
+
+
 def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | None = None) -> list[dict]:
     """Single changes that bring the estimate under ``budget_gib``, most useful first, each with its estimate."""
     candidates = []
@@ -64,8 +71,7 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
         key = next(iter(change))
         if needed_gib(result) <= budget_gib and key not in seen:
             seen.add(key)
-            found.append({"change": change, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
-                          "s_per_step": round(result.s_per_step, 2)})
+            found.append(_option(change, result))
     return found
 
 
@@ -77,8 +83,7 @@ def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | 
             continue
         result = estimate(replace(settings, steps_per_generation=spg, generation_batch_size=None), calibration)
         if needed_gib(result) <= budget_gib:
-            best = {"change": {"steps_per_generation": spg}, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
-                    "s_per_step": round(result.s_per_step, 2)}
+            best = _option({"steps_per_generation": spg}, result)
     return best
 
 
@@ -94,8 +99,7 @@ def fast_path_that_fits(requested: Settings, resolved: Settings, budget_gib: flo
         return None
     settings, _why = resolve_checkpointing(split[0], budget_gib)
     result = estimate(settings, calibration)
-    return {"change": split[1], "peak_reserved_gib": round(result.peak_reserved_gib, 1),
-            "s_per_step": round(result.s_per_step, 2), "same_step": True}
+    return _option(split[1], result, same_step=True)
 
 
 def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
@@ -107,8 +111,7 @@ def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: d
         settings, _why = resolve_checkpointing(settings, budget_gib)
         result = estimate(settings, calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
-            best = {"change": change, "peak_reserved_gib": round(result.peak_reserved_gib, 1),
-                    "s_per_step": round(result.s_per_step, 2), "same_step": True}
+            best = _option(change, result, same_step=True)
     return best
 
 

@@ -285,14 +285,22 @@ def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings,
     for parts in (2, 4, 8, 16, 32):
         if parts > batch or batch % parts:
             continue
-        change = {"per_device_train_batch_size": batch // parts,
-                  "gradient_accumulation_steps": settings.gradient_accumulation_steps * parts}
-        if settings.steps_per_generation:  # it counts micro-batches: as many of them as completions stay the same
-            change["steps_per_generation"] = settings.steps_per_generation * parts
+        change = regrouped(settings, batch // parts)
         smaller = replace(settings, **change)
         if needed_gib(estimate(smaller)) <= gpu_gib * FAST_GENERATION_MARGIN:
             return smaller, change, parts
     return None
+
+
+def regrouped(settings: Settings, per_device: int) -> dict:
+    """[grpo] changes that pass each optimizer step's completions, and each generation's, in micro-batches of
+    ``per_device`` (which divides the step's; steps_per_generation counts micro-batches)."""
+    batch = settings.per_device_train_batch_size
+    change = {"per_device_train_batch_size": per_device,
+              "gradient_accumulation_steps": batch * settings.gradient_accumulation_steps // per_device}
+    if settings.steps_per_generation:
+        change["steps_per_generation"] = settings.steps_per_generation * batch // per_device
+    return change
 
 
 # TRL's losses whose optimizer step is the same however its completions are split into micro-batches: each divides
@@ -311,10 +319,7 @@ def larger_micro_batches(settings: Settings) -> list[tuple[Settings, dict]]:
     for parts in range(accumulation, 1, -1):
         if accumulation % parts or (settings.steps_per_generation and settings.steps_per_generation % parts):
             continue
-        change = {"per_device_train_batch_size": settings.per_device_train_batch_size * parts,
-                  "gradient_accumulation_steps": accumulation // parts}
-        if settings.steps_per_generation:
-            change["steps_per_generation"] = settings.steps_per_generation // parts
+        change = regrouped(settings, settings.per_device_train_batch_size * parts)
         merges.append((replace(settings, **change), change))
     return merges
 
