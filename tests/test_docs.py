@@ -293,9 +293,9 @@ def test_a_new_benchmark_row_makes_the_quoted_figures_stale(tmp_path, capsys):
     report_file = tmp_path / figures.BENCHMARK_FILE
     report = json.loads(report_file.read_text(encoding="utf-8"))
     rows = [row for row in report["rows"] if (row["case"], row["name"]) == ("thinking", figures.GENERATED)]
-    stale = f"{rows[0]['s_per_step'] + 1.11:.2f}"  # a figure the committed report cannot already quote
+    figure = f"{rows[0]['s_per_step'] + 1.11:.2f}"  # a figure the committed report cannot already quote
     for row in rows:
-        row["s_per_step"] = float(stale)
+        row["s_per_step"] = float(figure)
     report_file.write_text(json.dumps(report), encoding="utf-8")
 
     assert docs.main(["--check", "--root", str(tmp_path)]) == 1
@@ -306,8 +306,8 @@ def test_a_new_benchmark_row_makes_the_quoted_figures_stale(tmp_path, capsys):
     assert docs.main(["--write", "--root", str(tmp_path)]) == 0
     [line] = [line for line in (tmp_path / "references" / "grpo-config.md").read_text(encoding="utf-8").splitlines()
               if line.startswith("| `thinking` | the project `new` makes, as it is | G 8, batch 8, 1024 tokens, ")]
-    assert f" | {stale} |" in line  # the settings cell says what the row ran with (4-bit or bf16), as measured
-    assert f"{stale} s/step" in (tmp_path / "SKILL.md").read_text(encoding="utf-8")
+    assert f" | {figure} |" in line  # the settings cell says what the row ran with (4-bit or bf16), as measured
+    assert f"{figure} s/step" in (tmp_path / "SKILL.md").read_text(encoding="utf-8")
 
 
 def test_the_speed_note_says_when_the_measured_default_is_no_longer_the_presets(tmp_path):
