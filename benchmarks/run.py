@@ -359,7 +359,8 @@ class Benchmark:
         if job.contender.program == "generated" and summary and summary.is_file():
             said = json.loads(summary.read_text())
             job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit",
-                                                          "gradient_checkpointing", "checkpoint_every_n_layers")
+                                                          "gradient_checkpointing", "checkpoint_every_n_layers",
+                                                          "micro_batches")
                                if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:

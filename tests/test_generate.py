@@ -474,3 +474,39 @@ def test_auto_checkpointing_checkpoints_the_fewest_layers_that_fit_and_train_py_
             assert grpo["gradient_checkpointing_kwargs"] == {"use_reentrant": False, "every_n_layers": every}
             assert needed(every) <= card * 0.9  # it fits, and no choice with fewer checkpointed layers does
             assert all(needed(n) > card * 0.9 for n in planning.PARTIAL_CHECKPOINTING if n > every)
+
+
+def test_auto_generation_splits_the_micro_batch_where_only_that_lets_the_fast_path_fit(
+        cli, tmp_path, monkeypatch, english):
+    """[model] generation = "auto" on a card where the fast path does not fit the micro-batch of 8 x 1024 tokens but
+    fits it in smaller ones: train.py's GRPOConfig gets those (each optimizer step the same 8 completions, each
+    generation the same 32), its generation line says so, checkpointing is chosen for them, and the summary records
+    them. The user's config.toml is not changed; on a card with room nothing is."""
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import decoding, planning
+
+    cli("new", "split", "--preset", "thinking", "-o", str(tmp_path), "--set", "grpo.per_device_train_batch_size=8",
+        "--set", "grpo.gradient_accumulation_steps=1", "--set", "grpo.steps_per_generation=4",
+        "--set", "grpo.max_completion_length=1024", "--set", "model.max_seq_length=1280")
+    before = (tmp_path / "split" / "config.toml").read_bytes()
+    config = projects.load(tmp_path / "split", rewards=False)
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 24.0)
+    chosen = decoding.choose(config, "trl", cuda=True)
+    grpo = decoding.with_micro_batches(config.grpo, chosen)
+    assert chosen.fast and chosen.micro_batches == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+                                                    "steps_per_generation": 8}
+    assert {key: grpo[key] for key in chosen.micro_batches} == chosen.micro_batches
+    assert {key: value for key, value in grpo.items() if key not in chosen.micro_batches} == {
+        key: value for key, value in config.grpo.items() if key not in chosen.micro_batches}
+    assert "in 2 micro-batches it fits" in chosen.describe()
+    planned = json.loads(cli("plan", str(tmp_path / "split"), "--gpu-memory", "24", "--json").stdout)  # what plan says
+    assert planned["generation_path"] == "fast" and bool(chosen.gradient_checkpointing) == planned[
+        "gradient_checkpointing"] is True
+    assert {key: planned["settings"][key] for key in chosen.micro_batches} == chosen.micro_batches
+    assert (tmp_path / "split" / "config.toml").read_bytes() == before
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
+    roomy = decoding.choose(config, "trl", cuda=True)
+    assert roomy.fast and roomy.micro_batches == {} and decoding.with_micro_batches(config.grpo, roomy) == config.grpo
+    train_py = (tmp_path / "split" / "train.py").read_text(encoding="utf-8")
+    assert "decoding.with_micro_batches(grpo_settings, generation)" in train_py
+    assert '"micro_batches": generation.micro_batches' in train_py

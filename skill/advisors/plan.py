@@ -17,7 +17,7 @@ from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES
                                 Settings, estimate, known_shape, needed_gib)
 from ..runtime.planning import (change_text, from_benchmark_row, from_config, from_preset, from_project,
                                 generation_path, gpu_memory_gib, larger_micro_batches, processes_from_accelerate_config,
-                                ran_on_report_gpu, resolve_checkpointing, resolve_generation, smaller_micro_batches)
+                                ran_on_report_gpu, resolve_checkpointing, resolve_generation)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -87,21 +87,6 @@ def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | 
     return best
 
 
-def fast_path_that_fits(requested: Settings, resolved: Settings, budget_gib: float,
-                        calibration: dict | None = None) -> dict | None:
-    """Where ``generation = "auto"`` fell back from the fast path for want of memory: the smaller micro-batches that
-    let it fit (planning.smaller_micro_batches), with their estimate."""
-    if requested.generation != "auto" or resolved.generation == "fast":
-        return None
-    fast = replace(requested, generation="fast", backend="trl", compiled_decoding=False)
-    split = smaller_micro_batches(fast, budget_gib)
-    if split is None:
-        return None
-    settings, _why = resolve_checkpointing(split[0], budget_gib)
-    result = estimate(settings, calibration)
-    return _option(split[1], result, same_step=True)
-
-
 def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
     """The fastest merge of the run's micro-batches into larger ones (planning.larger_micro_batches) that still fits,
     its "auto" settings resolved as train.py would, with its estimate."""
@@ -143,7 +128,6 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
             faster = min(filter(None, (faster_that_fits(settings, gpu_gib, calibration),
-                                       fast_path_that_fits(requested, settings, gpu_gib, calibration),
                                        fewer_passes_that_fit(requested, gpu_gib, calibration))),
                          key=lambda option: option["s_per_step"], default=None)
             out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step * (1 - FASTER_BY) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.i18n import _
 from ..core.schema import asks_for_another_generation_path
@@ -30,6 +30,7 @@ class Generation:
     gradient_checkpointing: str | bool = "unsloth"  # [lora] gradient_checkpointing made concrete
     checkpointing_why: str | None = None  # why, when it was "auto"
     checkpoint_every_n_layers: int = 1  # with checkpointing on the TRL backend: transformers' every_n_layers
+    micro_batches: dict = field(default_factory=dict)  # [grpo] changes "auto" made for the fast path to fit
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
@@ -49,10 +50,18 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     what ``machine.choose_backend`` took; "auto" takes the fast path (training with TRL) on a CUDA GPU where
     `grpo-skill plan` says it fits."""
     planned = _Planned(config)
-    backend, fast, why = _path(config, backend, cuda, planned)
+    backend, fast, why, micro_batches = _path(config, backend, cuda, planned)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
-    checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned)
-    return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every)
+    checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned,
+                                                             micro_batches)
+    return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
+                      micro_batches)
+
+
+def with_micro_batches(grpo: dict, generation: Generation) -> dict:
+    """[grpo] in the micro-batches "auto" generation chose to let the fast path fit: each optimizer step the same
+    completions and loss, each generation as many (planning.smaller_micro_batches)."""
+    return {**grpo, **generation.micro_batches}
 
 
 def with_checkpointed_layers(grpo: dict, generation: Generation) -> dict:
@@ -86,8 +95,8 @@ class _Planned:
         return planning.gpu_memory_gib()
 
 
-def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool,
-                   planned: _Planned) -> tuple[str | bool, str | None, int]:
+def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool, planned: _Planned,
+                   micro_batches: dict) -> tuple[str | bool, str | None, int]:
     """(gradient_checkpointing, why when it was "auto", every_n_layers): off where `grpo-skill plan` says the run
     fits without it, else on for the fewest layers that fit."""
     from dataclasses import replace
@@ -108,7 +117,7 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
         settings = planned.settings
     except plan.PlanError:
         return "unsloth", _("no model shape known to plan its memory: on"), given
-    settings = replace(settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit)
+    settings = replace(settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit, **micro_batches)
     settings, why = plan.resolve_checkpointing(settings, planned.gpu_gib, cuda)
     return settings.gradient_checkpointing, why, settings.checkpoint_every_n_layers
 
@@ -132,13 +141,13 @@ def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, s
     return False, _("compile_decoding: with 4-bit weights a compiled decode step was measured slower")
 
 
-def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, bool, str]:
-    """(backend, fast, why): ``[model] generation`` made concrete."""
+def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, bool, str, dict]:
+    """(backend, fast, why, [grpo] micro-batch changes): ``[model] generation`` made concrete."""
     from . import planning as plan  # reads the project's model shape and presets: only when asked
 
     requested = config.model.get("generation", "auto")
     if requested == "plain":
-        return backend, False, _("[model] generation = 'plain'")
+        return backend, False, _("[model] generation = 'plain'"), {}
     if requested == "fast" and distributed.shards_weights():
         from ..core.project import ConfigError
 
@@ -146,20 +155,20 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
                             "shard; set generation = 'plain', or launch with accelerate/ddp.yaml"))
     if requested == "fast":
         if not cuda:
-            return "trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled")
-        return "trl", True, _("[model] generation = 'fast'")
+            return "trl", True, _("[model] generation = 'fast'; without a GPU it decodes uncompiled"), {}
+        return "trl", True, _("[model] generation = 'fast'"), {}
     if not cuda:
-        return backend, False, _("no CUDA GPU")
+        return backend, False, _("no CUDA GPU"), {}
     if asks_for_another_generation_path(config.model, config.grpo) or distributed.is_launched():
-        return backend, False, _("the config asks for another path")
+        return backend, False, _("the config asks for another path"), {}
     try:
         settings = planned.settings
     except plan.PlanError:
-        return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway")
-    settings, why = plan.resolve_generation(settings, planned.gpu_gib, cuda=True)
-    if settings.generation == "fast":
-        return "trl", True, why
-    return backend, False, why
+        return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway"), {}
+    resolved, why = plan.resolve_generation(settings, planned.gpu_gib, cuda=True)
+    if resolved.generation == "fast":
+        return "trl", True, why, plan.micro_batch_change(settings, resolved)
+    return backend, False, why, {}
 
 
 def wanted(model: dict, backend: str, cuda: bool) -> bool:

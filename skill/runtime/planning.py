@@ -176,6 +176,7 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
     resolved = _grpo_settings(settings["grpo"], settings["lora"], model, settings["backend"], shape,
                               int(round(prompt)), int(settings.get("processes", 1)))
     gpu_gib = row.get("gpu_gib") or gpu_gib  # a row run as on a smaller card (the benchmark's BENCH_GPU_GIB)
+    requested = resolved
     if settings["backend"] == "auto" and gpu_gib:
         resolved, _why = resolve_generation(resolved, gpu_gib)
     if gpu_gib:
@@ -183,6 +184,9 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
     took = row.get("took") or {}  # what train.py said it took: the run itself, over any re-resolution
     resolved = replace(resolved, **{key: took[key] for key in ("backend", "generation", "load_in_4bit",
                                                                "gradient_checkpointing") if key in took})
+    if took:  # its micro-batches as it ran them (rows from before "auto" split them ran the row's own)
+        given = {key: getattr(requested, key) for key in MICRO_BATCH_KEYS}
+        resolved = replace(resolved, **{**given, **took.get("micro_batches", {})})
     if "gradient_checkpointing" in took:  # rows from before partial checkpointing checkpointed every layer
         resolved = replace(resolved, checkpoint_every_n_layers=took.get("checkpoint_every_n_layers", 1))
     return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")),
@@ -254,9 +258,16 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
     return on, why
 
 
+# TRL's losses whose optimizer step is the same however its completions are split into micro-batches: each divides
+# by the whole step's sequences or tokens ("bnpo" divides each micro-batch by its own tokens).
+SPLIT_INVARIANT_LOSSES = ("dapo", "grpo", "dr_grpo", "cispo", "sapo", "vespo")
+
+
 def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
-    """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits,
-    otherwise the backend's own generation. Without a known GPU size, the fast path, with what it needs said."""
+    """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits; where
+    it fits only in smaller micro-batches (the same completions and loss in each optimizer step), the fast path in
+    those when plan estimates it faster than the backend's own generation; otherwise the backend's own. Without a
+    known GPU size, the fast path, with what it needs said."""
     if settings.generation != "auto":
         return settings, _("set in config.toml")
     plain = replace(settings, generation="plain")
@@ -271,16 +282,26 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
     why = _("the fast path needs about {need:.1f} GiB, more than nine tenths of this GPU's {gpu:.0f} GiB").format(
         need=need, gpu=gpu_gib)
     split = smaller_micro_batches(fast, gpu_gib)
-    if split:
-        why += _("; it fits with [grpo] {change}: the same completions per optimizer step and per generation, in "
-                 "{parts} passes").format(change=change_text(split[1]), parts=split[2])
+    if split and _step_s(split[0], gpu_gib) < _step_s(plain, gpu_gib):
+        smaller, change, parts = split
+        return smaller, why + _("; in {parts} micro-batches it fits ({need:.1f} GiB), [grpo] {change}: the same "
+                                "completions and loss in each optimizer step, as many in each generation").format(
+            parts=parts, need=needed_gib(estimate(smaller)), change=change_text(change))
     return plain, why
+
+
+def _step_s(settings: Settings, gpu_gib: float) -> float:
+    """plan's s/step of ``settings`` with "auto" checkpointing resolved as train.py would."""
+    return estimate(resolve_checkpointing(settings, gpu_gib)[0]).s_per_step
 
 
 def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings, dict, int] | None:
     """(settings, [grpo] changes, passes): the run's micro-batch split into as few smaller ones as make ``settings``
     fit the GPU, each optimizer step accumulating the same completions and each generation sampling as many; None
-    where the micro-batch cannot be split or no split fits."""
+    where the loss would change with the split (SPLIT_INVARIANT_LOSSES), the micro-batch cannot be split or no split
+    fits."""
+    if settings.loss_type not in SPLIT_INVARIANT_LOSSES:
+        return None
     batch = settings.per_device_train_batch_size
     for parts in (2, 4, 8, 16, 32):
         if parts > batch or batch % parts:
@@ -292,6 +313,15 @@ def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings,
     return None
 
 
+MICRO_BATCH_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation")
+
+
+def micro_batch_change(requested: Settings, resolved: Settings) -> dict:
+    """The [grpo] micro-batch settings that resolving "auto" changed (empty where none)."""
+    return {key: getattr(resolved, key) for key in MICRO_BATCH_KEYS
+            if getattr(resolved, key) != getattr(requested, key)}
+
+
 def regrouped(settings: Settings, per_device: int) -> dict:
     """[grpo] changes that pass each optimizer step's completions, and each generation's, in micro-batches of
     ``per_device`` (which divides the step's; steps_per_generation counts micro-batches)."""
@@ -301,11 +331,6 @@ def regrouped(settings: Settings, per_device: int) -> dict:
     if settings.steps_per_generation:
         change["steps_per_generation"] = settings.steps_per_generation * batch // per_device
     return change
-
-
-# TRL's losses whose optimizer step is the same however its completions are split into micro-batches: each divides
-# by the whole step's sequences or tokens ("bnpo" divides each micro-batch by its own tokens).
-SPLIT_INVARIANT_LOSSES = ("dapo", "grpo", "dr_grpo", "cispo", "sapo", "vespo")
 
 
 def larger_micro_batches(settings: Settings) -> list[tuple[Settings, dict]]:
