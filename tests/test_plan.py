@@ -205,9 +205,12 @@ def test_more_gpus_keep_the_memory_per_gpu_multiply_the_batch_and_add_an_exchang
     assert together.s_per_step == pytest.approx(alone.s_per_step + together.communication_s_per_step)
     parallel = plan.data_parallel(two, together)
     assert 1.5 < parallel["speedup"] < 2  # twice the completions per step, a little slower per step
-    # the 1-GPU global batch on 2 GPUs: half the per-device batch, and a shorter step
+    # the 1-GPU global batch on 2 GPUs: half the per-device batch, each GPU training on half as many tokens; this
+    # step is bound by decoding, which halving the batch barely shortens, so no slower than one GPU plus the exchange
     assert parallel["same_global_batch"]["per_device_train_batch_size"] == 4
-    assert parallel["same_global_batch"]["s_per_step"] < alone.s_per_step
+    halved = plan.estimate(replace(two, per_device_train_batch_size=4))
+    assert halved.train_s_per_step < alone.train_s_per_step
+    assert parallel["same_global_batch"]["s_per_step"] <= round(alone.s_per_step + together.communication_s_per_step, 2)
 
 
 def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path):
@@ -393,3 +396,19 @@ def test_the_tiny_model_built_here_has_the_shape_the_planner_uses(tiny_model):
 
     built = ModelShape.from_config(json.loads((tiny_model / "config.json").read_text()))
     assert built == KNOWN_SHAPES["tiny-qwen3"]
+
+
+def test_a_fit_splits_the_fast_paths_time_into_its_phases_and_skips_superseded_times():
+    """A fast-path row that measured its phases fixes how its step splits into generating and training (two errors,
+    not one), so the decode and training constants cannot trade against each other; a row whose time measured code
+    since changed (``superseded``) counts for memory only."""
+    [(row, settings)] = [(row, settings) for row, settings in ROWS
+                         if (row["case"], row["name"]) == ("standard", "generated default") and row["on_report_gpu"]]
+    assert settings.generation == "fast" and row["phases_s_per_step"]["generation"] > 0
+    memory_only = 2  # allocated and reserved
+    assert len(plan.errors([(row, settings)], plan.CALIBRATION)) == memory_only + 2
+    assert len(plan.errors([({**row, "superseded": "since changed"}, settings)], plan.CALIBRATION)) == memory_only
+    generation_error, training_error = plan.errors([(row, settings)], plan.CALIBRATION)[memory_only:]
+    slow_decode = {**plan.CALIBRATION, "decode_base_s_copy": plan.CALIBRATION["decode_base_s_copy"] * 2}
+    slower_generation, same_training = plan.errors([(row, settings)], slow_decode)[memory_only:]
+    assert slower_generation > generation_error and same_training == training_error  # each phase its own error

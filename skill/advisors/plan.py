@@ -267,7 +267,7 @@ TIME_CONSTANTS = ("decode_base_s_unsloth", "decode_per_sequence_s_unsloth", "dec
                   "decode_base_s_trl_compiled", "decode_per_sequence_s_trl_compiled",
                   "decode_base_s_copy", "decode_per_sequence_s_copy",
                   "train_flops_per_s_unsloth", "train_flops_per_s_trl", "train_flops_per_s_trl_4bit",
-                  "host_s_per_layer_pass", "step_overhead_s")
+                  "train_flops_per_s_copy", "host_s_per_layer_pass", "step_overhead_s", "step_overhead_s_copy")
 
 
 def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
@@ -287,22 +287,26 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
 # The decode-step table of docs/benchmarks.json (benchmarks/decode_profile.py) measures the fast path's decode step
 # at several batch sizes, which the training rows (one batch size per case) cannot tell apart into base and per
 # sequence: its rows of the path train.py takes are fitted too.
-# The adapters in fp32: the path the 'generated default' training rows were measured with. A bf16 run's copy now
-# computes them in bf16 (faster); refit on that row once training rows measure it.
-COPY_DECODE_PATH = "copy with adapters apart, grouped decode"
+# The path train.py's fast generation takes (its default levers, GRPOTrainer's stop tokens); only the rows measured
+# on the report's own GPU, whose times the fit is for.
+COPY_DECODE_PATH = ("copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, "
+                    "stop tokens, stop check deferred")
 
 
 def decode_errors(report: dict, calibration: dict) -> list[float]:
     """log(estimate / measured) of the fast path's decode step at each batch size of the decode table."""
-    k = {**CALIBRATION, **calibration}
+    k, table = {**CALIBRATION, **calibration}, report.get("decode") or {}
+    gpu = (report.get("environment") or {}).get("gpu")
     return [math.log((k["decode_base_s_copy"] + k["decode_per_sequence_s_copy"] * row["batch"])
                      / (row["decode_ms"] / 1000))
-            for row in (report.get("decode") or {}).get("rows", [])
-            if row.get("path") == COPY_DECODE_PATH and row.get("decode_ms")]
+            for row in table.get("rows", [])
+            if row.get("path") == COPY_DECODE_PATH and row.get("decode_ms") and row.get("device", table.get("device")) == gpu]
 
 
 def errors(rows, calibration: dict) -> list[float]:
-    """log(estimate / measured) of every measured quantity of every row."""
+    """log(estimate / measured) of every measured quantity of every row: memory, and on the report's GPU the time
+    (the fast path's generation and training apart where the row measured its phases), except where the row says its time is
+    ``superseded`` (the code it measured has changed since)."""
     out = []
     for row, settings in rows:
         result = estimate(settings, calibration)
@@ -310,8 +314,16 @@ def errors(rows, calibration: dict) -> list[float]:
         if row.get("peak_reserved_gib"):
             out.append(math.log(result.peak_reserved_gib / row["peak_reserved_gib"]))
         # 4-bit with compiled decoding: measured (slower), but refused in a project, so not a time to fit
-        if row.get("s_per_step") and row["on_report_gpu"] and not (settings.compiled_decoding and settings.holds_4bit):
-            out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
+        if row.get("s_per_step") and row["on_report_gpu"] and not row.get("superseded") and not (
+                settings.compiled_decoding and settings.holds_4bit):
+            # the fast path's split into generating and training, where the row measured its phases; the other
+            # paths' decode step has no term for the cache's length, so their split is left to the total
+            generation = (row.get("phases_s_per_step") or {}).get("generation") if settings.generation == "fast" else None
+            if generation and generation < row["s_per_step"]:
+                out.append(0.5 * math.log((result.s_per_step - result.train_s_per_step) / generation))
+                out.append(0.5 * math.log(result.train_s_per_step / (row["s_per_step"] - generation)))
+            else:
+                out.append(0.5 * math.log(result.s_per_step / row["s_per_step"]))  # time counts less than memory
     return out
 
 

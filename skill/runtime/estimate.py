@@ -23,9 +23,10 @@ from ..core.i18n import _
 GIB = 2**30
 
 # Fitted by `python -m grpo_skill.plan --calibrate docs/benchmarks.json` (the side-by-side benchmark on H200s,
-# 2026-12-01 to 04, and its decode-step table); `--leave-out thinking` shows how a fit without a case does on it.
+# 2026-12-01 to 06, and its decode-step table); `--leave-out thinking` shows how a fit without a case does on it.
 # The memory terms were fitted again on 2026-12-05 with an H100's rows, the first whose copy kept its KV cache
-# through training; times are fitted on the H200's rows only (the H100's count for memory).
+# through training; times are fitted on the H200's rows only (the H100's count for memory), each row's generation
+# and training phases apart where it measured them, and again on 2026-12-06 with the H200 rows of the default path.
 # Memory terms multiply bytes; time terms are seconds (or FLOP/s).
 CALIBRATION: dict[str, float] = {
     "fixed_gib": 0.254,  # CUDA workspaces, buffers, the allocator's rounding
@@ -38,32 +39,36 @@ CALIBRATION: dict[str, float] = {
     "kv_factor": 1.1,
     "reserved_ratio_unsloth": 1.2,  # reserved / allocated at the peak
     "reserved_ratio_trl": 1.05,
-    "decode_base_s_unsloth": 0.00615,  # one decoding step for the whole generation batch: base + per sequence
-    "decode_per_sequence_s_unsloth": 0.0007,
+    "decode_base_s_unsloth": 0.00763,  # one decoding step for the whole generation batch: base + per sequence
+    "decode_per_sequence_s_unsloth": 0.00077,
     "decode_base_s_trl": 0.107,
     "decode_per_sequence_s_trl": 3.32e-12,
-    "train_flops_per_s_unsloth": 8e+13,  # effective, gradient checkpointing and 4-bit dequantization included
-    "train_flops_per_s_trl": 2.44e+14,
+    "train_flops_per_s_unsloth": 1.6e+14,  # effective, gradient checkpointing and 4-bit dequantization included
+    "train_flops_per_s_trl": 1.97e+14,
     # TRL with bitsandbytes 4-bit weights (the generated project's trl backend): one row, "standard/generated trl"
     "decode_base_s_trl_4bit": 0.09,
     "decode_per_sequence_s_trl_4bit": 3.46e-12,
-    "train_flops_per_s_trl_4bit": 1.43e+14,
+    "train_flops_per_s_trl_4bit": 4.18e+14,
     # TRL in bf16 with compile_decoding: one row, "standard/plain trl, spg 8, static compiled" (a decoding step of 64
     # sequences in 24.7 ms), so how that splits into base and per sequence is not known yet
-    "decode_base_s_trl_compiled": 0.0271,
-    "decode_per_sequence_s_trl_compiled": 1.79e-05,
-    # The fast generation path (a bf16 copy, each LoRA beside its layer, compiled static-cache decoding with grouped
-    # K/V heads): the 'generated default' rows and the decode-step table (2026-12-04: 9.28 ms at 8 sequences, 10.93
-    # at 64), both measured with the adapters in fp32; in bf16, as a bf16 run now computes them, the step measured
-    # 8.44 and 10.40 ms against 10.01 and 11.78 in fp32 in one call: these constants overestimate it by ~12-16%
-    "decode_base_s_copy": 0.00928,
-    "decode_per_sequence_s_copy": 2.45e-05,
-    "step_overhead_s": 0.541,
+    "decode_base_s_trl_compiled": 0.0164,
+    "decode_per_sequence_s_trl_compiled": 1.41e-05,
+    # The fast generation path (a bf16 copy, each LoRA beside its layer in bf16, compiled static-cache decoding with
+    # grouped K/V heads, fused projections, decode windows): the 'generated default' rows and the decode-step table's
+    # row of that path (2026-12-06, H200: 4.88 ms at 8 sequences, 7.80 at 64)
+    "decode_base_s_copy": 0.00511,
+    "decode_per_sequence_s_copy": 4.77e-05,
+    "step_overhead_s": 0.72,  # per optimizer step: the optimizer, logging, the trainer's own work
+    # The fast path's training in bf16 (train.py's TRL settings: cuDNN attention off, "auto" checkpointing) apart
+    # from plain TRL's: its own rows (2026-12-06) train ~2x as fast as plain TRL's of 2026-12-01/02
+    "train_flops_per_s_copy": 3.33e+14,
+    "step_overhead_s_copy": 0.271,
     # A pass (forward, backward counted twice, reference or old log-probs) over one micro-batch takes at least what
     # the host needs to launch its kernels (peft's adapters, Python): per decoder layer. From the H100 rows of
     # 2026-12-06, micro-batches of one completion against one of 8: 2.06 s of training phases in 8 x 5 passes of one
-    # short sequence (standard), 2.05 in 8 x 5 of one 1,100-token sequence (thinking). Not scaled to other cards.
-    "host_s_per_layer_pass": 1.43e-3,
+    # short sequence (standard), 2.05 in 8 x 5 of one 1,100-token sequence (thinking); refitted with the H200 rows.
+    # Not scaled to other cards.
+    "host_s_per_layer_pass": 1.15e-3,
     # Several GPUs (DDP, one process each): not measured yet, guessed; tests/gpu/test_gpu_multi_gpu.py measures the
     # speed-up on 2 GPUs. Per optimizer step: gathering rewards and completions, waiting for the slowest process...
     "ddp_step_overhead_s": 0.1,
@@ -311,12 +316,16 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
                                                 else 0)  # forward + backward (2) + reference + old log-probs
     if settings.gradient_checkpointing and backend == "trl":  # the backward recomputes the checkpointed layers
         passes += checkpointed_layers(settings) / shape.num_hidden_layers
-    training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
-        "trl_4bit" if settings.holds_4bit else "trl")
+    if timing == "copy" and not settings.holds_4bit:
+        training = "copy"
+    else:
+        training = timing if timing not in ("trl_compiled", "copy") else (  # these change decoding only
+            "trl_4bit" if settings.holds_4bit else "trl")
     # each micro-batch's passes take their FLOPs' time, or the host's time to launch them where that is longer
     pass_s = max(2 * shape.params * tokens / k[f"train_flops_per_s_{training}"],
                  k["host_s_per_layer_pass"] * shape.num_hidden_layers)
-    train = pass_s * passes * settings.gradient_accumulation_steps + k["step_overhead_s"]
+    train = pass_s * passes * settings.gradient_accumulation_steps + k[
+        "step_overhead_s_copy" if training == "copy" else "step_overhead_s"]
     per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
     # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
