@@ -146,10 +146,13 @@ DEFAULT += [
     Contender("generated default, 80 GiB card", "thinking", "generated", "auto", "the thinking preset as `new` "
               "makes it, on an 80 GiB card (checkpointing of some layers only)", preset_speed=True,
               env={"BENCH_GPU_GIB": "80"}, warmup_cycles=1, measure_cycles=1, guess_s_per_step=4.5, fixed_s=100),
-    # There the case's micro-batch of 8 x 1024 tokens keeps the fast path out (2026-12-05: Unsloth's own generation,
-    # 12.0 s/step on an H100); plan names the split that lets it in: the same step in 2 micro-batches of 4.
+    # There the case's micro-batch of 8 x 1024 tokens kept the fast path out (Unsloth's own generation: 12.0 s/step on
+    # an H100 on 2026-12-05, 11.44 on an H200 on 2026-12-06); the same step in 2 micro-batches of 4 lets it in (3.52
+    # s/step, 21.5 GiB). Since 2026-12-06 "auto" takes that split itself, so the row above measures it as the default;
+    # this one sets it in [grpo].
     Contender("generated default, 24 GiB card, micro-batches of 4", "thinking", "generated", "auto", "the same "
-              "with the micro-batches plan names where the fast path does not fit: 2 of 4 completions per step",
+              "with the micro-batches set in [grpo] that auto takes itself where the fast path does not fit the "
+              "case's: 2 of 4 completions per step",
               grpo={"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}, preset_speed=True,
               env=CARD_24, warmup_cycles=1, measure_cycles=1, guess_s_per_step=5.0, fixed_s=100),
 ]
