@@ -227,6 +227,11 @@ def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path
     assert from_config["data_parallel"] == two["data_parallel"]
     text = cli("plan", str(project), "--gpus", "2").stdout
     assert "on 2 GPUs (data-parallel; memory is per GPU)" in text
+    # what train.py takes under several processes: the backend's own generation, checkpointing on
+    sized = json.loads(cli("plan", str(project), "--gpus", "2", "--gpu-memory", "141", "--json").stdout)
+    assert sized["generation_path"] == "trl" and sized["generation_why"] == (
+        "several processes: the fast path runs in a single process")
+    assert sized["gradient_checkpointing"] is True and sized["checkpointing_why"].startswith("several processes")
 
 
 @pytest.mark.parametrize("args,message", [

@@ -108,11 +108,11 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     if value != "auto":
         return value, None, given
     # settled before the plan where it can be: the plan reads the tokenizer, importing transformers before unsloth
-    settled = plan.checkpointing_without_estimate(backend, cuda)
+    # plan sizes one GPU from nvidia-smi's first; several processes keep it on
+    settled = plan.checkpointing_without_estimate(backend, cuda, distributed.world_size() if distributed.is_launched()
+                                                  else 1)
     if settled:
         return (*settled, given)
-    if distributed.is_launched():  # plan sizes one GPU from nvidia-smi's first; several processes keep it on
-        return "unsloth", _("several processes: on, as plan does not size each one's GPU here"), given
     try:
         settings = planned.settings
     except plan.PlanError:
@@ -159,7 +159,9 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
         return "trl", True, _("[model] generation = 'fast'"), {}
     if not cuda:
         return backend, False, _("no CUDA GPU"), {}
-    if asks_for_another_generation_path(config.model, config.grpo) or distributed.is_launched():
+    if distributed.is_launched():
+        return backend, False, plan.several_processes_generation(), {}
+    if asks_for_another_generation_path(config.model, config.grpo):
         return backend, False, _("the config asks for another path"), {}
     try:
         settings = planned.settings

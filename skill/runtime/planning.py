@@ -220,14 +220,21 @@ def generation_path(settings: Settings) -> str:
     return "trl compiled" if settings.compiled_decoding else "trl"
 
 
-def checkpointing_without_estimate(backend: str, cuda: bool) -> tuple[str, str] | None:
-    """("unsloth", why) where "auto" gradient checkpointing needs no estimate: on the Unsloth backend (its own), or
-    without a CUDA GPU; else None."""
+def checkpointing_without_estimate(backend: str, cuda: bool, processes: int = 1) -> tuple[str, str] | None:
+    """("unsloth", why) where "auto" gradient checkpointing needs no estimate: on the Unsloth backend (its own),
+    without a CUDA GPU, or under several processes; else None."""
     if backend == "unsloth":
         return "unsloth", _("Unsloth's own, which keeps the activations in CPU memory")
     if not cuda:
         return "unsloth", _("no CUDA GPU: less memory")
+    if processes > 1:
+        return "unsloth", _("several processes: on, as plan does not size each one's GPU here")
     return None
+
+
+def several_processes_generation() -> str:
+    """Why "auto" generation keeps the backend's own under several processes (train.py and plan say the same)."""
+    return _("several processes: the fast path runs in a single process")
 
 
 def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
@@ -237,7 +244,7 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
     if settings.gradient_checkpointing != "auto":
         return settings, _("gradient_checkpointing = {value}").format(value=json.dumps(settings.gradient_checkpointing))
     on = replace(settings, gradient_checkpointing="unsloth")
-    settled = checkpointing_without_estimate(settings.backend, cuda)
+    settled = checkpointing_without_estimate(settings.backend, cuda, settings.processes)
     if settled:
         return on, settled[1]
     if gpu_gib is None:
@@ -273,6 +280,8 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
     plain = replace(settings, generation="plain")
     if not cuda:
         return plain, _("no CUDA GPU: the fast path compiles on a GPU only")
+    if settings.processes > 1:
+        return plain, several_processes_generation()
     fast = replace(settings, generation="fast", backend="trl", compiled_decoding=False)
     need = needed_gib(estimate(fast))
     if gpu_gib is None:
