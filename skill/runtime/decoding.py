@@ -143,6 +143,8 @@ def _weights(model: dict, backend: str, fast: bool, cuda: bool) -> tuple[bool, s
 
 def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, bool, str, dict]:
     """(backend, fast, why, [grpo] micro-batch changes): ``[model] generation`` made concrete."""
+    from dataclasses import replace
+
     from . import planning as plan  # reads the project's model shape and presets: only when asked
 
     requested = config.model.get("generation", "auto")
@@ -167,7 +169,8 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
         settings = planned.settings
     except plan.PlanError:
         return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway"), {}
-    resolved, why = plan.resolve_generation(settings, planned.gpu_gib, cuda=True)
+    # the fallback is the backend this machine took (its estimate decides whether smaller micro-batches pay)
+    resolved, why = plan.resolve_generation(replace(settings, backend=backend), planned.gpu_gib, cuda=True)
     if resolved.generation == "fast":
         return "trl", True, why, plan.micro_batch_change(settings, resolved)
     return backend, False, why, {}
