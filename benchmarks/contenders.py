@@ -42,6 +42,9 @@ DRY_CASES = {
 }
 DRY_GRPO = {"num_generations": 4, "per_device_train_batch_size": 4, "optim": "adamw_torch"}
 
+# GRPOConfig keys that make a preset's work per step: its group, micro-batches and completion length.
+SHAPE_KEYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length")
+
 # GRPOConfig keys that change speed (and memory) but not what one optimizer step learns from: a preset's values
 # for these are its "speed settings". The equal-settings rows remove them.
 SPEED_KEYS = ("steps_per_generation", "generation_batch_size", "cache_implementation", "use_liger_kernel")
@@ -58,6 +61,9 @@ class Contender:
     model: dict = field(default_factory=dict)  # e.g. {"load_in_4bit": False}
     lora: dict = field(default_factory=dict)  # e.g. {"gradient_checkpointing": False}
     preset_speed: bool = False  # add the case preset's speed settings
+    # the case preset's own group, batch and lengths instead of the case's: other work per step than the hand-written
+    # loop (no comparison with it), for plan's estimate of what `new` makes
+    preset_shape: bool = False
     env: dict = field(default_factory=dict)  # extra environment for its process
     ablate: tuple[str, ...] = ()  # benchmarks/harness.py ablations
     tty: bool = False  # run it with a pseudo-terminal as stdout/stderr, as a user's terminal
@@ -158,9 +164,19 @@ DEFAULT += [
 ]
 
 
+# The standard preset's own shape (G 4, one micro-batch of 4, 512 tokens, a generation every 8 steps), which it
+# took on 2026-12-06 and no row measured: plan's estimate for it on an H200 was ~1.0 s/step at 29.1 GiB reserved.
+DEFAULT += [
+    Contender("generated default, the preset's own shape", "standard", "generated", "auto", "the standard preset "
+              "exactly as `new` makes it: its own group (4), micro-batch (4 x 1) and 512-token completions, not the "
+              "case's; other work per step than the hand-written loop", preset_speed=True, preset_shape=True,
+              warmup_cycles=1, measure_cycles=2, guess_s_per_step=1.2, fixed_s=100),
+]
+
+
 def preset_defaults(contender: Contender) -> bool:
-    """Whether a row is the generated project exactly as `new` makes it (besides the case's equal work), on this
-    card or on one of a smaller size (BENCH_GPU_GIB)."""
+    """Whether a row is the generated project exactly as `new` makes it (besides the case's equal work, unless it
+    takes the preset's own shape), on this card or on one of a smaller size (BENCH_GPU_GIB)."""
     return (contender.program == "generated" and contender.backend == "auto" and contender.preset_speed
             and not contender.model and not contender.lora and not contender.grpo and not contender.ablate and not contender.compile_decode
             and set(contender.env) <= {"BENCH_GPU_GIB"})

@@ -88,8 +88,8 @@ def reference(rows: list[dict], compared: dict, environment: dict) -> dict | Non
 def versus(row: dict, ref: dict | None) -> str:
     """The row's s/step against the hand-written loop's; marked when the two were not measured in the same run
     (merged reports), since the same contender moves by several percent from one machine to the next."""
-    if not ref or not row.get("s_per_step") or row is ref:
-        return ""
+    if not ref or not row.get("s_per_step") or row is ref or row.get("equal_work") is False:
+        return ""  # a row of other work per step (the preset's own shape) is not compared
     ratio = row["s_per_step"] / ref["s_per_step"]
     text = f"{(ratio - 1) * 100:+.1f}%" if 0.5 <= ratio <= 2 else f"{ratio:.2f}x"
     return text if row.get("run_date") == ref.get("run_date") else f"{text} (other run)"

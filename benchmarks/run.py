@@ -99,6 +99,14 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
     case = (catalog.DRY_CASES if dry_run else catalog.CASES)[contender.case]
     grpo = {**catalog.GRPO_COMMON, **(catalog.DRY_GRPO if dry_run else {}),
             "max_completion_length": case["max_completion_length"]}
+    model_shape = {}
+    if contender.preset_shape:  # the preset's own group, micro-batches and lengths (a dry run keeps its short ones)
+        from grpo_skill import plugins
+
+        own = plugins.get_preset(case["preset"])
+        grpo.update({key: own.grpo[key] for key in catalog.SHAPE_KEYS if key in own.grpo
+                     and not (dry_run and key == "max_completion_length")})
+        model_shape = {} if dry_run else {"max_seq_length": own.max_seq_length}
     speed_source = None
     if contender.preset_speed:  # counted in the contender's own micro-batches where it changes them
         grpo.update(preset_speed(case["preset"], {**grpo, **contender.grpo}))
@@ -123,7 +131,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
                                                          if "generation_batch_size" in grpo else accumulation)
     spg = max(1, micro_batches // accumulation)  # optimizer steps per generation: what the timed steps count
     warmup, measure = (1, 1) if dry_run else (contender.warmup_cycles, contender.measure_cycles)
-    model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **contender.model}
+    model = {**catalog.MODEL_COMMON, "max_seq_length": case["max_seq_length"], **model_shape, **contender.model}
     if preset and "load_in_4bit" not in contender.model:
         model["load_in_4bit"] = preset.load_in_4bit
     return {
@@ -331,7 +339,7 @@ class Benchmark:
                "backend": contender.backend, "status": status, "tells": contender.tells,
                "settings": job.settings, "planned_s": round(job.planned_s),
                # the project as `new` makes it: backend and generation left to "auto", the preset's speed settings
-               "preset_defaults": catalog.preset_defaults(contender)}
+               "preset_defaults": catalog.preset_defaults(contender), "equal_work": not contender.preset_shape}
         if self.rounds > 1:
             row["round"] = job.round
         for source in ("result.json", "progress.json"):

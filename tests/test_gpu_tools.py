@@ -153,7 +153,7 @@ def contender(name, case="standard"):
 def test_every_contender_of_a_case_does_the_same_work_per_step():
     for case in ("standard", "thinking"):
         settings = [bench_run.settings_for(c, dry_run=False) for c in bench_run.catalog.suite(["all"])
-                    if c.case == case]
+                    if c.case == case and not c.preset_shape]
         for key in ("num_generations", "max_completion_length"):
             assert len({s["grpo"][key] for s in settings}) == 1, (case, key)
         # the same completions per optimizer step, however they are split into micro-batches
@@ -167,6 +167,27 @@ def test_every_contender_of_a_case_does_the_same_work_per_step():
         # timed windows are whole generation cycles
         assert all(s["warmup_steps"] % s["steps_per_generation"] == 0 == s["measure_steps"] % s["steps_per_generation"]
                    for s in settings)
+
+
+def test_the_preset_shape_contender_runs_the_preset_as_new_makes_it_and_is_not_compared_with_the_loop():
+    """The standard preset's own group, micro-batch and lengths (other work than the case's): its row says so, and the
+    report gives it no ratio to the hand-written loop, which does other work per step."""
+    from grpo_skill import plugins
+
+    own = plugins.get_preset("standard")
+    shaped = contender("generated default, the preset's own shape")
+    settings = bench_run.settings_for(shaped, dry_run=False)
+    assert {key: settings["grpo"][key] for key in bench_run.catalog.SHAPE_KEYS} == {
+        key: own.grpo.get(key, 1) for key in bench_run.catalog.SHAPE_KEYS}
+    assert settings["grpo"]["steps_per_generation"] == own.grpo["steps_per_generation"]
+    assert settings["model"]["max_seq_length"] == own.max_seq_length
+    assert settings["steps_per_generation"] == own.grpo["steps_per_generation"] // own.grpo["gradient_accumulation_steps"]
+    assert bench_run.catalog.preset_defaults(shaped)
+    case_default = bench_run.settings_for(contender("generated default"), dry_run=False)
+    assert case_default["grpo"]["num_generations"] != settings["grpo"]["num_generations"]  # other work indeed
+    loop = {"case": "standard", "name": "hand-written unsloth", "s_per_step": 4.0, "run_date": "d"}
+    row = {"case": "standard", "name": shaped.name, "s_per_step": 1.0, "run_date": "d", "equal_work": False}
+    assert bench_report.versus(row, loop) == "" and bench_report.versus({**row, "equal_work": True}, loop) == "0.25x"
 
 
 def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, tiny_model):
