@@ -499,6 +499,12 @@ def test_auto_generation_splits_the_micro_batch_where_only_that_lets_the_fast_pa
     assert {key: value for key, value in grpo.items() if key not in chosen.micro_batches} == {
         key: value for key, value in config.grpo.items() if key not in chosen.micro_batches}
     assert "in 2 micro-batches it fits" in chosen.describe()
+    from trl import GRPOConfig  # TRL takes the split, and samples as many completions per generation as before
+
+    taken = GRPOConfig(**{**grpo, "output_dir": str(tmp_path / "out")}, bf16=False, use_cpu=True)
+    as_written = GRPOConfig(**{**config.grpo, "output_dir": str(tmp_path / "out")}, bf16=False, use_cpu=True)
+    assert (taken.per_device_train_batch_size, taken.gradient_accumulation_steps) == (4, 2)
+    assert taken.generation_batch_size == as_written.generation_batch_size == 32
     planned = json.loads(cli("plan", str(tmp_path / "split"), "--gpu-memory", "24", "--json").stdout)  # what plan says
     assert planned["generation_path"] == "fast" and bool(chosen.gradient_checkpointing) == planned[
         "gradient_checkpointing"] is True

@@ -417,3 +417,75 @@ def test_a_fit_splits_the_fast_paths_time_into_its_phases_and_skips_superseded_t
     slow_decode = {**plan.CALIBRATION, "decode_base_s_copy": plan.CALIBRATION["decode_base_s_copy"] * 2}
     slower_generation, same_training = plan.errors([(row, settings)], slow_decode)[memory_only:]
     assert slower_generation > generation_error and same_training == training_error  # each phase its own error
+
+
+BIG_THINKING = ["--set", "grpo.per_device_train_batch_size=8", "--set", "grpo.gradient_accumulation_steps=1",
+                "--set", "grpo.max_completion_length=1024", "--set", "model.max_seq_length=1280"]
+
+
+def test_following_plans_faster_advice_gives_the_estimate_it_promised(cli, tmp_path):
+    """plan's faster setting is in the config's own units and resolved as train.py would: set as offered, the plan
+    estimates what it promised. (A 24 GiB card: steps_per_generation 4 lets the fast path in, split; 8 would need
+    Unsloth's generation, slower, so the largest that fits is not offered.)"""
+    project = new_project(cli, tmp_path, "unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit", "thinking")
+    base = [*BIG_THINKING, "--set", "grpo.steps_per_generation=1"]
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "24", *base, "--json").stdout)
+    faster = planned["faster"]
+    assert faster and faster["s_per_step"] < planned["s_per_step"]
+    followed = json.loads(cli("plan", str(project), "--gpu-memory", "24", *base, *(
+        arg for key, value in faster["change"].items() for arg in ("--set", f"grpo.{key}={value}")), "--json").stdout)
+    assert followed["s_per_step"] == pytest.approx(faster["s_per_step"], abs=0.01)
+    assert followed["peak_reserved_gib"] == pytest.approx(faster["peak_reserved_gib"], abs=0.06)
+    # where the config counts its generation batch in completions, the advice does too (TRL takes one of the two)
+    config = project / "config.toml"
+    config.write_text("\n".join(line for line in config.read_text().splitlines()
+                                if not line.startswith("steps_per_generation =")) + "\n")
+    set_grpo(project, generation_batch_size=8)
+    counted = json.loads(cli("plan", str(project), "--gpu-memory", "24", *BIG_THINKING, "--json").stdout)
+    assert set(counted["faster"]["change"]) == {"generation_batch_size"}
+    followed = json.loads(cli("plan", str(project), "--gpu-memory", "24", *BIG_THINKING, "--set",
+                              f"grpo.generation_batch_size={counted['faster']['change']['generation_batch_size']}",
+                              "--json").stdout)
+    assert followed["s_per_step"] == pytest.approx(counted["faster"]["s_per_step"], abs=0.01)
+
+
+def test_entropy_terms_computed_per_micro_batch_keep_the_split_and_merges_away(cli, tmp_path):
+    """TRL computes top_entropy_quantile's threshold and the entropy bonus over each micro-batch: with either, another
+    split is another optimizer step, so "auto" does not split and plan offers no merge as the same step."""
+    project = new_project(cli, tmp_path, "unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit", "thinking")
+    big = [*BIG_THINKING, "--set", "grpo.steps_per_generation=4"]
+    split = json.loads(cli("plan", str(project), "--gpu-memory", "24", *big, "--json").stdout)
+    assert "micro-batches it fits" in split["generation_why"]
+    for entropy in ("grpo.top_entropy_quantile=0.2", "grpo.entropy_coef=0.01"):
+        kept = json.loads(cli("plan", str(project), "--gpu-memory", "24", *big, "--set", entropy, "--json").stdout)
+        assert kept["generation_path"] != "fast" and "micro-batches" not in kept["generation_why"], entropy
+        assert kept["settings"]["per_device_train_batch_size"] == 8
+    seed = qwen3_4b(per_device_train_batch_size=1, gradient_accumulation_steps=4, steps_per_generation=32)
+    assert plan.larger_micro_batches(seed) and not plan.larger_micro_batches(replace(seed, entropy_per_micro_batch=True))
+
+
+def test_a_merge_is_offered_only_where_the_generation_batch_holds_whole_merged_micro_batches():
+    """TRL refuses a generation_batch_size that is not a multiple of the processes' micro-batches: 12 completions in
+    micro-batches of 4 (2 accumulated) cannot merge into micro-batches of 8."""
+    odd = qwen3_4b(num_generations=4, per_device_train_batch_size=4, gradient_accumulation_steps=2,
+                   generation_batch_size=12)
+    assert plan.larger_micro_batches(odd) == []
+    even = replace(odd, generation_batch_size=16)
+    assert [change for _settings, change in plan.larger_micro_batches(even)] == [
+        {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}]
+
+
+def test_several_gpus_are_compared_with_one_gpu_as_train_py_runs_it(cli, tmp_path):
+    """Under several processes train.py keeps the backend's own generation; one GPU takes the fast path where it
+    fits. plan's speed-up is against that one GPU, so it says when two GPUs are slower than one."""
+    project = new_project(cli, tmp_path)
+    two = json.loads(cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80", "--json").stdout)
+    one = json.loads(cli("plan", str(project), "--gpu-memory", "80", "--json").stdout)
+    parallel = two["data_parallel"]
+    assert one["generation_path"] == parallel["one_gpu_path"] == "fast" and two["generation_path"] != "fast"
+    one_rate = one["settings"]["per_device_train_batch_size"] * one["settings"]["gradient_accumulation_steps"] / one[
+        "s_per_step"]
+    assert parallel["speedup"] == pytest.approx(parallel["completions_per_s"] / one_rate, rel=0.05)
+    assert parallel["speedup"] < 1
+    text = cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80").stdout
+    assert f"~{parallel['speedup']:.1f}x one GPU as train.py runs it there (generation fast;" in text

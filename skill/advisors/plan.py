@@ -75,15 +75,22 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
     return found
 
 
-def faster_that_fits(settings: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
-    """The largest steps_per_generation (up to 16) that still fits, when it beats the current one."""
+def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
+    """The fastest steps_per_generation (up to 16 micro-batches) that still fits, its "auto" settings resolved as
+    train.py would (a larger one may only fit on a slower path). In the config's own units: where it sets generation_batch_size,
+    the generation batch of that many micro-batches."""
     best = None
     for spg in (2, 4, 8, 16):
-        if spg <= settings.generation_steps or not valid_generation_steps(settings, spg):
+        if spg <= requested.generation_steps or not valid_generation_steps(requested, spg):
             continue
-        result = estimate(replace(settings, steps_per_generation=spg, generation_batch_size=None), calibration)
-        if needed_gib(result) <= budget_gib:
-            best = _option({"steps_per_generation": spg}, result)
+        change = ({"generation_batch_size": spg * requested.per_device_train_batch_size * requested.processes}
+                  if requested.generation_batch_size else {"steps_per_generation": spg})
+        settings, _why = resolve_generation(replace(requested, steps_per_generation=spg, generation_batch_size=None),
+                                            budget_gib)
+        settings, _why = resolve_checkpointing(settings, budget_gib)
+        result = estimate(settings, calibration)
+        if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
+            best = _option(change, result)
     return best
 
 
@@ -122,12 +129,14 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "generation_path": generation_path(settings), "generation_why": generation_why,
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
-    if settings.processes > 1:
-        out["data_parallel"] = data_parallel(settings, result, calibration)
+    if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
+        alone, _why = resolve_generation(replace(requested, processes=1), gpu_gib)
+        alone, _why = resolve_checkpointing(alone, gpu_gib)
+        out["data_parallel"] = data_parallel(settings, result, calibration, alone)
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
-            faster = min(filter(None, (faster_that_fits(settings, gpu_gib, calibration),
+            faster = min(filter(None, (faster_that_fits(requested, gpu_gib, calibration),
                                        fewer_passes_that_fit(requested, gpu_gib, calibration))),
                          key=lambda option: option["s_per_step"], default=None)
             out["faster"] = faster if faster and faster["s_per_step"] < result.s_per_step * (1 - FASTER_BY) else None
@@ -136,15 +145,18 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     return out
 
 
-def data_parallel(settings: Settings, result: Estimate, calibration: dict | None = None) -> dict:
-    """Several GPUs against one: the global batch, completions per second, and the batch that keeps one GPU's."""
-    one = estimate(replace(settings, processes=1), calibration)
+def data_parallel(settings: Settings, result: Estimate, calibration: dict | None = None,
+                  one_gpu: Settings | None = None) -> dict:
+    """Several GPUs against one (``one_gpu``: the run on one GPU, by default these settings on one process): the global
+    batch, completions per second, and the batch that keeps one GPU's."""
+    one_gpu = one_gpu or replace(settings, processes=1)
+    one = estimate(one_gpu, calibration)
     per_second = settings.global_batch / result.s_per_step
     out = {"processes": settings.processes, "global_batch": settings.global_batch,
            "communication_s_per_step": round(result.communication_s_per_step, 3),
            "completions_per_s": round(per_second, 2),
-           "speedup": round(per_second / (replace(settings, processes=1).global_batch / one.s_per_step), 2),
-           "same_global_batch": None}
+           "speedup": round(per_second / (one_gpu.global_batch / one.s_per_step), 2),
+           "one_gpu_path": generation_path(one_gpu), "same_global_batch": None}
     if settings.per_device_train_batch_size % settings.processes == 0:
         smaller = replace(settings, per_device_train_batch_size=settings.per_device_train_batch_size // settings.processes)
         if valid_generation_steps(smaller, smaller.generation_steps):
@@ -209,9 +221,10 @@ def render_text(result: dict) -> str:
         parallel = result["data_parallel"]
         lines.append(_("on {n} GPUs (data-parallel; memory is per GPU): {batch} completions per step ({n} x the "
                        "per-device batch), ~{comm:.2f} s of it exchanging gradients and results; ~{rate:.1f} "
-                       "completions/s, ~{speedup:.1f}x TRL on one GPU (the exchange is guessed, not yet measured)").format(
+                       "completions/s, ~{speedup:.1f}x one GPU as train.py runs it there (generation {path}; the "
+                       "exchange is guessed, not yet measured)").format(
             n=parallel["processes"], batch=parallel["global_batch"], comm=parallel["communication_s_per_step"],
-            rate=parallel["completions_per_s"], speedup=parallel["speedup"]))
+            rate=parallel["completions_per_s"], speedup=parallel["speedup"], path=parallel["one_gpu_path"]))
         same = parallel["same_global_batch"]
         if same:
             lines.append(_("one GPU's {batch} completions per step instead: per_device_train_batch_size = {size}, "

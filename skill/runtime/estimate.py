@@ -182,6 +182,9 @@ class Settings:
     prompt_tokens: int = 40
     beta: float = 0.0
     loss_type: str = "dapo"  # TRL's default
+    # [grpo] entropy terms TRL computes over each micro-batch (top_entropy_quantile < 1, entropy_coef, adaptive
+    # entropy): with them the optimizer step changes with the micro-batch split
+    entropy_per_micro_batch: bool = False
     optim: str = "adamw_8bit"
     use_liger_kernel: bool = False
     static_cache_tokens: int | None = None  # cache_implementation="static": the cache's length, allocated up front

@@ -87,6 +87,9 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         steps_per_generation=grpo.get("steps_per_generation"), generation_batch_size=grpo.get("generation_batch_size"),
         max_completion_length=int(grpo.get("max_completion_length", 256)), prompt_tokens=prompt_tokens,
         beta=float(grpo.get("beta", 0.0)), loss_type=str(grpo.get("loss_type", Settings.loss_type)),
+        entropy_per_micro_batch=(float(grpo.get("top_entropy_quantile", 1.0)) < 1
+                                 or float(grpo.get("entropy_coef", 0.0) or 0.0) != 0
+                                 or bool(grpo.get("use_adaptive_entropy"))),
         optim=str(grpo.get("optim", "adamw_torch")),
         use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
@@ -270,6 +273,13 @@ def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool 
 SPLIT_INVARIANT_LOSSES = ("dapo", "grpo", "dr_grpo", "cispo", "sapo", "vespo")
 
 
+def split_keeps_the_step(settings: Settings) -> bool:
+    """Whether the optimizer step is the same however its completions are split into micro-batches: a loss of
+    SPLIT_INVARIANT_LOSSES and no entropy term computed per micro-batch (TRL 1.14's top_entropy_quantile threshold
+    and entropy bonus)."""
+    return settings.loss_type in SPLIT_INVARIANT_LOSSES and not settings.entropy_per_micro_batch
+
+
 def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
     """([model] generation = "auto" made concrete, why): the fast path on a CUDA GPU where its estimate fits; where
     it fits only in smaller micro-batches (the same completions and loss in each optimizer step), the fast path in
@@ -307,9 +317,9 @@ def _step_s(settings: Settings, gpu_gib: float) -> float:
 def smaller_micro_batches(settings: Settings, gpu_gib: float) -> tuple[Settings, dict, int] | None:
     """(settings, [grpo] changes, passes): the run's micro-batch split into as few smaller ones as make ``settings``
     fit the GPU, each optimizer step accumulating the same completions and each generation sampling as many; None
-    where the loss would change with the split (SPLIT_INVARIANT_LOSSES), the micro-batch cannot be split or no split
+    where the loss would change with the split (split_keeps_the_step), the micro-batch cannot be split or no split
     fits."""
-    if settings.loss_type not in SPLIT_INVARIANT_LOSSES:
+    if not split_keeps_the_step(settings):
         return None
     batch = settings.per_device_train_batch_size
     for parts in (2, 4, 8, 16, 32):
@@ -347,12 +357,15 @@ def larger_micro_batches(settings: Settings) -> list[tuple[Settings, dict]]:
     fewest passes first: each optimizer step the same completions and the same loss, each generation as many. None
     where the loss would change with the split (an empty list). Each pass costs the host a launch of every kernel, whatever its
     size: a micro-batch of one short completion is bound by that (docs/benchmarks.md, 2026-12-06)."""
-    if settings.loss_type not in SPLIT_INVARIANT_LOSSES:
+    if not split_keeps_the_step(settings):
         return []
     accumulation, merges = settings.gradient_accumulation_steps, []
     for parts in range(accumulation, 1, -1):
         if accumulation % parts or (settings.steps_per_generation and settings.steps_per_generation % parts):
             continue
+        merged_global = settings.per_device_train_batch_size * parts * settings.processes
+        if settings.generation_batch_size and settings.generation_batch_size % merged_global:
+            continue  # TRL: the generation batch must be a whole number of the processes' micro-batches
         change = regrouped(settings, settings.per_device_train_batch_size * parts)
         merges.append((replace(settings, **change), change))
     return merges
