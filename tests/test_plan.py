@@ -489,3 +489,20 @@ def test_several_gpus_are_compared_with_one_gpu_as_train_py_runs_it(cli, tmp_pat
     assert parallel["speedup"] < 1
     text = cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80").stdout
     assert f"~{parallel['speedup']:.1f}x one GPU as train.py runs it there (generation fast;" in text
+
+
+def test_a_faster_setting_that_reuses_generations_longer_says_it_changes_what_is_learned(cli, tmp_path):
+    """More optimizer steps per generation is faster and more off-policy: plan names both numbers and says so."""
+    project = new_project(cli, tmp_path)
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "80", "--json").stdout)
+    change, (before, after) = planned["faster"]["change"], planned["faster"]["optimizer_steps_per_generation"]
+    settings = planned["settings"]
+    assert before == settings["generation_steps"] // settings["gradient_accumulation_steps"]
+    assert after == change["steps_per_generation"] // settings["gradient_accumulation_steps"] > before
+    text = cli("plan", str(project), "--gpu-memory", "80").stdout
+    assert (f"one generation for {after} optimizer steps instead of {before}: more off-policy" in text
+            and "which changes what is learned" in text)
+    merged = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--set", "grpo.per_device_train_batch_size=1",
+                            "--set", "grpo.gradient_accumulation_steps=4", "--set", "grpo.steps_per_generation=32",
+                            "--json").stdout)["faster"]
+    assert merged["same_step"] and "optimizer_steps_per_generation" not in merged  # a merge reuses nothing longer

@@ -90,7 +90,10 @@ def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict |
         settings, _why = resolve_checkpointing(settings, budget_gib)
         result = estimate(settings, calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
-            best = _option(change, result)
+            # one generation serves more optimizer steps: more off-policy, which changes what is learned
+            best = {**_option(change, result), "optimizer_steps_per_generation": [
+                max(requested.generation_steps // requested.gradient_accumulation_steps, 1),
+                max(spg // requested.gradient_accumulation_steps, 1)]}
     return best
 
 
@@ -242,6 +245,11 @@ def render_text(result: dict) -> str:
             if faster.get("same_step"):
                 lines.append(_("  the same completions and loss in each optimizer step, as many in each generation: "
                                "only the micro-batches differ"))
+            if faster.get("optimizer_steps_per_generation"):
+                before, after = faster["optimizer_steps_per_generation"]
+                lines.append(_("  one generation for {after} optimizer steps instead of {before}: more off-policy (the "
+                               "later steps train on completions an older policy sampled), which changes what is "
+                               "learned").format(before=before, after=after))
     else:
         lines.append(_("does not fit in {gpu:.1f} GiB (needs ~{needed:.1f} GiB)").format(
             gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
