@@ -493,8 +493,9 @@ def test_auto_generation_splits_the_micro_batch_where_only_that_lets_the_fast_pa
     monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 24.0)
     chosen = decoding.choose(config, "unsloth", cuda=True)  # a GPU machine with Unsloth: its generation the fallback
     grpo = decoding.with_micro_batches(config.grpo, chosen)
-    assert chosen.backend == "trl" and chosen.fast and chosen.micro_batches == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
-                                                    "steps_per_generation": 8}
+    assert chosen.backend == "trl" and chosen.fast
+    assert chosen.micro_batches == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+                                    "steps_per_generation": 8}
     assert {key: grpo[key] for key in chosen.micro_batches} == chosen.micro_batches
     assert {key: value for key, value in grpo.items() if key not in chosen.micro_batches} == {
         key: value for key, value in config.grpo.items() if key not in chosen.micro_batches}

@@ -181,7 +181,8 @@ def test_the_preset_shape_contender_runs_the_preset_as_new_makes_it_and_is_not_c
         key: own.grpo.get(key, 1) for key in bench_run.catalog.SHAPE_KEYS}
     assert settings["grpo"]["steps_per_generation"] == own.grpo["steps_per_generation"]
     assert settings["model"]["max_seq_length"] == own.max_seq_length
-    assert settings["steps_per_generation"] == own.grpo["steps_per_generation"] // own.grpo["gradient_accumulation_steps"]
+    per_generation = own.grpo["steps_per_generation"] // own.grpo["gradient_accumulation_steps"]
+    assert settings["steps_per_generation"] == per_generation  # optimizer steps per generation
     assert bench_run.catalog.preset_defaults(shaped)
     case_default = bench_run.settings_for(contender("generated default"), dry_run=False)
     assert case_default["grpo"]["num_generations"] != settings["grpo"]["num_generations"]  # other work indeed

@@ -358,7 +358,8 @@ def test_where_the_fast_path_fits_only_in_smaller_micro_batches_auto_takes_it_in
     parts = 8 // small["settings"]["per_device_train_batch_size"]
     assert parts > 1 and {key: small["settings"][key] for key in (
         "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation")} == {
-        "per_device_train_batch_size": 8 // parts, "gradient_accumulation_steps": parts, "steps_per_generation": 4 * parts}
+        "per_device_train_batch_size": 8 // parts, "gradient_accumulation_steps": parts,
+        "steps_per_generation": 4 * parts}
     assert small["settings"]["generation_batch"] == roomy["settings"]["generation_batch"]
     assert (f"in {parts} micro-batches it fits" in small["generation_why"]
             and f"per_device_train_batch_size = {8 // parts}" in small["generation_why"])

@@ -77,8 +77,8 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
 
 def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
     """The fastest steps_per_generation (up to 16 micro-batches) that still fits, its "auto" settings resolved as
-    train.py would (a larger one may only fit on a slower path). In the config's own units: where it sets generation_batch_size,
-    the generation batch of that many micro-batches."""
+    train.py would (a larger one may only fit on a slower path). In the config's own units: where it sets
+    generation_batch_size, the generation batch of that many micro-batches."""
     best = None
     for spg in (2, 4, 8, 16):
         if spg <= requested.generation_steps or not valid_generation_steps(requested, spg):
@@ -310,8 +310,8 @@ def measured_rows(report: dict) -> list[tuple[dict, Settings]]:
 # sequence: its rows of the path train.py takes are fitted too.
 # The path train.py's fast generation takes (its default levers, GRPOTrainer's stop tokens); only the rows measured
 # on the report's own GPU, whose times the fit is for.
-COPY_DECODE_PATH = ("copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, "
-                    "stop tokens, stop check deferred")
+COPY_DECODE_PATH = ("copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, "
+                    "windows of 128, stop tokens, stop check deferred")
 
 
 def decode_errors(report: dict, calibration: dict) -> list[float]:
@@ -321,13 +321,14 @@ def decode_errors(report: dict, calibration: dict) -> list[float]:
     return [math.log((k["decode_base_s_copy"] + k["decode_per_sequence_s_copy"] * row["batch"])
                      / (row["decode_ms"] / 1000))
             for row in table.get("rows", [])
-            if row.get("path") == COPY_DECODE_PATH and row.get("decode_ms") and row.get("device", table.get("device")) == gpu]
+            if row.get("path") == COPY_DECODE_PATH and row.get("decode_ms")
+            and row.get("device", table.get("device")) == gpu]
 
 
 def errors(rows, calibration: dict) -> list[float]:
     """log(estimate / measured) of every measured quantity of every row: memory, and on the report's GPU the time
-    (the fast path's generation and training apart where the row measured its phases), except where the row says its time is
-    ``superseded`` (the code it measured has changed since)."""
+    (the fast path's generation and training apart where the row measured its phases), except where the row says
+    its time is ``superseded`` (the code it measured has changed since)."""
     out = []
     for row, settings in rows:
         result = estimate(settings, calibration)
@@ -339,7 +340,8 @@ def errors(rows, calibration: dict) -> list[float]:
                 settings.compiled_decoding and settings.holds_4bit):
             # the fast path's split into generating and training, where the row measured its phases; the other
             # paths' decode step has no term for the cache's length, so their split is left to the total
-            generation = (row.get("phases_s_per_step") or {}).get("generation") if settings.generation == "fast" else None
+            phases = row.get("phases_s_per_step") or {}
+            generation = phases.get("generation") if settings.generation == "fast" else None
             if generation and generation < row["s_per_step"]:
                 out.append(0.5 * math.log((result.s_per_step - result.train_s_per_step) / generation))
                 out.append(0.5 * math.log(result.train_s_per_step / (row["s_per_step"] - generation)))

@@ -168,7 +168,8 @@ def _path(config, backend: str, cuda: bool, planned: _Planned) -> tuple[str, boo
     try:
         settings = planned.settings
     except plan.PlanError:
-        return backend, False, _("no model shape known to plan its memory; set generation = 'fast' to take it anyway"), {}
+        why = _("no model shape known to plan its memory; set generation = 'fast' to take it anyway")
+        return backend, False, why, {}
     # the fallback is the backend this machine took (its estimate decides whether smaller micro-batches pay)
     resolved, why = plan.resolve_generation(replace(settings, backend=backend), planned.gpu_gib, cuda=True)
     if resolved.generation == "fast":
