@@ -558,3 +558,27 @@ def test_overwrite_in_a_folder_it_cannot_write_removes_nothing(tmp_path):
     assert "nothing was removed" in str(refused.value)
     assert tree_digest(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == [
         "checkpoint-4", metrics.METRICS_FILE]
+
+
+def test_resume_under_another_micro_batch_split_continues_and_says_so(tmp_path, capsys):
+    """generation = "auto" may split the micro-batches on one GPU and not on another: the same optimizer step in
+    other passes, so the checkpoint continues, and the change is said. A checkpoint from before the split was
+    recorded says nothing about it."""
+    from grpo_skill import generator, project as projects
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config = projects.load(tmp_path / "proj" / "config.toml")
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(config, micro_batches={})))
+    split = {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}
+    start = resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                           settings=resume.run_settings(config, micro_batches=split))
+    assert start.checkpoint.step == 4
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "changed since that checkpoint, and applied from here on: grpo micro-batches (as this run took them) {} -> "
+        '{"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}')
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(config)))  # recorded nothing
+    resume.prepare(tmp_path / "out", resume=True, max_steps=60, settings=resume.run_settings(config, micro_batches=split))
+    assert "micro-batches" not in capsys.readouterr().err

@@ -48,6 +48,9 @@ OPTIMIZER_SETTINGS = ("grpo.learning_rate", "grpo.optim", "grpo.optim_args", "gr
 # must not change (the literal may, e.g. "auto" -> false to hold the weights as before). Checkpoints from before
 # this was recorded are compared by the literal.
 RESOLVED_SETTINGS = {"model.load_in_4bit": "model.load_in_4bit (as this run took it)"}
+# What "auto" generation split the micro-batches into on this run's GPU: the same optimizer step in other passes, so a
+# checkpoint continues under another split; a change is said, compared only where both runs recorded it.
+TAKEN_MICRO_BATCHES = "grpo micro-batches (as this run took them)"
 # How a run was started, not what it trains: free to differ
 FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
@@ -178,12 +181,15 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
                 checkpoint=checkpoint.path, differences=", ".join(differences), source=shape["source"]))
 
 
-def run_settings(config, held_4bit: bool | None = None) -> dict:
+def run_settings(config, held_4bit: bool | None = None, micro_batches: dict | None = None) -> dict:
     """This run's settings as flat ``section.key`` values, the way each checkpoint records them (SETTINGS_FILE);
-    ``held_4bit``: whether this run holds its base weights in 4 bits (``load_in_4bit`` resolved)."""
+    ``held_4bit``: whether this run holds its base weights in 4 bits (``load_in_4bit`` resolved); ``micro_batches``:
+    the [grpo] micro-batch settings "auto" generation changed ({} where none)."""
     flat = {f"model.{key}": value for key, value in config.model.items()}
     if held_4bit is not None:
         flat[RESOLVED_SETTINGS["model.load_in_4bit"]] = held_4bit
+    if micro_batches is not None:
+        flat[TAKEN_MICRO_BATCHES] = micro_batches
     flat.update({f"lora.{key}": value for key, value in config.lora.items()})
     flat.update({f"grpo.{key}": value for key, value in config.grpo.items()})
     flat["rewards"] = [{"name": choice.name, "weight": choice.weight, "params": choice.params}
@@ -211,6 +217,8 @@ def _compare_settings(checkpoint: Checkpoint, now: dict) -> list[str]:
             fixed_keys = (fixed_keys - {literal}) | {resolved}
         elif resolved in changed:  # recorded on one side only: compared by the literal
             changed.remove(resolved)
+    if TAKEN_MICRO_BATCHES in changed and not (TAKEN_MICRO_BATCHES in then and TAKEN_MICRO_BATCHES in now):
+        changed.remove(TAKEN_MICRO_BATCHES)  # a checkpoint from before it was recorded
 
     def change(key):
         return f"{key} {_shown(then.get(key))} (now {_shown(now.get(key))})"
