@@ -17,7 +17,7 @@ from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES
                                 Settings, estimate, known_shape, needed_gib)
 from ..runtime.planning import (change_text, from_benchmark_row, from_config, from_preset, from_project,
                                 generation_path, gpu_memory_gib, larger_micro_batches, processes_from_accelerate_config,
-                                ran_on_report_gpu, resolve_checkpointing, resolve_generation)
+                                ran_on_report_gpu, resolve_checkpointing, resolve_generation, resolved)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -85,10 +85,8 @@ def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict |
             continue
         change = ({"generation_batch_size": spg * requested.per_device_train_batch_size * requested.processes}
                   if requested.generation_batch_size else {"steps_per_generation": spg})
-        settings, _why = resolve_generation(replace(requested, steps_per_generation=spg, generation_batch_size=None),
-                                            budget_gib)
-        settings, _why = resolve_checkpointing(settings, budget_gib)
-        result = estimate(settings, calibration)
+        result = estimate(resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None),
+                                   budget_gib), calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
             # one generation serves more optimizer steps: more off-policy, which changes what is learned
             best = {**_option(change, result), "optimizer_steps_per_generation": [
@@ -102,9 +100,7 @@ def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: d
     its "auto" settings resolved as train.py would, with its estimate."""
     best = None
     for merged, change in larger_micro_batches(requested):
-        settings, _why = resolve_generation(merged, budget_gib)
-        settings, _why = resolve_checkpointing(settings, budget_gib)
-        result = estimate(settings, calibration)
+        result = estimate(resolved(merged, budget_gib), calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
             best = _option(change, result, same_step=True)
     return best
@@ -133,9 +129,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
-        alone, _why = resolve_generation(replace(requested, processes=1), gpu_gib)
-        alone, _why = resolve_checkpointing(alone, gpu_gib)
-        out["data_parallel"] = data_parallel(settings, result, calibration, alone)
+        out["data_parallel"] = data_parallel(settings, result, calibration,
+                                             resolved(replace(requested, processes=1), gpu_gib))
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:

@@ -309,6 +309,13 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
     return plain, why
 
 
+def resolved(settings: Settings, gpu_gib: float | None) -> Settings:
+    """``settings`` with "auto" generation and checkpointing made concrete as train.py makes them on a CUDA GPU of
+    ``gpu_gib``."""
+    settings, _why = resolve_generation(settings, gpu_gib)
+    return resolve_checkpointing(settings, gpu_gib)[0]
+
+
 def _step_s(settings: Settings, gpu_gib: float) -> float:
     """plan's s/step of ``settings`` with "auto" checkpointing resolved as train.py would."""
     return estimate(resolve_checkpointing(settings, gpu_gib)[0]).s_per_step

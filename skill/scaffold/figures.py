@@ -143,12 +143,10 @@ def _date(row: dict) -> str:
 def plan_estimate(preset: str) -> tuple[float, float]:
     """(peak GiB reserved, s per step) as `grpo-skill plan --preset P --gpu H200 --prompt-tokens 64` prints them."""
     from ..runtime.estimate import estimate
-    from ..runtime.planning import from_preset, resolve_checkpointing, resolve_generation
+    from ..runtime.planning import from_preset, resolved
 
     settings, _about = from_preset(preset, None, PLAN_PROMPT_TOKENS, 1)
-    settings, _why = resolve_generation(settings, PLAN_GPU_GIB)
-    settings, _why = resolve_checkpointing(settings, PLAN_GPU_GIB)
-    result = estimate(settings)
+    result = estimate(resolved(settings, PLAN_GPU_GIB))
     return round(result.peak_reserved_gib, 2), round(result.s_per_step, 2)
 
 
