@@ -306,6 +306,16 @@ def _generation_rows(case: str, guess: float, cycles: int) -> list[Contender]:
 
 
 GENERATION = _generation_rows("standard", 1.2, 2) + _generation_rows("thinking", 4.5, 1)
+# A lever, not an ablation: the decode step compiled with torch.compile's max-autotune, which times Triton matmuls
+# against cuBLAS for each shape (the decode table of 2026-12-03 put the batch-64 step's matmuls at ~2x their share of
+# the floor); its first generation compiles longer.
+GENERATION += [
+    Contender("generated default, decode max-autotune", case, "generated", "auto", f"the {case} default with its "
+              "decode step compiled in torch.compile's max-autotune mode", preset_speed=True,
+              ablate=("decode_max_autotune",), warmup_cycles=1, measure_cycles=cycles, guess_s_per_step=guess,
+              fixed_s=300)
+    for case, guess, cycles in (("standard", 1.0, 2), ("thinking", 3.5, 1))
+]
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,
           "generation": GENERATION}

@@ -164,7 +164,8 @@ def main(argv=None) -> int:
                                                  adapters=spec.get("adapters", "merged"),
                                                  adapter_dtype=getattr(torch, spec.get("adapter_dtype", ""), None),
                                                  fuse=spec.get("fuse", False), window_step=spec.get("window_step"),
-                                                 defer_stop_check=spec.get("defer", False))
+                                                 defer_stop_check=spec.get("defer", False),
+                                                 compile_mode=spec.get("compile_mode"))
                     torch.cuda.synchronize()
                     build_s = time.perf_counter() - started
                 copy = copies[key]
@@ -278,6 +279,13 @@ PATHS = {
         **APART_BF16,
         "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True, "profile": True,
         "tells": "all three: fused projections, decode windows, the stop check deferred"},
+    "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, stop "
+    "tokens, stop check deferred, max-autotune": {
+        **APART_BF16,
+        "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True, "profile": True,
+        "compile_mode": "max-autotune",
+        "tells": "the default path compiled with torch.compile's max-autotune (Triton matmuls tried for each shape "
+                 "against cuBLAS; a longer first compile)"},
     "copy with adapters apart in bf16, grouped decode, cache of 2560": {
         **APART_BF16,
         "cache_len": 2560, "tells": "the thinking preset's cache (max_seq_length 2560)"},

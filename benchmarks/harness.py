@@ -540,7 +540,10 @@ def main() -> int:
     def on_generation_copy(module):
         undone = {"fuse": "projections_apart", "window_step": "whole_cache_reads",
                   "defer_stop_check": "stop_check_each_token"}
-        module.install = functools.partial(module.install, **{key: 0 for key, name in undone.items() if name in ablate})
+        changed = {key: 0 for key, name in undone.items() if name in ablate}
+        if "decode_max_autotune" in ablate:
+            changed["compile_mode"] = "max-autotune"
+        module.install = functools.partial(module.install, **changed)
 
     def on_model(module):
         module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()
@@ -554,7 +557,7 @@ def main() -> int:
         hooks["rich.progress"] = on_rich_progress
     if "lora_input_casts" in ablate:
         hooks["grpo_skill.runtime.model"] = on_model
-    if {"projections_apart", "whole_cache_reads", "stop_check_each_token"} & ablate:
+    if {"projections_apart", "whole_cache_reads", "stop_check_each_token", "decode_max_autotune"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))
 

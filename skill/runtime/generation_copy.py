@@ -57,12 +57,13 @@ class GenerationCopy:
     ``window_step``: each decode step's attention reads the cache up to the tokens so far, rounded up to this many
     (runtime/grouped_decode.py; a compiled graph per length met). ``defer_stop_check``: on a CUDA GPU, generate
     learns that every sequence has ended one step late instead of waiting for the GPU at each token
-    (``deferred_stop_checks``)."""
+    (``deferred_stop_checks``). ``compile_mode``: torch.compile's mode for the decode step (None: transformers'
+    reduce-overhead; "max-autotune" also tries Triton matmuls for each shape, a longer first compile)."""
 
     def __init__(self, policy, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
                  loop: str = "transformers", adapters: str = "apart", dtype=None, adapter_dtype=None,
                  cache_step: int | None = None, fuse: bool = False, window_step: int | None = None,
-                 defer_stop_check: bool = False):
+                 defer_stop_check: bool = False, compile_mode: str | None = None):
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -77,6 +78,7 @@ class GenerationCopy:
         self.cache_step = cache_step
         self.defer_stop_check = defer_stop_check
         self.compile_decode = compile_decode
+        self.compile_mode = compile_mode
         config = copying.deepcopy(base.config)
         for attribute in ("quantization_config", "_pre_quantization_dtype"):
             if hasattr(config, attribute):
@@ -157,6 +159,10 @@ class GenerationCopy:
         config = copying.deepcopy(generation_config or self.model.generation_config)
         config.cache_implementation = "static"
         config.disable_compile = not self.compile_decode
+        if self.compile_mode:  # torch.compile's mode for the decode step (transformers' default: reduce-overhead)
+            from transformers import CompileConfig
+
+            config.compile_config = CompileConfig(mode=self.compile_mode)
         config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
         # from embeddings alone there is no prompt here, and generate returns the new tokens only
         prompt = kwargs.get("input_ids", args[0] if args else None)
@@ -281,7 +287,7 @@ WINDOW_STEP = 128
 
 def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementation: str = GROUPED,
             adapters: str = "apart", fuse: bool | None = None, window_step: int | None = None,
-            defer_stop_check: bool = True) -> GenerationCopy:
+            defer_stop_check: bool = True, compile_mode: str | None = None) -> GenerationCopy:
     """Make the trainer sample from a generation copy: TRL calls ``generate`` on the unwrapped policy, so the policy's
     ``generate`` is answered by the copy (on this instance only; training calls ``forward``, untouched).
     By default (None) the projections are fused where the adapters are apart, and the decode attention reads the
@@ -297,7 +303,7 @@ def install(trainer, max_cache_len: int, compile_decode: bool, attn_implementati
         window_step = WINDOW_STEP if attn_implementation == GROUPED else 0
     copy = GenerationCopy(policy, max_cache_len, compile_decode, attn_implementation, adapters=adapters,
                           adapter_dtype=autocast_dtype(trainer.accelerator), fuse=fuse, window_step=window_step,
-                          defer_stop_check=defer_stop_check)
+                          defer_stop_check=defer_stop_check, compile_mode=compile_mode)
     policy.generate = copy.generate
     if distributed.is_main_process():
         held_bytes = sum(p.numel() * p.element_size() for p in copy.model.parameters())
