@@ -282,7 +282,7 @@ PATHS = {
     "copy with adapters apart in bf16, grouped decode, fused projections, cache of 1024, windows of 128, stop "
     "tokens, stop check deferred, max-autotune": {
         **APART_BF16,
-        "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True, "profile": True,
+        "fuse": True, "cache_len": 1024, "window_step": 128, "stops": True, "defer": True,
         "compile_mode": "max-autotune",
         "tells": "the default path compiled with torch.compile's max-autotune (Triton matmuls tried for each shape "
                  "against cuBLAS; a longer first compile)"},
