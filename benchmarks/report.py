@@ -143,6 +143,11 @@ def speed_settings(row: dict) -> str:
     return ", ".join(parts)
 
 
+def status(row: dict) -> str:
+    """A row's status, and whether the code it measured has changed since (its time no longer what a run takes)."""
+    return f"{row['status']}, superseded" if row.get("superseded") else row["status"]
+
+
 def run_line(report: dict) -> str:
     if len(report.get("runs") or []) > 1:  # a merged report: every run whose rows it holds
         env = report.get("environment") or {}
@@ -208,7 +213,7 @@ def markdown(report: dict) -> str:
         for row in case_rows:
             split = phase_split(row)
             lines.append(
-                f"| {row['name']}{on_another_gpu(row, env)} | {row['status']} | {seconds_per_step(row)} | "
+                f"| {row['name']}{on_another_gpu(row, env)} | {status(row)} | {seconds_per_step(row)} | "
                 f"{versus(row, reference(case_rows, row, env))} | "
                 f"{number(row.get('tokens_per_s'), 0)} | {number(row.get('peak_allocated_gib'))} | "
                 f"{number(row.get('peak_reserved_gib'))} | "
@@ -221,7 +226,10 @@ def markdown(report: dict) -> str:
               "exit status | run |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
-        lines.append(f"| {row['case']} | {labelled(row['name'], row.get('round'))} | {row.get('tells', '')} | "
+        tells = row.get("tells", "")
+        if row.get("superseded"):
+            tells = f"{tells.rstrip('.')}. Superseded: {row['superseded']}."
+        lines.append(f"| {row['case']} | {labelled(row['name'], row.get('round'))} | {tells} | "
                      f"{number(row.get('wall_s'), 0)} | "
                      f"{row.get('warmup_steps', '')} + {row.get('measured_steps', '')} | "
                      f"{number((row.get('step_s') or [None])[0], 1)} | {', '.join(map(number, timed_steps(row)))} | "

@@ -345,6 +345,18 @@ def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cros
     assert "| -25.0% |" in lines["| new lever"]
 
 
+def test_a_row_whose_code_has_changed_since_says_so_where_its_time_is_read():
+    """A row marked ``superseded`` (the path it measured is no longer what a run takes) must not read as the
+    current default: its status and its "tells" say so, with the reason."""
+    row = {"case": "thinking", "name": "generated default, 24 GiB card", "status": "ok", "s_per_step": 11.4,
+           "tells": "the thinking preset on a 24 GiB card"}
+    current = bench_report.markdown({"rows": [row]})
+    assert "| generated default, 24 GiB card | ok | 11.40 |" in current and "superseded" not in current.lower()
+    page = bench_report.markdown({"rows": [{**row, "superseded": "auto now takes smaller micro-batches there"}]})
+    assert "| generated default, 24 GiB card | ok, superseded | 11.40 |" in page
+    assert "the thinking preset on a 24 GiB card. Superseded: auto now takes smaller micro-batches there. |" in page
+
+
 def test_rows_merged_from_another_gpu_are_named_with_it():
     """A call that ran on another card (an H100 when no H200 came) merges in, but its rows say where they ran:
     timings of two GPUs side by side without the GPU named would read as one machine's."""
