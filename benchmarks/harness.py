@@ -543,7 +543,13 @@ def main() -> int:
         changed = {key: 0 for key, name in undone.items() if name in ablate}
         if "decode_max_autotune" in ablate:
             changed["compile_mode"] = "max-autotune"
-        module.install = functools.partial(module.install, **changed)
+        install = module.install
+
+        @functools.wraps(install)
+        def install_changed(*args, **kwargs):  # over what train.py passes
+            return install(*args, **{**kwargs, **changed})
+
+        module.install = install_changed
 
     def on_model(module):
         module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()

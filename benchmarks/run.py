@@ -368,7 +368,7 @@ class Benchmark:
             said = json.loads(summary.read_text())
             job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit",
                                                           "gradient_checkpointing", "checkpoint_every_n_layers",
-                                                          "micro_batches")
+                                                          "micro_batches", "decode_compile_mode")
                                if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:

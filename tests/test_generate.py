@@ -435,6 +435,40 @@ def test_auto_4bit_holds_16_bit_weights_where_the_fast_path_decodes_with_them_an
     assert decoding.choose(forced, "unsloth", cuda=True).weights_why is None
 
 
+def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_repays_it(
+        cli, tmp_path, monkeypatch, english):
+    """On the fast path the decode step compiles with torch.compile's max-autotune where plan says the run's
+    generations repay its longer first compile (a long run, or one whose epochs decide its length), with
+    transformers' reduce-overhead where they do not (the preset's 100 steps, a smoke run); train.py says which and
+    why, hands it to the copy and records it in summary.json. Off the fast path or without a GPU: none."""
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import decoding, planning
+
+    cli("new", "modes", "--preset", "thinking", "-o", str(tmp_path))
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
+    chosen = {}
+    for steps in (5, 100, 2000, None):
+        config = projects.load(tmp_path / "modes", {"grpo.max_steps": steps} if steps else {}, rewards=False)
+        if steps is None:  # a run by epochs (num_train_epochs): its length is known only from the data
+            config.grpo.pop("max_steps")
+        chosen[steps] = decoding.choose(config, "trl", cuda=True)
+        assert chosen[steps].fast
+    assert [chosen[steps].compile_mode for steps in (5, 100, 2000, None)] == [
+        "reduce-overhead", "reduce-overhead", "max-autotune", "max-autotune"]
+    assert "decode step: torch.compile reduce-overhead: 2 generations, " in chosen[5].describe()
+    assert "too few to repay max-autotune's longer first compile" in chosen[100].describe()
+    assert "decode step: torch.compile max-autotune: 500 generations, " in chosen[2000].describe()
+    assert "max_steps not set" in chosen[None].describe()
+    config = projects.load(tmp_path / "modes", {"grpo.max_steps": 2000}, rewards=False)
+    assert decoding.choose(config, "trl", cuda=False).compile_mode is None
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 8.0)  # no room for the fast path
+    plain = decoding.choose(config, "trl", cuda=True)
+    assert not plain.fast and plain.compile_mode is None and "decode step" not in plain.describe()
+    train_py = (tmp_path / "modes" / "train.py").read_text(encoding="utf-8")
+    assert "compile_mode=generation.compile_mode" in train_py
+    assert '"decode_compile_mode": generation.compile_mode' in train_py
+
+
 def test_auto_checkpointing_checkpoints_the_fewest_layers_that_fit_and_train_py_asks_for_them(
         cli, tmp_path, monkeypatch, english):
     """[lora] gradient_checkpointing = "auto" on the TRL backend: off where the run fits without it; where it does

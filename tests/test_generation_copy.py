@@ -618,6 +618,35 @@ def test_the_copy_reports_how_fast_it_sampled_the_first_generation_apart(policy)
     assert speed["ms_per_step"] == round(1000 * (later[0][0] + later[1][0]) / 32, 2) and speed["ms_per_step"] > 0
 
 
+def test_the_copy_compiles_its_decode_step_in_the_mode_it_was_given_and_keeps_the_rest(policy):
+    """train.py gives the copy torch.compile's mode for its decode step (max-autotune for a long run): generate is
+    asked for it, with the rest of a compile config the caller passed kept; without a mode, transformers' own."""
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import CompileConfig
+
+    from grpo_skill.runtime.generation_copy import GenerationCopy
+
+    model, tokenizer = policy
+    inputs = tokenizer(["<|im_start|>user\nhi<|im_end|>\n"], return_tensors="pt")
+    asked = []
+    for mode in ("max-autotune", None):
+        copy = GenerationCopy(model, max_cache_len=48, compile_decode=True, compile_mode=mode)
+        generate = copy.model.generate
+        copy.model.generate = lambda *args, generation_config, **kwargs: (
+            asked.append(generation_config), generate(*args, generation_config=generation_config, **kwargs))[1]
+        config = GenerationConfig(max_new_tokens=2, do_sample=False, pad_token_id=tokenizer.pad_token_id or 0,
+                                  compile_config=CompileConfig(backend="aot_eager", dynamic=False))
+        copy.generate(**inputs, generation_config=config)
+        copy.generate(**inputs, generation_config=GenerationConfig(max_new_tokens=2, do_sample=False,
+                                                                   pad_token_id=tokenizer.pad_token_id or 0))
+    autotuned, default_autotuned, kept, default = asked
+    assert (autotuned.compile_config.mode, autotuned.compile_config.backend) == ("max-autotune", "aot_eager")
+    assert autotuned.compile_config.dynamic is False and not autotuned.disable_compile
+    assert default_autotuned.compile_config.mode == "max-autotune"
+    assert kept.compile_config.mode == CompileConfig().mode and kept.compile_config.backend == "aot_eager"
+    assert default.compile_config is None  # transformers' default config (reduce-overhead)
+
+
 def test_decode_windows_compile_once_even_when_a_generation_fills_the_cache(policy):
     """The window is a dynamic integer of the compiled decode step from its first compile: one graph for every
     length (left to dynamo: one for the first length, then a second one). A window as long as the cache would take

@@ -31,6 +31,8 @@ class Generation:
     checkpointing_why: str | None = None  # why, when it was "auto"
     checkpoint_every_n_layers: int = 1  # with checkpointing on the TRL backend: transformers' every_n_layers
     micro_batches: dict = field(default_factory=dict)  # [grpo] changes "auto" made for the fast path to fit
+    compile_mode: str | None = None  # the fast path's decode step on a GPU: torch.compile's mode
+    compile_why: str | None = None
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
@@ -39,6 +41,9 @@ class Generation:
         if self.weights_why:
             said += "\n" + _("weights: {bits} (load_in_4bit = \"auto\"): {why}").format(
                 bits=_("4-bit") if self.load_in_4bit else _("16-bit"), why=self.weights_why)
+        if self.compile_why:
+            said += "\n" + _("decode step: torch.compile {mode}: {why}").format(mode=self.compile_mode,
+                                                                           why=self.compile_why)
         if self.checkpointing_why:
             said += "\n" + _("gradient checkpointing: {state} (gradient_checkpointing = \"auto\"): {why}").format(
                 state=_("on") if self.gradient_checkpointing else _("off"), why=self.checkpointing_why)
@@ -54,8 +59,27 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
     checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned,
                                                              micro_batches)
+    compile_mode, compile_why = _compile_mode(config, fast, cuda, planned, load_in_4bit, micro_batches)
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
-                      micro_batches)
+                      micro_batches, compile_mode, compile_why)
+
+
+def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,
+                  micro_batches: dict) -> tuple[str | None, str | None]:
+    """(torch.compile's mode for the fast path's decode step, why): max-autotune where the run's generations repay
+    its longer first compile (planning.decode_compile_mode); None off the fast path or without a GPU."""
+    from dataclasses import replace
+
+    from . import planning as plan
+
+    if not (fast and cuda):
+        return None, None
+    try:
+        settings = planned.settings
+    except plan.PlanError:
+        return "reduce-overhead", _("no model shape known to plan the run's generations")
+    settings = replace(settings, generation="fast", backend="trl", load_in_4bit=load_in_4bit, **micro_batches)
+    return plan.decode_compile_mode(settings, config.grpo.get("max_steps"))
 
 
 def with_micro_batches(grpo: dict, generation: Generation) -> dict:

@@ -162,7 +162,8 @@ class GenerationCopy:
         if self.compile_mode:  # torch.compile's mode for the decode step (transformers' default: reduce-overhead)
             from transformers import CompileConfig
 
-            config.compile_config = CompileConfig(mode=self.compile_mode)
+            config.compile_config = copying.deepcopy(config.compile_config) or CompileConfig()
+            config.compile_config.mode = self.compile_mode
         config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
         # from embeddings alone there is no prompt here, and generate returns the new tokens only
         prompt = kwargs.get("input_ids", args[0] if args else None)
@@ -176,8 +177,13 @@ class GenerationCopy:
             self.window_limit = config.max_cache_len
             config.max_cache_len += 1
         if self.compile_decode and not self.timings and distributed.is_main_process():
-            print(_("generation: the first one compiles the decode step, so it takes longer than the others (a "
-                    "minute or two on an H100); summary.json gives its time"), file=sys.stderr)
+            if self.compile_mode == "max-autotune":
+                print(_("generation: the first one compiles the decode step and times its matmuls (max-autotune), so "
+                        "it takes longer than the others (about two minutes on an H100); summary.json gives its time"),
+                      file=sys.stderr)
+            else:
+                print(_("generation: the first one compiles the decode step, so it takes longer than the others (a "
+                        "minute or two on an H100); summary.json gives its time"), file=sys.stderr)
         started = time.perf_counter()
         with torch.no_grad():
             if self.loop is not None and not args and supports(complete := prepared(self.model, config), kwargs):
