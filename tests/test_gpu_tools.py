@@ -220,7 +220,7 @@ def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_pa
     assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
     assert row["took"] == {"backend": "trl", "generation": "plain", "load_in_4bit": False,
                            "gradient_checkpointing": False, "checkpoint_every_n_layers": 1,
-                           "micro_batches": {}}  # as train.py says it ran
+                           "micro_batches": {}, "decode_compile_mode": None}  # as train.py says it ran
     assert 0 < row["completion_tokens_per_step"] <= 4 * 12  # G=4 completions of at most 12 tokens
     assert row["phases_s_per_step"]["generation"] > 0 and row["phases_s_per_step"]["backward"] > 0
     [step] = row["phases_s_by_step"]  # each timed step's own phases, summing to the row's
