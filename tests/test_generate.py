@@ -464,6 +464,12 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 8.0)  # no room for the fast path
     plain = decoding.choose(config, "trl", cuda=True)
     assert not plain.fast and plain.compile_mode is None and "decode step" not in plain.describe()
+    for steps, mode in ((100, "reduce-overhead"), (2000, "max-autotune")):  # plan says what train.py takes
+        planned = json.loads(cli("plan", str(tmp_path / "modes"), "--gpu-memory", "141", "--set",
+                                 f"grpo.max_steps={steps}", "--json").stdout)
+        assert planned["generation_path"] == "fast" and planned["decode_compile_mode"] == mode
+    said = cli("plan", str(tmp_path / "modes"), "--gpu-memory", "8").stdout
+    assert "decode step" not in said  # not on the fast path: no decode step of its own
     train_py = (tmp_path / "modes" / "train.py").read_text(encoding="utf-8")
     assert "compile_mode=generation.compile_mode" in train_py
     assert '"decode_compile_mode": generation.compile_mode' in train_py

@@ -15,9 +15,10 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (change_text, from_benchmark_row, from_config, from_preset, from_project,
-                                generation_path, gpu_memory_gib, larger_micro_batches, processes_from_accelerate_config,
-                                ran_on_report_gpu, resolve_checkpointing, resolve_generation, resolved)
+from ..runtime.planning import (change_text, decode_compile_mode, from_benchmark_row, from_config, from_preset,
+                                from_project, generation_path, gpu_memory_gib, larger_micro_batches,
+                                processes_from_accelerate_config, ran_on_report_gpu, resolve_checkpointing,
+                                resolve_generation, resolved)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -126,6 +127,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
            "generation_path": generation_path(settings), "generation_why": generation_why,
+           **dict(zip(("decode_compile_mode", "decode_compile_why"),
+                      decode_compile_mode(settings) if settings.generation == "fast" else (None, None))),
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
@@ -195,6 +198,9 @@ def render_text(result: dict) -> str:
         weights=(_("4-bit") if settings["holds_4bit"] else _("16-bit weights")) + (
             _(" (load_in_4bit = \"auto\")") if settings["load_in_4bit"] == "auto" else ""))]
     lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
+    if result.get("decode_compile_mode"):
+        lines.append(_("decode step: torch.compile {mode}: {why}").format(mode=result["decode_compile_mode"],
+                                                                        why=result["decode_compile_why"]))
     lines.append(_("gradient checkpointing: {state} ({why})").format(
         state=_("on") if result["gradient_checkpointing"] else _("off"), why=result["checkpointing_why"]))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]

@@ -79,7 +79,7 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
     settings = replace(settings, generation="fast", backend="trl", load_in_4bit=load_in_4bit, **micro_batches)
-    return plan.decode_compile_mode(settings, config.grpo.get("max_steps"))
+    return plan.decode_compile_mode(settings)
 
 
 def with_micro_batches(grpo: dict, generation: Generation) -> dict:

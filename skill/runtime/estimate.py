@@ -198,6 +198,7 @@ class Settings:
     # benchmark rows measured before it did (2026-12-05)
     copy_keeps_cache: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
+    max_steps: int | None = None  # the run's optimizer steps ([grpo] max_steps); None: its epochs decide
 
     @property
     def holds_4bit(self) -> bool:

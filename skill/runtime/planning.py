@@ -94,6 +94,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         use_liger_kernel=bool(grpo.get("use_liger_kernel", False)),
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
                              if grpo.get("cache_implementation") == "static" else None),
+        max_steps=int(grpo["max_steps"]) if grpo.get("max_steps") and int(grpo["max_steps"]) > 0 else None,
     )
 
 
@@ -318,10 +319,12 @@ AUTOTUNE_GENERATION_GAIN = 0.10
 AUTOTUNE_EXTRA_COMPILE_S = 60.0
 
 
-def decode_compile_mode(settings: Settings, max_steps: int | None) -> tuple[str, str]:
-    """(torch.compile's mode for the fast path's decode step, why): "max-autotune" where the run is long enough to
-    repay its longer first compile, "reduce-overhead" (transformers' own) where it is not."""
-    if not max_steps or max_steps < 0:
+def decode_compile_mode(settings: Settings) -> tuple[str, str]:
+    """(torch.compile's mode for the fast path's decode step, why): "max-autotune" where the run (its
+    ``max_steps``) is long enough to repay its longer first compile, "reduce-overhead" (transformers' own) where it
+    is not."""
+    max_steps = settings.max_steps
+    if not max_steps:
         return "max-autotune", _("max_steps not set (the run's epochs decide its length): max-autotune, whose longer "
                                  "first compile (~1 min) a run of many generations repays")
     generations = -(-max_steps * settings.gradient_accumulation_steps // settings.generation_steps)
