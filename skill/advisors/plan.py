@@ -128,7 +128,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "train_s_per_step": round(result.train_s_per_step, 2),
            "generation_path": generation_path(settings), "generation_why": generation_why,
            **dict(zip(("decode_compile_mode", "decode_compile_why"),
-                      decode_compile_mode(settings) if settings.generation == "fast" else (None, None))),
+                      decode_compile_mode(settings, calibration) if settings.generation == "fast"
+                      else (None, None))),
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)

@@ -79,7 +79,31 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
     settings = replace(settings, generation="fast", backend="trl", load_in_4bit=load_in_4bit, **micro_batches)
-    return plan.decode_compile_mode(settings)
+    mode, why = plan.decode_compile_mode(settings, _card_calibration())
+    if mode == "max-autotune" and not _tunes_matmuls():
+        return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
+    return mode, why
+
+
+def _card_calibration() -> dict | None:
+    """plan's constants for the GPU nvidia-smi names, as `grpo-skill plan` scales them (None: the H200's)."""
+    from ..advisors import gpus
+    from .estimate import CALIBRATION
+
+    name = gpus.detected_name()
+    card = gpus.find(name) if name else None
+    return gpus.scaled_calibration(card, CALIBRATION) if card else None
+
+
+def _tunes_matmuls() -> bool:
+    """Whether inductor's max-autotune tunes matmuls on this GPU: it skips them on GPUs with few SMs (an L4's 58)."""
+    import torch
+
+    try:
+        from torch._inductor.utils import is_big_gpu
+    except ImportError:  # another torch: assume it does
+        return True
+    return not torch.cuda.is_available() or bool(is_big_gpu(0))
 
 
 def with_micro_batches(grpo: dict, generation: Generation) -> dict:

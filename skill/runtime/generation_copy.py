@@ -163,7 +163,8 @@ class GenerationCopy:
             from transformers import CompileConfig
 
             config.compile_config = copying.deepcopy(config.compile_config) or CompileConfig()
-            config.compile_config.mode = self.compile_mode
+            if config.compile_config.options is None:  # torch.compile takes a mode or options, not both
+                config.compile_config.mode = self.compile_mode
         config.max_cache_len = self.max_cache_len  # one cache size for every generation: one compiled graph
         # from embeddings alone there is no prompt here, and generate returns the new tokens only
         prompt = kwargs.get("input_ids", args[0] if args else None)

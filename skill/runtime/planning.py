@@ -312,23 +312,23 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
 
 # torch.compile's "max-autotune" for the fast path's decode step times Triton matmuls against cuBLAS for each of its
 # shapes. On an H100 (2026-12-06, docs/benchmarks.md) the decode step took 6.16 ms against 7.72 at batch 32 and
-# 7.29 against 8.71 at batch 64; in training one generation took 10.3 s against 11.7 (the thinking case) and 3.46
-# against 3.66 (standard), and the first one 35 s and 59 s longer. It is taken where the run's generations repay
-# that: plan's generation time for the whole run times the gain, against the longer first compile.
-AUTOTUNE_GENERATION_GAIN = 0.10
+# 7.29 against 8.71 at batch 64; in training one generation took 10.3 s against 11.7 (the thinking case, -12%) and
+# 3.46 against 3.66 (standard, -5%), and the first one 35 s and 59 s longer. It is taken where the run's generations
+# surely repay that: plan's generation time for the whole run times the smaller gain, against the longer first
+# compile.
+AUTOTUNE_GENERATION_GAIN = 0.05
 AUTOTUNE_EXTRA_COMPILE_S = 60.0
 
 
-def decode_compile_mode(settings: Settings) -> tuple[str, str]:
+def decode_compile_mode(settings: Settings, calibration: dict | None = None) -> tuple[str, str]:
     """(torch.compile's mode for the fast path's decode step, why): "max-autotune" where the run (its
     ``max_steps``) is long enough to repay its longer first compile, "reduce-overhead" (transformers' own) where it
-    is not."""
-    max_steps = settings.max_steps
-    if not max_steps:
-        return "max-autotune", _("max_steps not set (the run's epochs decide its length): max-autotune, whose longer "
-                                 "first compile (~1 min) a run of many generations repays")
-    generations = -(-max_steps * settings.gradient_accumulation_steps // settings.generation_steps)
-    seconds = generations * estimate(settings).generation_s_per_cycle
+    is not or where its length is not known. ``calibration``: the GPU's (grpo_skill.gpus), as plan uses it."""
+    if not settings.max_steps:
+        return "reduce-overhead", _("max_steps not set (the run's epochs decide its length): transformers' own; set "
+                                    "max_steps to let a long run take max-autotune")
+    generations = -(-settings.max_steps * settings.gradient_accumulation_steps // settings.generation_steps)
+    seconds = generations * estimate(settings, calibration).generation_s_per_cycle
     if seconds * AUTOTUNE_GENERATION_GAIN > AUTOTUNE_EXTRA_COMPILE_S:
         return "max-autotune", _("{generations} generations, ~{minutes:.0f} min by plan: max-autotune (faster matmuls, "
                                  "~1 min more to compile the first)").format(generations=generations,
