@@ -68,6 +68,9 @@ class Contender:
     ablate: tuple[str, ...] = ()  # benchmarks/harness.py ablations
     tty: bool = False  # run it with a pseudo-terminal as stdout/stderr, as a user's terminal
     compile_decode: bool = False  # plain TRL: let transformers compile the static-cache decode step
+    # train.py's --max-steps: a run this long, which the harness stops after its timed steps ("auto" choices that depend
+    # on the run's length see it); None: as many steps as are timed
+    run_steps: int | None = None
     warmup_cycles: int = 2  # generation cycles left out (the first includes compilation)
     measure_cycles: int = 3
     guess_s_per_step: float = 5.0  # before any measurement: only to plan the time budget
@@ -178,8 +181,8 @@ def preset_defaults(contender: Contender) -> bool:
     """Whether a row is the generated project exactly as `new` makes it (besides the case's equal work, unless it
     takes the preset's own shape), on this card or on one of a smaller size (BENCH_GPU_GIB)."""
     return (contender.program == "generated" and contender.backend == "auto" and contender.preset_speed
-            and not contender.model and not contender.lora and not contender.grpo and not contender.ablate and not contender.compile_decode
-            and set(contender.env) <= {"BENCH_GPU_GIB"})
+            and not contender.model and not contender.lora and not contender.grpo and not contender.ablate
+            and not contender.compile_decode and not contender.run_steps and set(contender.env) <= {"BENCH_GPU_GIB"})
 
 
 # Suspects for the generated project's overhead: each changes one thing against "generated unsloth".
@@ -314,6 +317,15 @@ GENERATION += [
               "decode step compiled in torch.compile's max-autotune mode", preset_speed=True,
               ablate=("decode_max_autotune",), warmup_cycles=1, measure_cycles=cycles, guess_s_per_step=guess,
               fixed_s=300)
+    for case, guess, cycles in (("standard", 1.0, 2), ("thinking", 3.5, 1))
+]
+# A long run's default: train.py takes max-autotune by itself where the run's generations repay it (planning.
+# decode_compile_mode); the same project with --max-steps 2000, stopped after its timed steps.
+GENERATION += [
+    Contender("generated default, a 2000-step run", case, "generated", "auto", f"the {case} default as a run of "
+              "2000 steps takes it (the decode step's compile mode follows the run's length), stopped after its "
+              "timed steps", preset_speed=True, run_steps=2000, warmup_cycles=1, measure_cycles=cycles,
+              guess_s_per_step=guess, fixed_s=300)
     for case, guess, cycles in (("standard", 1.0, 2), ("thinking", 3.5, 1))
 ]
 

@@ -140,6 +140,10 @@ def speed_settings(row: dict) -> str:
         parts.append("terminal")
     if settings.get("compile_decode"):
         parts.append("compiled decode")
+    if settings.get("run_steps"):
+        parts.append(f"a run of {settings['run_steps']} steps (stopped after the timed ones)")
+    if took.get("decode_compile_mode") and took["decode_compile_mode"] != "reduce-overhead":
+        parts.append(f"decode compiled {took['decode_compile_mode']}")
     return ", ".join(parts)
 
 

@@ -142,7 +142,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
         "profile_steps": spg if profile else 0,  # one generation cycle under the profiler, after the timed steps
         "profile_generation": profile == "all",  # its decoding's kernels too (many: slow to summarise)
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
-        "compile_decode": contender.compile_decode, "speed_source": speed_source,
+        "compile_decode": contender.compile_decode, "speed_source": speed_source, "run_steps": contender.run_steps,
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
         "copy_keeps_cache": True,  # ...and keeps its KV cache through training (plan reads it)
     }
@@ -256,7 +256,8 @@ class Benchmark:
             edit_toml(config, "lora", settings["lora"])
             grpo = settings["grpo"]
             edit_toml(config, "grpo", grpo, remove=tuple(key for key in catalog.SPEED_KEYS if key not in grpo))
-            script_args = [str(project / "train.py"), "--max-steps", str(steps), "--backend", contender.backend,
+            script_args = [str(project / "train.py"), "--max-steps", str(settings["run_steps"] or steps),
+                           "--backend", contender.backend,
                            "--output-dir", str(job.workdir / "outputs")]
             job.cwd = project
         else:

@@ -209,6 +209,14 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
     assert set(bench_run.catalog.SPEED_KEYS) & set(loaded[1].grpo)
     assert "--max-steps" in equal.command and str(equal.settings["warmup_steps"] + equal.settings["measure_steps"]) \
         in equal.command
+    # a long run's default: train.py sees the run's length (its choices depend on it), the harness stops it early
+    long_run = bench_run.catalog.suite(["generation"])
+    [long_run] = [c for c in long_run if c.key == "thinking/generated default, a 2000-step run"]
+    job = bench_run.Job(2, long_run, bench_run.settings_for(long_run, False))
+    bench.prepare(job, tiny_model, prompts)
+    steps = job.command[job.command.index("--max-steps") + 1]
+    assert steps == "2000" and not bench_run.catalog.preset_defaults(long_run)
+    assert "a run of 2000 steps" in bench_run.reporting.speed_settings({"settings": job.settings})
 
 
 def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_path, tiny_model):
