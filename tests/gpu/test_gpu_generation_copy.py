@@ -8,12 +8,15 @@ import pytest
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fuse, window_step", [(False, None), (True, None), (True, 8)],
-                         ids=["apart", "fused projections", "fused projections, decode windows"])
-def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_step):
+@pytest.mark.parametrize("fuse, window_step, compile_mode",
+                         [(False, None, None), (True, None, None), (True, 8, None), (True, 8, "max-autotune")],
+                         ids=["apart", "fused projections", "fused projections, decode windows",
+                              "fused projections, decode windows, max-autotune"])
+def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_step, compile_mode):
     """The tiny model in fp32 (no rounding to hide behind), LoRA on every linear layer: the copy samples 24 tokens
     for 4 left-padded prompts with its decode step compiled (with windows: a length every 8 tokens, a CUDA graph
-    each); the policy, given those sequences, computes the same logits at every sampled position."""
+    each; with max-autotune, as a long run compiles it: Triton matmuls where they time faster); the policy, given
+    those sequences, computes the same logits at every sampled position."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, GenerationConfig
@@ -34,7 +37,7 @@ def test_the_compiled_copy_scores_its_samples_as_the_policy_does(fuse, window_st
                     param.normal_(0, 0.3)  # in place, as an optimizer step changes them
         if copy is None:  # after the first update, generate refreshes the copy itself, as in training
             copy = GenerationCopy(policy, max_cache_len=64, compile_decode=device == "cuda", fuse=fuse,
-                                  window_step=window_step)
+                                  window_step=window_step, compile_mode=compile_mode)
             assert len(copy.fused) == (4 * policy.config.num_hidden_layers if fuse else 0)
         ids = torch.randint(10, policy.config.vocab_size - 10, (4, 12), device=device)
         mask = torch.ones_like(ids)
