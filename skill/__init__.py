@@ -29,9 +29,9 @@ __all__ = [*PUBLIC, "__version__"]
 MOVED = {
     **{name: f"core.{name}" for name in
        ("errors", "hookspecs", "i18n", "judges", "plugins", "project", "registry", "schema")},
-    **{name: f"runtime.{name}" for name in ("arithmetic", "modelbuild", "promptlength", "warmstart")},
+    **{name: f"runtime.{name}" for name in ("arithmetic", "gpus", "modelbuild", "promptlength", "warmstart")},
     **{name: f"scaffold.{name}" for name in ("docs", "generator", "history", "settings", "skillfiles", "update")},
-    **{name: f"advisors.{name}" for name in ("doctor", "gpus", "plan", "probe", "rewardtry")},
+    **{name: f"advisors.{name}" for name in ("doctor", "plan", "probe", "rewardtry")},
 }
 
 

@@ -87,7 +87,7 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
 
 def _card_calibration() -> dict | None:
     """plan's constants for the GPU nvidia-smi names, as `grpo-skill plan` scales them (None: the H200's)."""
-    from ..advisors import gpus
+    from . import gpus
     from .estimate import CALIBRATION
 
     name = gpus.detected_name()

@@ -18,7 +18,7 @@ from ..runtime.planning import ran_on_report_gpu
 
 BENCHMARK_FILE = Path("docs/benchmarks.json")
 PLAN_GPU = "H200"  # plan's constants were fitted on one: its estimate there needs no scaling
-# its memory as `plan --gpu H200` takes it from advisors/gpus.py (a floor up): "auto" settings resolve against it;
+# its memory as `plan --gpu H200` takes it (runtime/gpus.py): "auto" settings resolve against it;
 # tests/test_docs.py checks the quoted estimate against what that command prints
 PLAN_GPU_GIB = 141.0
 PLAN_PROMPT_TOKENS = 64  # given, not guessed: a guess counts with a tokenizer when one happens to be cached

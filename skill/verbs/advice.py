@@ -104,7 +104,7 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
     "Scale the times (measured on an H200) to this card, e.g. 4090, L4, A10, A100-80; default: the detected GPU."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
-    from ..advisors import gpus as cards
+    from ..runtime import gpus as cards
     from ..advisors import plan as planner
     from ..scaffold import settings as given
 
