@@ -464,6 +464,19 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     small = decoding.choose(config, "trl", cuda=True)
     assert small.compile_mode == "reduce-overhead" and "too few streaming multiprocessors" in small.describe()
     monkeypatch.setattr(decoding, "_tunes_matmuls", lambda: True)
+    # plan's time on the card nvidia-smi names: 250 steps are too few on an H200, enough on an A100 (less bandwidth,
+    # slower generations), and train.py decides as `plan --gpu` says
+    from grpo_skill import gpus
+
+    config = projects.load(tmp_path / "modes", {"grpo.max_steps": 250}, rewards=False)
+    by_card = {}
+    for name, card in (("NVIDIA H200", "H200"), ("NVIDIA A100-SXM4-80GB", "A100-80")):
+        monkeypatch.setattr(gpus, "detected_name", lambda name=name: name)
+        by_card[card] = decoding.choose(config, "trl", cuda=True).compile_mode
+        planned = json.loads(cli("plan", str(tmp_path / "modes"), "--gpu", card, "--gpu-memory", "141", "--set",
+                                 "grpo.max_steps=250", "--json").stdout)
+        assert planned["decode_compile_mode"] == by_card[card]
+    assert by_card == {"H200": "reduce-overhead", "A100-80": "max-autotune"}
     config = projects.load(tmp_path / "modes", {"grpo.max_steps": 2000}, rewards=False)
     assert decoding.choose(config, "trl", cuda=False).compile_mode is None
     monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 8.0)  # no room for the fast path
