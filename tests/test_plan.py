@@ -309,6 +309,21 @@ def test_plan_counts_what_the_host_spends_on_micro_batches_of_one_completion():
     assert sorted(checked) == ["standard", "thinking"]
 
 
+def test_num_iterations_trains_on_each_generation_again_and_generates_less_often(cli, tmp_path):
+    """TRL generates every steps_per_generation x num_iterations micro-steps: with num_iterations 2 a step carries
+    half the generation time, old log-probs are scored (each generation is trained on twice), and a run of the same
+    max_steps generates half as often (what the decode compile mode counts)."""
+    cli("new", "mu", "--preset", "thinking", "-o", str(tmp_path))
+    runs = {mu: json.loads(cli("plan", str(tmp_path / "mu"), "--gpu-memory", "141", "--json", "--set",
+                               f"grpo.num_iterations={mu}", "--set", "grpo.max_steps=400").stdout) for mu in (1, 2)}
+    once, twice = runs[1], runs[2]
+    assert twice["generation_s_per_cycle"] == once["generation_s_per_cycle"]
+    generation_share = once["s_per_step"] - once["train_s_per_step"]
+    assert twice["s_per_step"] - twice["train_s_per_step"] == pytest.approx(generation_share / 2, abs=0.01)
+    assert "400 generations" not in once["decode_compile_why"] and "100 generations" in once["decode_compile_why"]
+    assert "50 generations" in twice["decode_compile_why"]
+
+
 def test_plan_offers_the_same_step_in_fewer_larger_micro_batches(cli, tmp_path):
     """The seed's 4 micro-batches of one completion per optimizer step (the standard preset before 2026-12-06): one
     micro-batch of 4 is the same optimizer step (TRL's dapo loss divides by the whole step's tokens) in a quarter of

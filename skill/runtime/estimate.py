@@ -199,6 +199,7 @@ class Settings:
     copy_keeps_cache: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
     max_steps: int | None = None  # the run's optimizer steps ([grpo] max_steps); None: its epochs decide
+    num_iterations: int = 1  # [grpo] num_iterations: each generation trained on this many times (TRL's mu)
 
     @property
     def holds_4bit(self) -> bool:
@@ -216,6 +217,11 @@ class Settings:
         if self.generation_batch_size:
             return max(self.generation_batch_size // self.per_device_train_batch_size, 1)
         return self.gradient_accumulation_steps
+
+    @property
+    def micro_steps_per_generation(self) -> int:
+        """Micro-steps between two generations: TRL generates every steps_per_generation x num_iterations."""
+        return self.generation_steps * self.num_iterations
 
     @property
     def generation_batch(self) -> int:
@@ -316,8 +322,10 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     timing = _time_backend(settings)
     decode_step = k[f"decode_base_s_{timing}"] + k[f"decode_per_sequence_s_{timing}"] * settings.generation_batch
     generation_cycle = settings.max_completion_length * decode_step
-    passes = 3 + (1 if settings.beta else 0) + (1 if settings.generation_steps > settings.gradient_accumulation_steps
-                                                else 0)  # forward + backward (2) + reference + old log-probs
+    # forward + backward (2) + reference + old log-probs (TRL scores those where a generation is not used up within
+    # one optimizer step)
+    passes = 3 + (1 if settings.beta else 0) + (
+        1 if settings.gradient_accumulation_steps % settings.micro_steps_per_generation else 0)
     if settings.gradient_checkpointing and backend == "trl":  # the backward recomputes the checkpointed layers
         passes += checkpointed_layers(settings) / shape.num_hidden_layers
     if timing == "copy" and not settings.holds_4bit:
@@ -330,7 +338,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
                  k["host_s_per_layer_pass"] * shape.num_hidden_layers)
     train = pass_s * passes * settings.gradient_accumulation_steps + k[
         "step_overhead_s_copy" if training == "copy" else "step_overhead_s"]
-    per_step = generation_cycle / settings.generation_steps * settings.gradient_accumulation_steps + train
+    per_step = generation_cycle / settings.micro_steps_per_generation * settings.gradient_accumulation_steps + train
     # Several processes work at once, each on its own per-device batch (memory per GPU is the same): a step costs
     # what it costs on one GPU, plus the exchange at its end (DDP syncs the gradients once per optimizer step).
     communication = 0.0

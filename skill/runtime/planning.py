@@ -95,6 +95,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         static_cache_tokens=(((grpo.get("generation_kwargs") or {}).get("max_cache_len") or 0)
                              if grpo.get("cache_implementation") == "static" else None),
         max_steps=int(grpo["max_steps"]) if grpo.get("max_steps") and int(grpo["max_steps"]) > 0 else None,
+        num_iterations=int(grpo.get("num_iterations") or 1),
     )
 
 
@@ -327,7 +328,7 @@ def decode_compile_mode(settings: Settings, calibration: dict | None = None) -> 
     if not settings.max_steps:
         return "reduce-overhead", _("max_steps not set (the run's epochs decide its length): transformers' own; set "
                                     "max_steps to let a long run take max-autotune")
-    generations = -(-settings.max_steps * settings.gradient_accumulation_steps // settings.generation_steps)
+    generations = -(-settings.max_steps * settings.gradient_accumulation_steps // settings.micro_steps_per_generation)
     seconds = generations * estimate(settings, calibration).generation_s_per_cycle
     if seconds * AUTOTUNE_GENERATION_GAIN > AUTOTUNE_EXTRA_COMPILE_S:
         return "max-autotune", _("{generations} generations, ~{minutes:.0f} min by plan: max-autotune (faster matmuls, "
