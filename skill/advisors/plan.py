@@ -116,6 +116,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     result = estimate(settings, calibration)
+    compile_mode, compile_why = (decode_compile_mode(settings, calibration) if settings.generation == "fast"
+                                 else (None, None))
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
                                   "generation_steps": settings.generation_steps,
                                   "generation_batch": settings.generation_batch},
@@ -127,9 +129,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
            "generation_path": generation_path(settings), "generation_why": generation_why,
-           **dict(zip(("decode_compile_mode", "decode_compile_why"),
-                      decode_compile_mode(settings, calibration) if settings.generation == "fast"
-                      else (None, None))),
+           "decode_compile_mode": compile_mode, "decode_compile_why": compile_why,
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
