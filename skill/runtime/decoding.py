@@ -68,31 +68,18 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
                   micro_batches: dict) -> tuple[str | None, str | None]:
     """(torch.compile's mode for the fast path's decode step, why): max-autotune where the run's generations repay
     its longer first compile (planning.decode_compile_mode); None off the fast path or without a GPU."""
-    from dataclasses import replace
-
     from . import planning as plan
 
     if not (fast and cuda):
         return None, None
     try:
-        settings = planned.settings
+        settings = planned.taken(fast, load_in_4bit, micro_batches)
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
-    settings = replace(settings, generation="fast", backend="trl", load_in_4bit=load_in_4bit, **micro_batches)
-    mode, why = plan.decode_compile_mode(settings, _card_calibration())
+    mode, why = plan.decode_compile_mode(settings, planned.calibration)
     if mode == "max-autotune" and not _tunes_matmuls():
         return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
     return mode, why
-
-
-def _card_calibration() -> dict | None:
-    """plan's constants for the GPU nvidia-smi names, as `grpo-skill plan` scales them (None: the H200's)."""
-    from . import gpus
-    from .estimate import CALIBRATION
-
-    name = gpus.detected_name()
-    card = gpus.find(name) if name else None
-    return gpus.scaled_calibration(card, CALIBRATION) if card else None
 
 
 def _tunes_matmuls() -> bool:
@@ -125,7 +112,7 @@ def with_checkpointed_layers(grpo: dict, generation: Generation) -> dict:
 
 class _Planned:
     """What ``choose`` asks `grpo-skill plan`, read once and only when asked: the project's settings as plan sees them
-    on the TRL backend (it reads the dataset and the tokenizer) and the GPU's memory (nvidia-smi)."""
+    on the TRL backend (it reads the dataset and the tokenizer), the GPU's memory and its name (nvidia-smi)."""
 
     def __init__(self, config):
         self.config = config
@@ -142,13 +129,28 @@ class _Planned:
 
         return planning.gpu_memory_gib()
 
+    @functools.cached_property
+    def calibration(self) -> dict | None:
+        """plan's constants for the GPU nvidia-smi names, as `grpo-skill plan` scales them (None: the H200's)."""
+        from . import gpus
+        from .estimate import CALIBRATION
+
+        name = gpus.detected_name()
+        card = gpus.find(name) if name else None
+        return gpus.scaled_calibration(card, CALIBRATION) if card else None
+
+    def taken(self, fast: bool, load_in_4bit: bool, micro_batches: dict):
+        """The settings as this run takes them: its generation path, weights and micro-batches."""
+        from dataclasses import replace
+
+        return replace(self.settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit,
+                       **micro_batches)
+
 
 def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool, planned: _Planned,
                    micro_batches: dict) -> tuple[str | bool, str | None, int]:
     """(gradient_checkpointing, why when it was "auto", every_n_layers): off where `grpo-skill plan` says the run
     fits without it, else on for the fewest layers that fit."""
-    from dataclasses import replace
-
     from . import planning as plan
 
     value = config.lora.get("gradient_checkpointing", "auto")
@@ -162,10 +164,9 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     if settled:
         return (*settled, given)
     try:
-        settings = planned.settings
+        settings = planned.taken(fast, load_in_4bit, micro_batches)
     except plan.PlanError:
         return "unsloth", _("no model shape known to plan its memory: on"), given
-    settings = replace(settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit, **micro_batches)
     settings, why = plan.resolve_checkpointing(settings, planned.gpu_gib, cuda)
     return settings.gradient_checkpointing, why, settings.checkpoint_every_n_layers
 
