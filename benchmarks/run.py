@@ -176,6 +176,7 @@ class Job:
     workdir: Path | None = None
     planned_s: float = 0.0
     process: subprocess.Popen | None = None
+    gpu: int | None = None
     log: Path | None = None
     launched: float = 0.0
     released: float | None = None  # when it got the GPU (BENCH_GO)
@@ -288,6 +289,7 @@ class Benchmark:
                **settings["env"]}
         if settings["compile_decode"] and job.contender.program == "generated" and settings["model"]["load_in_4bit"] is True:
             env["BENCH_COMPILE_DECODE"] = "1"  # 4-bit: train.py refuses compile_decoding, so the harness turns it on
+        job.gpu = gpu
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         if self.args.dry_run:
@@ -403,6 +405,8 @@ class Benchmark:
             for gpu, slot in slots.items():
                 current = slot["current"]
                 if current is None:
+                    if self.still_holds(gpu):
+                        continue
                     current = slot["next"] or take(now)
                     slot["next"] = None
                     if current is None:
@@ -445,6 +449,12 @@ class Benchmark:
                     job.result_at = now - EXIT_GRACE_S
             self.reap(now)
             time.sleep(POLL_S)
+
+    def still_holds(self, gpu: int | None) -> bool:
+        """Whether a contender past its result still runs on this GPU: it holds its memory until its process ends
+        (it saves and plots after its result), so the next one loads only then (on an 80 GB card two thinking
+        contenders do not fit)."""
+        return any(job.gpu == gpu and job.process.poll() is None for job in self.finishing)
 
     def watch(self, slot: dict, now: float) -> None:
         current, follower = slot["current"], slot["next"]

@@ -434,6 +434,10 @@ def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
     elsewhere = bench_report.merge_decode(merged, {**new, "device": "H100", "rows": [row("d", 8, 5.0)]})
     page = decode_render(elsewhere)
     assert "| d | 8 | 5.00 |" in page and "| a (256 tokens) (on H200) | 64 | 11.00 |" in page
+    # the same path and batch measured on another card stands beside the first card's row, not over it
+    beside = bench_report.merge_decode(merged, {**new, "device": "H100", "rows": [row("a", 64, 8.5, new_tokens=256)]})
+    assert [(r["path"], r["batch"], r["decode_ms"], r["device"]) for r in beside["rows"] if r["batch"] == 64] == [
+        ("a", 64, 11.0, "H200"), ("a", 64, 8.5, "H100")]
 
 
 def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, tiny_model):
@@ -461,3 +465,33 @@ def test_the_harness_runs_a_project_as_on_a_card_of_the_size_asked(tmp_path):
     assert f"card {planning.gpu_memory_gib()}" in run(harness, env={"BENCH_GPU_GIB": None}).stdout
     rows = {contender.key: contender for contender in bench_run.catalog.SUITES["default"]}
     assert bench_run.catalog.preset_defaults(rows["thinking/generated default, 24 GiB card"])
+
+
+def test_the_next_contender_loads_only_once_the_one_before_has_let_go_of_the_gpu(tmp_path):
+    """A contender keeps its GPU memory after its result while it saves and exits: the next one is let onto the GPU
+    only when that process has ended (two thinking contenders do not fit an 80 GB card together)."""
+    import subprocess
+    import time
+
+    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path / "out", work=tmp_path / "work", budget=60,
+                                                             suite=["default"], dry_run=False))
+    contenders = [c for c in bench_run.catalog.suite(["default"]) if c.program == "generated"][:2]
+    before, after = (bench_run.Job(i, c, bench_run.settings_for(c, False)) for i, c in enumerate(contenders))
+    for job in (before, after):
+        job.workdir = tmp_path / f"job{job.index}"
+        job.workdir.mkdir()
+        job.planned_s = 10
+    # the one before: its result is in, its process still saving for two seconds
+    before.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    before.result_at, before.row, before.launched = time.time(), {}, time.time()
+    bench.finishing.append(before)
+    # the next: waits for the gate, then reports at once
+    after.process = subprocess.Popen([sys.executable, "-c", (
+        "import json, pathlib, time\n"
+        f"work = pathlib.Path({str(after.workdir)!r})\n"
+        "while not (work / 'go').exists(): time.sleep(0.05)\n"
+        "(work / 'result.json').write_text(json.dumps({'s_per_step': 1.0}))\n")])
+    bench.run([after], [None])
+    assert before.process.returncode == 0 and after.row["status"] == "ok"
+    ended = before.row["exit_status"] == 0
+    assert ended and after.released >= before.result_at + 1.5, "the next contender was let on while the GPU was held"
