@@ -316,14 +316,16 @@ def merge(report: dict, other: dict) -> dict:
 
 def merge_decode(old: dict | None, new: dict) -> dict:
     """A decode-step call's rows merged into the page's table: a row of the same path, batch size and number of
-    sampled tokens is replaced where it stood, a new one goes last, the others stay with the length and date they
-    were measured at (each row's floor is its own call's); the header (device, bandwidth, lengths) is the new
-    call's, and so are the profiles it took."""
+    sampled tokens measured on the same card is replaced where it stood, a new one goes last (one of another card
+    too: two cards' timings stand side by side), the others stay with the length and date they were measured at
+    (each row's floor is its own call's); the header (device, bandwidth, lengths) is the new call's, and so are the
+    profiles it took."""
     if not old:
         return new
 
     def key(row, results):
-        return row["path"], row["batch"], row.get("new_tokens", results["new_tokens"])
+        return (row["path"], row["batch"], row.get("new_tokens", results["new_tokens"]),
+                row.get("device", results["device"]))
 
     kept = [{**row, "new_tokens": row.get("new_tokens", old["new_tokens"]), "device": row.get("device", old["device"])}
             for row in old["rows"]]
