@@ -477,6 +477,12 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
                                  "grpo.max_steps=250", "--json").stdout)
         assert planned["decode_compile_mode"] == by_card[card]
     assert by_card == {"H200": "reduce-overhead", "A100-80": "max-autotune"}
+    # a card whose matmuls inductor does not tune (an L4's 58 SMs): plan says what train.py takes there (above)
+    for card, mode in (("L4", "reduce-overhead"), ("A10", "max-autotune")):
+        planned = json.loads(cli("plan", str(tmp_path / "modes"), "--gpu", card, "--gpu-memory", "141", "--set",
+                                 "grpo.max_steps=2000", "--json").stdout)
+        assert planned["decode_compile_mode"] == mode, card
+        assert ("too few streaming multiprocessors" in planned["decode_compile_why"]) == (card == "L4")
     config = projects.load(tmp_path / "modes", {"grpo.max_steps": 2000}, rewards=False)
     assert decoding.choose(config, "trl", cuda=False).compile_mode is None
     monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 8.0)  # no room for the fast path

@@ -110,13 +110,15 @@ def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: d
 FASTER_BY = 0.05  # a setting is offered as faster where the (rough) estimate gains at least this share of a step
 
 
-def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None) -> dict:
-    """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus)."""
+def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None,
+         tunes_matmuls: bool = True) -> dict:
+    """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus);
+    ``tunes_matmuls``: whether torch.compile's max-autotune tunes matmuls on that GPU."""
     requested = settings
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     result = estimate(settings, calibration)
-    compile_mode, compile_why = (decode_compile_mode(settings, calibration) if settings.generation == "fast"
+    compile_mode, compile_why = (decode_compile_mode(settings, calibration, tunes_matmuls) if settings.generation == "fast"
                                  else (None, None))
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
                                   "generation_steps": settings.generation_steps,

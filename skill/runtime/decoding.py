@@ -76,10 +76,7 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
         settings = planned.taken(fast, load_in_4bit, micro_batches)
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
-    mode, why = plan.decode_compile_mode(settings, planned.calibration)
-    if mode == "max-autotune" and not _tunes_matmuls():
-        return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
-    return mode, why
+    return plan.decode_compile_mode(settings, planned.calibration, tunes_matmuls=_tunes_matmuls())
 
 
 def _tunes_matmuls() -> bool:

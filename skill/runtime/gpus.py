@@ -24,22 +24,30 @@ class Card:
     memory_gib: float
     bandwidth_gb_s: float  # spec-sheet memory bandwidth
     bf16_tflops: float  # dense bf16 tensor throughput (fp32 accumulate), without sparsity
+    sms: int  # streaming multiprocessors
+
+    @property
+    def tunes_matmuls(self) -> bool:
+        """Whether torch.compile's max-autotune tunes matmuls on this card (inductor's is_big_gpu)."""
+        return self.sms >= INDUCTOR_MIN_SMS
 
 
+# inductor skips max-autotune's matmul tuning below this many SMs (torch._inductor.utils.is_big_gpu, "3080")
+INDUCTOR_MIN_SMS = 68
 # The card the calibration was measured on (runtime/estimate.py: CALIBRATION).
 REFERENCE = "H200"
 CARDS = {card.name: card for card in (
-    Card("H200", 141, 4800, 989),
-    Card("H100", 80, 3350, 989),  # SXM
-    Card("H100 PCIe", 80, 2000, 756),
-    Card("A100 80GB", 80, 2039, 312),
-    Card("A100 40GB", 40, 1555, 312),
-    Card("L40S", 48, 864, 362),
-    Card("A6000", 48, 768, 155),
-    Card("A10", 24, 600, 125),
-    Card("L4", 24, 300, 121),
-    Card("RTX 4090", 24, 1008, 165),
-    Card("RTX 3090", 24, 936, 71),
+    Card("H200", 141, 4800, 989, 132),
+    Card("H100", 80, 3350, 989, 132),  # SXM
+    Card("H100 PCIe", 80, 2000, 756, 114),
+    Card("A100 80GB", 80, 2039, 312, 108),
+    Card("A100 40GB", 40, 1555, 312, 108),
+    Card("L40S", 48, 864, 362, 142),
+    Card("A6000", 48, 768, 155, 84),
+    Card("A10", 24, 600, 125, 72),
+    Card("L4", 24, 300, 121, 58),
+    Card("RTX 4090", 24, 1008, 165, 128),
+    Card("RTX 3090", 24, 936, 71, 82),
 )}
 # Patterns over a name squeezed to lower-case letters and digits ("NVIDIA A100-SXM4-80GB" -> "a100sxm480gb").
 PATTERNS = (
@@ -111,6 +119,6 @@ def scaled_calibration(card: Card, calibration: dict[str, float]) -> dict[str, f
 def describe(card: Card) -> dict:
     reference = CARDS[REFERENCE]
     return {"name": card.name, "memory_gib": card.memory_gib, "bandwidth_gb_s": card.bandwidth_gb_s,
-            "bf16_tflops": card.bf16_tflops,
+            "bf16_tflops": card.bf16_tflops, "sms": card.sms,
             "decode_slower": round(reference.bandwidth_gb_s / card.bandwidth_gb_s, 2),
             "train_slower": round(reference.bf16_tflops / card.bf16_tflops, 2)}

@@ -321,16 +321,20 @@ AUTOTUNE_GENERATION_GAIN = 0.05
 AUTOTUNE_EXTRA_COMPILE_S = 75.0
 
 
-def decode_compile_mode(settings: Settings, calibration: dict | None = None) -> tuple[str, str]:
+def decode_compile_mode(settings: Settings, calibration: dict | None = None,
+                        tunes_matmuls: bool = True) -> tuple[str, str]:
     """(torch.compile's mode for the fast path's decode step, why): "max-autotune" where the run (its
     ``max_steps``) is long enough to repay its longer first compile, "reduce-overhead" (transformers' own) where it
-    is not or where its length is not known. ``calibration``: the GPU's (grpo_skill.gpus), as plan uses it."""
+    is not, where its length is not known, or on a GPU whose matmuls inductor does not tune (``tunes_matmuls``).
+    ``calibration``: the GPU's (grpo_skill.gpus), as plan uses it."""
     if not settings.max_steps:
         return "reduce-overhead", _("max_steps not set (the run's epochs decide its length): transformers' own; set "
                                     "max_steps to let a long run take max-autotune")
     generations = -(-settings.max_steps * settings.gradient_accumulation_steps // settings.micro_steps_per_generation)
     seconds = generations * estimate(settings, calibration).generation_s_per_cycle
     if seconds * AUTOTUNE_GENERATION_GAIN > AUTOTUNE_EXTRA_COMPILE_S:
+        if not tunes_matmuls:
+            return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
         return "max-autotune", _("{generations} generations, ~{minutes:.0f} min by plan: max-autotune (faster matmuls, "
                                  "~1 min more to compile the first)").format(generations=generations,
                                                                             minutes=seconds / 60)

@@ -133,7 +133,8 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
     if gpu_memory is None:
         gpu_memory = card.memory_gib if gpu else planner.gpu_memory_gib()
     result = planner.plan(settings, about, gpu_memory,
-                          cards.scaled_calibration(card, planner.CALIBRATION) if card else None)
+                          cards.scaled_calibration(card, planner.CALIBRATION) if card else None,
+                          tunes_matmuls=card.tunes_matmuls if card else True)
     if card:
         result["gpu"] = {**cards.describe(card), "detected": not gpu}
     elif detected:
