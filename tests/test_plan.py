@@ -522,3 +522,17 @@ def test_a_faster_setting_that_reuses_generations_longer_says_it_changes_what_is
                             "--set", "grpo.gradient_accumulation_steps=4", "--set", "grpo.steps_per_generation=32",
                             "--json").stdout)["faster"]
     assert merged["same_step"] and "optimizer_steps_per_generation" not in merged  # a merge reuses nothing longer
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_generation_batch_size_is_split_over_the_processes_as_trl_splits_it(monkeypatch, processes):
+    """generation_batch_size counts completions over all GPUs: on two, each process generates half of them at a time
+    and each generation serves half as many micro-steps (TRL's own GRPOConfig is the judge)."""
+    from trl import GRPOConfig
+
+    monkeypatch.setattr(GRPOConfig, "world_size", property(lambda self: processes))
+    trl_config = GRPOConfig(output_dir=None, per_device_train_batch_size=8, num_generations=8, generation_batch_size=32,
+                            use_cpu=True, bf16=False, report_to=[])
+    planned = qwen3_4b(per_device_train_batch_size=8, num_generations=8, generation_batch_size=32, processes=processes)
+    assert planned.generation_steps == trl_config.steps_per_generation
+    assert planned.generation_batch * processes == trl_config.generation_batch_size

@@ -214,8 +214,8 @@ class Settings:
         """Optimizer micro-steps one generation serves."""
         if self.steps_per_generation:
             return self.steps_per_generation
-        if self.generation_batch_size:
-            return max(self.generation_batch_size // self.per_device_train_batch_size, 1)
+        if self.generation_batch_size:  # over all processes, as GRPOConfig divides it
+            return max(self.generation_batch_size // (self.per_device_train_batch_size * self.processes), 1)
         return self.gradient_accumulation_steps
 
     @property
@@ -225,7 +225,8 @@ class Settings:
 
     @property
     def generation_batch(self) -> int:
-        return self.generation_batch_size or self.per_device_train_batch_size * self.generation_steps
+        """Sequences each process generates at a time."""
+        return self.per_device_train_batch_size * self.generation_steps
 
     @property
     def sequence_tokens(self) -> int:
