@@ -57,3 +57,22 @@ def test_new_and_check_refuse_a_generation_larger_than_the_dataset(cli, tmp_path
     write_rows(tmp_path / "p" / "data" / "small.jsonl", 6)
     done = cli("check", "p", cwd=tmp_path, env={"WORLD_SIZE": "2"}, check=False)
     assert done.returncode == 1 and "12 distinct prompts on 2 processes" in done.stderr
+
+
+def test_a_generation_batch_that_does_not_split_over_the_gpus_is_refused_before_training(cli, tmp_path, english):
+    """GRPOConfig splits generation_batch_size over all processes in whole micro-batches and raises otherwise: on
+    2 GPUs, 12 completions in micro-batches of 4 cannot split. check (as train.py's load under accelerate launch)
+    and plan --gpus refuse it in one line with the multiple that works; on 3 GPUs it splits."""
+    cli("new", "p", "--preset", "standard", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    config.write_text("\n".join("generation_batch_size = 12" if line.startswith("steps_per_generation =") else line
+                                for line in config.read_text().splitlines()) + "\n")
+    before = config.read_text()
+    assert "OK" in cli("check", "p", cwd=tmp_path).stdout
+    for done in (cli("check", "p", cwd=tmp_path, env={"WORLD_SIZE": "2"}, check=False),
+                 cli("plan", "p", "--gpus", "2", cwd=tmp_path, check=False)):
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert ("generation_batch_size = 12 does not split over 2 processes in micro-batches of "
+                "per_device_train_batch_size = 4: TRL refuses it; make it a multiple of 8") in done.stderr
+    assert cli("plan", "p", "--gpus", "3", cwd=tmp_path).returncode == 0
+    assert config.read_text() == before

@@ -172,10 +172,14 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
 
 def check_draw(config: ProjectConfig, rows: int | None) -> None:
     """One generation must draw no more distinct prompts than the dataset has (under accelerate launch, on all
-    its processes), else TRL trains 0 steps and exits 0."""
+    its processes), else TRL trains 0 steps and exits 0; and its batch must split over those processes."""
     from . import sampling
 
-    problem = sampling.draw_problem(config.grpo, rows, int(os.environ.get("WORLD_SIZE", "1")))
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    split = sampling.split_problem(config.grpo, processes)
+    if split:
+        raise config.error(("grpo", "generation_batch_size"), split)
+    problem = sampling.draw_problem(config.grpo, rows, processes)
     if problem:
         key = next((key for key in ("generation_batch_size", "steps_per_generation") if key in config.grpo),
                    "steps_per_generation")

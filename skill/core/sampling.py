@@ -21,6 +21,20 @@ def generation_batch(grpo: dict, processes: int) -> int:
     return per_device * processes * steps
 
 
+def split_problem(grpo: dict, processes: int) -> str | None:
+    """Why GRPOConfig would refuse a generation_batch_size on ``processes`` processes (it is split over them in
+    whole micro-batches), with the fix; None when it splits."""
+    batch = grpo.get("generation_batch_size")
+    global_batch = grpo_value(grpo, "per_device_train_batch_size") * processes
+    if not batch or processes <= 1 or batch % global_batch == 0:
+        return None
+    return _("generation_batch_size = {batch} does not split over {processes} processes in micro-batches of "
+             "per_device_train_batch_size = {per_device}: TRL refuses it; make it a multiple of {global_batch}, or "
+             "set steps_per_generation instead").format(batch=batch, processes=processes,
+                                                        per_device=global_batch // processes,
+                                                        global_batch=global_batch)
+
+
 def prompts_per_generation(grpo: dict, processes: int = 1) -> int:
     return generation_batch(grpo, processes) // grpo["num_generations"]
 

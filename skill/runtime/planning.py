@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from ..core import sampling
 from ..core.i18n import _
 from ..core.schema import asks_for_another_generation_path
 from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, checkpointed_layers, estimate, known_shape,
@@ -66,6 +67,9 @@ def processes_from_accelerate_config(path: str | Path) -> int:
 
 def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
                    processes: int = 1) -> Settings:
+    split = sampling.split_problem(grpo, processes)
+    if split:
+        raise PlanError(split)
     gradient_checkpointing = lora.get("gradient_checkpointing", "unsloth")
     generation = model.get("generation", "auto")
     if asks_for_another_generation_path(model, grpo, backend):
