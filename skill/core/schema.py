@@ -112,6 +112,10 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", key), _(
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
+    if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
+        raise source.error(("grpo", "log_completions_hub_repo"), _(
+            "uploads the completions that log_completions logs; set log_completions = true too, or remove it"))
+    _check_vllm(grpo, source)
     if model["compile_decoding"]:
         _check_compile_decoding(model, grpo, source)
     if model["generation"] == "fast":
@@ -143,6 +147,21 @@ def _check_together(data: dict, source: Source) -> None:
         raise source.error(("grpo", "num_generations"), _(
             "{names} = {batch} is not divisible by num_generations = {generations}; make the batch a multiple of "
             "{generations}").format(names=names, batch=batch, generations=generations))
+
+
+def _check_vllm(grpo: dict, source: Source) -> None:
+    """GRPOConfig's vllm_* fields act only where vLLM generates; TRL checks their clip range only once the model
+    has loaded (TOML has no null, so the clip max is always set: its default 3.0 where not written)."""
+    if not grpo.get("use_vllm"):
+        for key in grpo:
+            if key.startswith("vllm_"):
+                raise source.error(("grpo", key), _(
+                    "acts only where vLLM generates the completions (use_vllm = true); remove it"))
+        return
+    low, high = (grpo_value(grpo, f"vllm_importance_sampling_clip_{end}") for end in ("min", "max"))
+    if low is not None and high is not None and low >= high:
+        raise source.error(("grpo", "vllm_importance_sampling_clip_min"), _(
+            "{low} must be less than vllm_importance_sampling_clip_max ({high})").format(low=low, high=high))
 
 
 def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
