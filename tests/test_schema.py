@@ -116,3 +116,24 @@ def test_loading_a_project_imports_nothing_heavy(tmp_path):
 def test_the_keys_command_lists_every_table():
     keys = json.loads(run([sys.executable, "-m", "grpo_skill.schema", "--keys"]).stdout)
     assert "learning_rate" in keys["grpo"] and "learning_rate" in keys["sft"] and "response_column" in keys["sft"]
+
+
+def test_values_trl_refuses_only_while_training_are_choices_here(cli, tmp_path):
+    """scale_rewards, multi_objective_aggregation and importance_sampling_level (TRL's trainer refuses another value
+    at its first step) and cache_implementation (transformers refuses one when the trainer builds its
+    GenerationConfig) get their choices from those sources, so check refuses a typo before a model loads; and
+    scale_rewards takes true and false too, which GRPOConfig maps to "group" and "none"."""
+    from trl import GRPOConfig
+
+    fields = schema.grpo_fields()
+    assert set(fields["importance_sampling_level"]["choices"]) == {"token", "sequence"}
+    assert "static" in fields["cache_implementation"]["choices"]
+    cli("new", "p", "--preset", "tiny", "-o", str(tmp_path))
+    config = tmp_path / "p" / "config.toml"
+    written = config.read_text()
+    for value, maps_to in (("true", "group"), ("false", "none"), ('"batch"', "batch")):
+        config.write_text(written.replace("[grpo]\n", f"[grpo]\nscale_rewards = {value}\n"))
+        assert "OK" in cli("check", str(tmp_path / "p"), "--no-rewards").stdout
+        parsed = {"true": True, "false": False}.get(value, value.strip('"'))
+        assert GRPOConfig(output_dir=None, use_cpu=True, bf16=False, report_to=[],
+                          scale_rewards=parsed).scale_rewards == maps_to

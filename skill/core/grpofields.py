@@ -72,6 +72,37 @@ def _json_default(value):
     return value
 
 
+# Values TRL checks only once training runs, in the trainer ("Invalid value for scale_rewards: {...}. Must be one of
+# 'batch', 'group', or 'none'."), and bools GRPOConfig maps to a value ({True: "group", False: "none"}): read from
+# TRL's source so that check refuses a typo before a model loads.
+_TRAINER_CHOICES = re.compile(r"\{self\.(\w+)\}\.\s*(?:Must be(?: one of)?|Possible values are)\s*([^\"]*)\"")
+_BOOL_ALIASES = re.compile(r"self\.(\w+) = \{True: \"\w+\", False: \"\w+\"\}\.get\(")
+
+
+def _choices_in_trainer_errors() -> dict[str, list[str]]:
+    import inspect
+
+    from trl.trainer import grpo_trainer
+
+    source = re.sub(r'"\s*\n\s*f?"', "", inspect.getsource(grpo_trainer))  # one literal per message
+    return {name: re.findall(r"'(\w+)'", values) for name, values in _TRAINER_CHOICES.findall(source)}
+
+
+def _bool_aliased_fields() -> set[str]:
+    import inspect
+
+    from trl.trainer import grpo_config
+
+    return set(_BOOL_ALIASES.findall(inspect.getsource(grpo_config)))
+
+
+def _cache_implementations() -> list[str]:
+    """What transformers' GenerationConfig accepts as cache_implementation (it checks when the trainer builds it)."""
+    from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS
+
+    return list(ALL_CACHE_IMPLEMENTATIONS)
+
+
 def derive_grpo_fields() -> dict:
     """GRPOConfig's init fields from the installed TRL: name -> type names, default, choices. Imports TRL."""
     import importlib.metadata
@@ -79,6 +110,8 @@ def derive_grpo_fields() -> dict:
     from trl import GRPOConfig
 
     hints = typing.get_type_hints(GRPOConfig)
+    checked_late = {**_choices_in_trainer_errors(), "cache_implementation": _cache_implementations()}
+    bool_aliased = _bool_aliased_fields()
     fields = {}
     for spec in dataclasses.fields(GRPOConfig):
         if not spec.init:
@@ -87,6 +120,10 @@ def derive_grpo_fields() -> dict:
         choices = list(spec.metadata["choices"]) if "choices" in spec.metadata else choices
         if choices is None and names == ["str"]:
             choices = _choices_in_help(spec.metadata.get("help", ""))
+        if choices is None and "str" in names:
+            choices = checked_late.get(spec.name)
+        if spec.name in bool_aliased and "bool" not in names:
+            names = [*names, "bool"]
         entry: dict[str, Any] = {"type": names}
         if spec.default is not dataclasses.MISSING:
             entry["default"] = _json_default(spec.default)

@@ -230,6 +230,10 @@ def check_installed(config: ProjectConfig) -> None:
     if config.grpo.get("use_vllm") and not installed("vllm"):
         raise config.error(("grpo", "use_vllm"), _(
             "vllm is not installed; pip install vllm (a CUDA machine), or remove use_vllm"))
+    if config.grpo.get("use_liger_kernel") and not installed("liger_kernel"):
+        raise config.error(("grpo", "use_liger_kernel"), _(
+            "liger-kernel is not installed; pip install 'grpo-skill[liger]' (a CUDA machine), or remove "
+            "use_liger_kernel"))
     report_to = config.grpo.get("report_to")
     for name in [report_to] if isinstance(report_to, str) else report_to or []:
         if name in ("all", "none"):

@@ -112,6 +112,18 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", key), _(
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
+    if grpo.get("save_strategy") == "best":
+        raise source.error(("grpo", "save_strategy"), _(
+            "'best' saves on the best evaluation metric, and train.py runs no evaluation; use 'steps' (every "
+            "save_steps)"))
+    if grpo.get("lr_scheduler_type") in ("reduce_lr_on_plateau", "greedy"):
+        raise source.error(("grpo", "lr_scheduler_type"), _(
+            "{name!r} follows evaluation results, and train.py runs no evaluation; choose another schedule, e.g. "
+            "'constant' or 'cosine'").format(name=grpo["lr_scheduler_type"]))
+    if grpo.get("sync_ref_model"):
+        raise source.error(("grpo", "sync_ref_model"), _(
+            "train.py trains a LoRA adapter, whose reference model is the base with the adapter off: TRL cannot "
+            "sync it; remove sync_ref_model"))
     if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
         raise source.error(("grpo", "log_completions_hub_repo"), _(
             "uploads the completions that log_completions logs; set log_completions = true too, or remove it"))

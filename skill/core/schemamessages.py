@@ -146,8 +146,21 @@ def _message(errors: list[dict]) -> tuple[tuple, str, Any]:
         text = _("must be {expected}").format(expected=expected)
         if isinstance(value, str) and kind in ("int_type", "float_type", "bool_type") and _unquoted_fits(value):
             text += _(" (no quotes)")
+        suggestion = suggest(value, _literal_choices(annotation)) if isinstance(value, str) else None
+        if suggestion:  # a typo of a choice that sits beside another type (scale_rewards: "group" ... or true)
+            text += _("; did you mean {suggestion}?").format(suggestion=toml_value(suggestion))
         return loc, text, value
     return loc, first["msg"], value
+
+
+def _literal_choices(annotation) -> list[str]:
+    """The string choices of a Literal, also one inside a union."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        return [arg for arg in args if isinstance(arg, str)]
+    if origin in (Annotated, Union, types.UnionType):
+        return [choice for arg in args for choice in _literal_choices(arg)]
+    return []
 
 
 def _strip_annotated(annotation):
