@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import http.server
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -903,3 +904,32 @@ def test_rewards_measured_against_the_budget_use_the_projects_max_completion_len
     soft_overlong = loaded.build_rewards(tokenizer=None)[1]
     # 24 tokens: the project's limit (-1.0); under the preset's 32 they would be 4 short of its soft zone (0.0)
     assert soft_overlong(prompts=["p"], completions=["x"], completion_ids=[[7] * 24]) == [-1.0]
+
+
+def test_an_lm_head_cast_trl_cannot_do_is_refused_before_the_model_loads(cli, tmp_path, tiny_model, english):
+    """TRL's cast_lm_head_to_fp32 refuses an lm_head with a LoRA adapter and fails (AttributeError) on a LoRA model
+    whose lm_head is tied to its embeddings (Qwen3-4B, the tiny model): both after the model has loaded. check
+    refuses them from config.toml and the model's config.json; train.py's data check does for a built model."""
+    import json
+
+    from grpo_skill.core import project as projects
+    from grpo_skill.runtime import data
+
+    cli("new", "p", "--preset", "tiny", "-o", str(tmp_path))
+    config = tmp_path / "p" / "config.toml"
+    cast = re.sub(r"^\[grpo\].*$", lambda line: line.group(0) + "\ncast_lm_head_to_fp32 = true", config.read_text(),
+                  flags=re.M)
+    config.write_text(cast)  # the tiny preset puts an adapter on its lm_head too
+    done = cli("check", str(tmp_path / "p"), "--no-rewards", check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "grpo.cast_lm_head_to_fp32: TRL cannot cast an lm_head that carries a LoRA adapter" in done.stderr
+    cast = cast.replace(', "lm_head"]', "]")
+    config.write_text(cast)
+    loaded = projects.load(tmp_path / "p", rewards=False)  # the tiny model is built at train time: unknown here
+    assert json.loads((tiny_model / "config.json").read_text())["tie_word_embeddings"] is True
+    with pytest.raises(projects.ConfigError, match="ties its lm_head to its embeddings"):
+        data.check_prompt_lengths([10], loaded)  # train.py, once the model is built, before it loads
+    config.write_text(cast.replace('name = "grpo-skill/tiny-qwen3"', f'name = "{tiny_model}"'))
+    done = cli("check", str(tmp_path / "p"), "--no-rewards", check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "grpo.cast_lm_head_to_fp32: this model ties its lm_head to its embeddings" in done.stderr

@@ -165,7 +165,9 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
     check_model(config)
-    check_positions(config, model_positions(config))
+    model_config = model_config_json(config)
+    check_positions(config, model_positions(config, model_config=model_config))
+    check_lm_head_cast(config, model_config)
     check_draw(config, check_dataset(config).rows)
     return config
 
@@ -354,25 +356,39 @@ def check_model(config: ProjectConfig) -> None:
                                                 "--model PATH to one").format(path=local))
 
 
-def model_positions(config: ProjectConfig, model_dir: str | Path | None = None) -> int | None:
+def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
+                    model_config: dict | None = None) -> int | None:
     """How many positions the model reads (its config.json's max_position_embeddings), when its config.json is
-    on this machine: ``model_dir``, a local model folder, or a hub model in the Hugging Face cache."""
+    on this machine: ``model_dir``, a local model folder, or a hub model in the Hugging Face cache (or
+    ``model_config``, that file already read)."""
+    if model_config is None:
+        model_config = model_config_json(config, model_dir)
+    for table in (model_config, model_config.get("text_config") or {}):
+        positions = table.get("max_position_embeddings") if isinstance(table, dict) else None
+        if isinstance(positions, int) and positions > 0:
+            return positions
+    return None
+
+
+def model_config_json(config: ProjectConfig, model_dir: str | Path | None = None) -> dict:
+    """The model's config.json where it is on this machine (``model_dir``, a local model folder, or a hub model in
+    the Hugging Face cache); {} where it is not."""
     if model_dir is not None:
         found = Path(model_dir) / "config.json"
     elif config.builds_its_model():
-        return None  # built on first use; train.py checks it then
+        return {}  # built on first use; train.py checks it then
     elif config.local_model_dir() is not None:
         found = config.local_model_dir() / "config.json"
     else:
         try:
             from huggingface_hub import constants
         except ImportError:
-            return None
+            return {}
         # No folder for the model in the cache (its layout: models--org--name): nothing to read, and no need to
         # import huggingface_hub's download module (httpx, rich...: a third of `grpo-skill new`'s time).
         folder = constants.REPO_ID_SEPARATOR.join(["models", *config.model["name"].split("/")])
         if not (Path(constants.HF_HUB_CACHE) / folder).is_dir():
-            return None
+            return {}
         import huggingface_hub
 
         cached = huggingface_hub.try_to_load_from_cache(config.model["name"], "config.json")
@@ -380,12 +396,23 @@ def model_positions(config: ProjectConfig, model_dir: str | Path | None = None) 
     try:
         model_config = json.loads(found.read_text(encoding="utf-8")) if found else {}
     except (OSError, ValueError):
-        return None
-    for table in (model_config, model_config.get("text_config") or {}):
-        positions = table.get("max_position_embeddings") if isinstance(table, dict) else None
-        if isinstance(positions, int) and positions > 0:
-            return positions
-    return None
+        return {}
+    return model_config if isinstance(model_config, dict) else {}
+
+
+def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:
+    """TRL's cast_lm_head_to_fp32 refuses an lm_head with a LoRA adapter, and fails (AttributeError, trl 1.14.2) on
+    a LoRA model whose lm_head is tied to its embeddings, as Qwen3-4B's is: both only after the model has loaded."""
+    if not config.grpo.get("cast_lm_head_to_fp32"):
+        return
+    if "lm_head" in config.lora["target_modules"]:
+        raise config.error(("grpo", "cast_lm_head_to_fp32"), _(
+            "TRL cannot cast an lm_head that carries a LoRA adapter; remove 'lm_head' from lora.target_modules, or "
+            "remove cast_lm_head_to_fp32"))
+    if model_config.get("tie_word_embeddings"):
+        raise config.error(("grpo", "cast_lm_head_to_fp32"), _(
+            "this model ties its lm_head to its embeddings (tie_word_embeddings in its config.json), and TRL's cast "
+            "fails on such a LoRA model; remove cast_lm_head_to_fp32"))
 
 
 def check_positions(config: ProjectConfig, positions: int | None) -> None:
