@@ -112,6 +112,15 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", key), _(
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
+    for key in ("logging_steps", "save_steps"):  # transformers: a share of the run below 1, whole steps above
+        value = grpo.get(key)
+        if isinstance(value, float) and value > 1 and not value.is_integer():
+            raise source.error(("grpo", key), _(
+                "{value:g} is neither a share of the run's steps (below 1) nor a whole number of steps").format(
+                value=value))
+    if grpo.get("dataloader_prefetch_factor") is not None and not grpo.get("dataloader_num_workers"):
+        raise source.error(("grpo", "dataloader_prefetch_factor"), _(
+            "only applies with dataloader_num_workers above 0; set that too, or remove it"))
     if grpo.get("save_strategy") == "best":
         raise source.error(("grpo", "save_strategy"), _(
             "'best' saves on the best evaluation metric, and train.py runs no evaluation; use 'steps' (every "

@@ -159,6 +159,9 @@ GRPO_LIMITS: dict[str, dict[str, float]] = {
     "save_total_limit": {"ge": 1},
     "eval_steps": {"gt": 0},
     "seed": {"ge": 0},
+    "torch_empty_cache_steps": {"ge": 1},
+    "dataloader_num_workers": {"ge": 0},
+    "dataloader_prefetch_factor": {"ge": 1},
     "top_entropy_quantile": {"ge": 0, "le": 1},
 }
 REQUIRED_GRPO = ("output_dir", "max_completion_length", "num_generations")
