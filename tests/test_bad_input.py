@@ -912,7 +912,7 @@ def test_rewards_measured_against_the_budget_use_the_projects_max_completion_len
     assert soft_overlong(prompts=["p"], completions=["x"], completion_ids=[[7] * 24]) == [-1.0]
 
 
-def test_an_lm_head_cast_trl_cannot_do_is_refused_before_the_model_loads(cli, tmp_path, tiny_model, english):
+def test_options_trl_cannot_apply_to_the_model_are_refused_before_it_loads(cli, tmp_path, tiny_model, english):
     """TRL's cast_lm_head_to_fp32 refuses an lm_head with a LoRA adapter and fails (AttributeError) on a LoRA model
     whose lm_head is tied to its embeddings (Qwen3-4B, the tiny model): both after the model has loaded. check
     refuses them from config.toml and the model's config.json; train.py's data check does for a built model."""
@@ -939,3 +939,9 @@ def test_an_lm_head_cast_trl_cannot_do_is_refused_before_the_model_loads(cli, tm
     done = cli("check", str(tmp_path / "p"), "--no-rewards", check=False)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "grpo.cast_lm_head_to_fp32: this model ties its lm_head to its embeddings" in done.stderr
+    # likewise a router loss weight for a model without experts (TRL raises in GRPOTrainer's __init__)
+    local = cast.replace('name = "grpo-skill/tiny-qwen3"', f'name = "{tiny_model}"')
+    config.write_text(local.replace("cast_lm_head_to_fp32 = true", "router_aux_loss_coef = 0.01"))
+    done = cli("check", str(tmp_path / "p"), "--no-rewards", check=False)
+    assert done.returncode == 1 and "grpo.router_aux_loss_coef: weights a Mixture-of-Experts model's router loss, " \
+        "and this model has no experts" in done.stderr

@@ -167,7 +167,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     check_model(config)
     model_config = model_config_json(config)
     check_positions(config, model_positions(config, model_config=model_config))
-    check_lm_head_cast(config, model_config)
+    check_against_model(config, model_config)
     check_draw(config, check_dataset(config).rows)
     return config
 
@@ -398,6 +398,21 @@ def model_config_json(config: ProjectConfig, model_dir: str | Path | None = None
     except (OSError, ValueError):
         return {}
     return model_config if isinstance(model_config, dict) else {}
+
+
+# config.json keys that only a Mixture-of-Experts model's config has
+MOE_KEYS = ("output_router_logits", "num_experts", "num_local_experts", "n_routed_experts")
+
+
+def check_against_model(config: ProjectConfig, model_config: dict) -> None:
+    """[grpo] options that TRL refuses for this model only once it has loaded, read from its config.json ({}:
+    not on this machine yet, nothing to check)."""
+    check_lm_head_cast(config, model_config)
+    coefficient = config.grpo.get("router_aux_loss_coef")
+    text_config = model_config.get("text_config") or model_config
+    if coefficient and model_config and not any(key in text_config for key in MOE_KEYS):
+        raise config.error(("grpo", "router_aux_loss_coef"), _(
+            "weights a Mixture-of-Experts model's router loss, and this model has no experts; remove it"))
 
 
 def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:

@@ -21,13 +21,13 @@ from ..core.project import ConfigError, ProjectConfig
 
 def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> None:
     """TRL does not truncate prompts: the longest prompt plus a full completion must fit the model, and
-    max_seq_length the model's positions (a built model's are known only now, as its tied lm_head is)."""
-    from ..core.project import check_lm_head_cast, check_positions, model_config_json, model_positions
+    max_seq_length the model's positions (a built model's are known only now, as its config.json is)."""
+    from ..core.project import check_against_model, check_positions, model_config_json, model_positions
 
     if config.builds_its_model():
         model_config = model_config_json(config, config.model_path())
         check_positions(config, model_positions(config, model_config=model_config))
-        check_lm_head_cast(config, model_config)
+        check_against_model(config, model_config)
     longest = max(prompt_lengths)
     completion = config.grpo["max_completion_length"]
     limit = config.model["max_seq_length"]
