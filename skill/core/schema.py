@@ -112,30 +112,7 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", key), _(
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
-    for key in ("logging_steps", "save_steps"):  # transformers: a share of the run below 1, whole steps above
-        value = grpo.get(key)
-        if isinstance(value, float) and value > 1 and not value.is_integer():
-            raise source.error(("grpo", key), _(
-                "{value:g} is neither a share of the run's steps (below 1) nor a whole number of steps").format(
-                value=value))
-    if grpo.get("dataloader_prefetch_factor") is not None and not grpo.get("dataloader_num_workers"):
-        raise source.error(("grpo", "dataloader_prefetch_factor"), _(
-            "only applies with dataloader_num_workers above 0; set that too, or remove it"))
-    if grpo.get("save_strategy") == "best":
-        raise source.error(("grpo", "save_strategy"), _(
-            "'best' saves on the best evaluation metric, and train.py runs no evaluation; use 'steps' (every "
-            "save_steps)"))
-    if grpo.get("lr_scheduler_type") in ("reduce_lr_on_plateau", "greedy"):
-        raise source.error(("grpo", "lr_scheduler_type"), _(
-            "{name!r} follows evaluation results, and train.py runs no evaluation; choose another schedule, e.g. "
-            "'constant' or 'cosine'").format(name=grpo["lr_scheduler_type"]))
-    if grpo.get("sync_ref_model"):
-        raise source.error(("grpo", "sync_ref_model"), _(
-            "train.py trains a LoRA adapter, whose reference model is the base with the adapter off: TRL cannot "
-            "sync it; remove sync_ref_model"))
-    if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
-        raise source.error(("grpo", "log_completions_hub_repo"), _(
-            "uploads the completions that log_completions logs; set log_completions = true too, or remove it"))
+    _check_refused_late(grpo, source)
     _check_vllm(grpo, source)
     if model["compile_decoding"]:
         _check_compile_decoding(model, grpo, source)
@@ -168,6 +145,35 @@ def _check_together(data: dict, source: Source) -> None:
         raise source.error(("grpo", "num_generations"), _(
             "{names} = {batch} is not divisible by num_generations = {generations}; make the batch a multiple of "
             "{generations}").format(names=names, batch=batch, generations=generations))
+
+
+def _check_refused_late(grpo: dict, source: Source) -> None:
+    """[grpo] values that transformers or TRL refuse in GRPOConfig or GRPOTrainer (after the model has loaded), or
+    that cannot act in train.py's run."""
+    for key in ("logging_steps", "save_steps"):  # transformers: a share of the run below 1, whole steps above
+        value = grpo.get(key)
+        if isinstance(value, float) and value > 1 and not value.is_integer():
+            raise source.error(("grpo", key), _(
+                "{value:g} is neither a share of the run's steps (below 1) nor a whole number of steps").format(
+                value=value))
+    if grpo.get("dataloader_prefetch_factor") is not None and not grpo.get("dataloader_num_workers"):
+        raise source.error(("grpo", "dataloader_prefetch_factor"), _(
+            "only applies with dataloader_num_workers above 0; set that too, or remove it"))
+    if grpo.get("save_strategy") == "best":
+        raise source.error(("grpo", "save_strategy"), _(
+            "'best' saves on the best evaluation metric, and train.py runs no evaluation; use 'steps' (every "
+            "save_steps)"))
+    if grpo.get("lr_scheduler_type") in ("reduce_lr_on_plateau", "greedy"):
+        raise source.error(("grpo", "lr_scheduler_type"), _(
+            "{name!r} follows evaluation results, and train.py runs no evaluation; choose another schedule, e.g. "
+            "'constant' or 'cosine'").format(name=grpo["lr_scheduler_type"]))
+    if grpo.get("sync_ref_model"):
+        raise source.error(("grpo", "sync_ref_model"), _(
+            "train.py trains a LoRA adapter, whose reference model is the base with the adapter off: TRL cannot "
+            "sync it; remove sync_ref_model"))
+    if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
+        raise source.error(("grpo", "log_completions_hub_repo"), _(
+            "uploads the completions that log_completions logs; set log_completions = true too, or remove it"))
 
 
 def _check_vllm(grpo: dict, source: Source) -> None:
