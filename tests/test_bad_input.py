@@ -276,6 +276,13 @@ TYPE_CASES = [  # (id, old, new, fact)
      "grpo.torch_empty_cache_steps = 0: must be at least 1"),
     ("prefetch-without-workers", "seed = 42", "seed = 42\ndataloader_prefetch_factor = 2",
      "grpo.dataloader_prefetch_factor: only applies with dataloader_num_workers above 0"),
+    ("generation-kwargs-temperature", "seed = 42", "seed = 42\ngeneration_kwargs = { temperature = 0.7 }",
+     "grpo.generation_kwargs: temperature here would override grpo.temperature only where TRL samples, while the "
+     "rest of the run reads grpo.temperature; set grpo.temperature instead"),
+    ("generation-kwargs-length", "seed = 42", "seed = 42\ngeneration_kwargs = { max_new_tokens = 64 }",
+     "set grpo.max_completion_length instead"),
+    ("generation-kwargs-greedy", "seed = 42", "seed = 42\ngeneration_kwargs = { do_sample = false }",
+     "do_sample = false samples every completion of a group alike"),
     ("save-best", "seed = 42", 'seed = 42\nsave_strategy = "best"',
      "grpo.save_strategy: 'best' saves on the best evaluation metric, and train.py runs no evaluation"),
     ("scheduler-on-plateau", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "reduce_lr_on_plateau"',

@@ -114,6 +114,7 @@ def _check_together(data: dict, source: Source) -> None:
                 "[grpo] (evaluate.py scores the trained adapter)"))
     _check_refused_late(grpo, source)
     _check_vllm(grpo, source)
+    _check_generation_kwargs(grpo, source)
     if model["compile_decoding"]:
         _check_compile_decoding(model, grpo, source)
     if model["generation"] == "fast":
@@ -174,6 +175,29 @@ def _check_refused_late(grpo: dict, source: Source) -> None:
     if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
         raise source.error(("grpo", "log_completions_hub_repo"), _(
             "uploads the completions that log_completions logs; set log_completions = true too, or remove it"))
+
+
+# generation_kwargs keys that GRPOConfig has a field for: TRL lets generation_kwargs win when it samples, while the
+# rest of the run reads the field (TRL scores log-probs at [grpo] temperature; plan, the rewards and the fast path's
+# cache read max_completion_length)
+SAMPLING_FIELDS = {"max_new_tokens": "max_completion_length", "temperature": "temperature", "top_p": "top_p",
+                   "top_k": "top_k", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
+                   "cache_implementation": "cache_implementation"}
+
+
+def _check_generation_kwargs(grpo: dict, source: Source) -> None:
+    given = grpo.get("generation_kwargs")
+    if not isinstance(given, dict):
+        return
+    for key, field in SAMPLING_FIELDS.items():
+        if key in given:
+            raise source.error(("grpo", "generation_kwargs"), _(
+                "{key} here would override grpo.{field} only where TRL samples, while the rest of the run reads "
+                "grpo.{field}; set grpo.{field} instead").format(key=key, field=field))
+    if given.get("do_sample") is False:
+        raise source.error(("grpo", "generation_kwargs"), _(
+            "do_sample = false samples every completion of a group alike, so GRPO has no reward spread to learn "
+            "from; remove it"))
 
 
 def _check_vllm(grpo: dict, source: Source) -> None:
