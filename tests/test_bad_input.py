@@ -283,6 +283,9 @@ TYPE_CASES = [  # (id, old, new, fact)
      "set grpo.max_completion_length instead"),
     ("generation-kwargs-greedy", "seed = 42", "seed = 42\ngeneration_kwargs = { do_sample = false }",
      "do_sample = false samples every completion of a group alike"),
+    ("kwargs-not-json", "seed = 42", 'seed = 42\ngeneration_kwargs = "abc"',
+     "grpo.generation_kwargs: 'abc' is not a JSON object (Expecting value: line 1 column 1 (char 0)); write it as a "
+     "TOML table instead, e.g. generation_kwargs = { name = value }"),
     ("save-best", "seed = 42", 'seed = 42\nsave_strategy = "best"',
      "grpo.save_strategy: 'best' saves on the best evaluation metric, and train.py runs no evaluation"),
     ("scheduler-on-plateau", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "reduce_lr_on_plateau"',

@@ -137,3 +137,18 @@ def test_values_trl_refuses_only_while_training_are_choices_here(cli, tmp_path):
         parsed = {"true": True, "false": False}.get(value, value.strip('"'))
         assert GRPOConfig(output_dir=None, use_cpu=True, bf16=False, report_to=[],
                           scale_rewards=parsed).scale_rewards == maps_to
+
+
+def test_a_table_written_as_a_json_string_is_read_as_the_table(cli, tmp_path):
+    """GRPOConfig takes its dict fields as JSON strings too: config.toml may write one so, and the project reads it as
+    the table it stands for (plan reads every_n_layers from it; train.py passes GRPOConfig the same values)."""
+    from grpo_skill.core import project as projects
+
+    cli("new", "p", "--preset", "tiny", "-o", str(tmp_path))
+    config = tmp_path / "p" / "config.toml"
+    config.write_text(config.read_text().replace(
+        "[grpo]", "[grpo]\ngradient_checkpointing_kwargs = '{\"every_n_layers\": 2}'\n"
+                  "generation_kwargs = '{\"sequence_bias\": [[[5], 1.0]]}'  #", 1))
+    loaded = projects.load(tmp_path / "p", rewards=False)
+    assert loaded.grpo["gradient_checkpointing_kwargs"] == {"every_n_layers": 2}
+    assert loaded.grpo["generation_kwargs"] == {"sequence_bias": [[[5], 1.0]]}

@@ -86,8 +86,30 @@ def validate(raw: dict, source: Source) -> dict:
         "grpo": {key: raw["grpo"][key] for key in checked.grpo.model_fields_set},
         "sft": _plain(checked.sft, raw["sft"]) if checked.sft is not None else None,
     }
+    for key in JSON_STRING_TABLES:
+        if isinstance(data["grpo"].get(key), str):
+            data["grpo"][key] = _json_table(data["grpo"][key], key, source)
     _check_together(data, source)
     return data
+
+
+# [grpo] tables that GRPOConfig also takes as a JSON string: read as the table it stands for, so that a malformed one
+# is refused here, not in GRPOConfig or the trainer, and grpo-skill's own readers of them see a table
+JSON_STRING_TABLES = ("lr_scheduler_kwargs", "gradient_checkpointing_kwargs", "model_init_kwargs", "generation_kwargs",
+                      "chat_template_kwargs", "transformers_continuous_batching_config")
+
+
+def _json_table(text: str, key: str, source: Source) -> dict:
+    try:
+        table = json.loads(text)
+    except ValueError as error:
+        reason = str(error)
+    else:
+        if isinstance(table, dict):
+            return table
+        reason = _("a JSON {kind}, not an object").format(kind=type(table).__name__)
+    raise source.error(("grpo", key), _("{text!r} is not a JSON object ({reason}); write it as a TOML table instead, "
+                                        "e.g. {key} = {{ name = value }}").format(text=text, reason=reason, key=key))
 
 
 def _plain(model: BaseModel, raw: dict) -> dict:
