@@ -340,11 +340,11 @@ def decode_compile_mode(settings: Settings, calibration: dict | None = None,
         if not tunes_matmuls:
             return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
         return "max-autotune", _("{generations} generations, ~{minutes:.0f} min by plan: max-autotune (faster matmuls, "
-                                 "~1 min more to compile the first)").format(generations=generations,
-                                                                            minutes=seconds / 60)
+                                 "up to ~{extra:.0f} s more to compile the first)").format(
+            generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S)
     return "reduce-overhead", _("{generations} generations, ~{minutes:.1f} min by plan: too few to repay "
-                                "max-autotune's longer first compile (~1 min)").format(generations=generations,
-                                                                                     minutes=seconds / 60)
+                                "max-autotune's longer first compile (up to ~{extra:.0f} s)").format(
+        generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S)
 
 
 def resolved(settings: Settings, gpu_gib: float | None) -> Settings:
