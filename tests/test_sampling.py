@@ -76,3 +76,29 @@ def test_a_generation_batch_that_does_not_split_over_the_gpus_is_refused_before_
                 "per_device_train_batch_size = 4: TRL refuses it; make it a multiple of 8") in done.stderr
     assert cli("plan", "p", "--gpus", "3", cwd=tmp_path).returncode == 0
     assert config.read_text() == before
+
+
+def test_a_batch_that_makes_whole_groups_only_over_several_gpus_is_checked_for_that_launch(cli, tmp_path, english):
+    """TRL counts every process in the generation batch that num_generations must divide: 4 completions a process
+    and groups of 8 work on 2 GPUs, not on one. check says so on one process and names --gpus; check --gpus 2,
+    WORLD_SIZE=2 (train.py's load under accelerate launch) and plan --gpus 2 accept it."""
+    cli("new", "p", "--preset", "standard", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    text = config.read_text()
+    assert "num_generations = 4" in text and "steps_per_generation = 8" in text
+    config.write_text(text.replace("num_generations = 4", "num_generations = 8")
+                      .replace("steps_per_generation = 8", "steps_per_generation = 1"))
+    before = config.read_text()
+    done = cli("check", "p", cwd=tmp_path, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert ("per_device_train_batch_size x steps_per_generation = 4 is not divisible by num_generations = 8; make the "
+            "batch a multiple of 8 (on 2 GPUs it would be 8: check such a launch with grpo-skill check --gpus 2)"
+            ) in done.stderr
+    assert "OK" in cli("check", "p", "--gpus", "2", cwd=tmp_path).stdout
+    assert "OK" in cli("check", "p", cwd=tmp_path, env={"WORLD_SIZE": "2"}).stdout
+    assert cli("plan", "p", "--gpus", "2", cwd=tmp_path).returncode == 0
+    done = cli("check", "p", "--gpus", "3", cwd=tmp_path, check=False)  # 12 completions: not whole groups of 8
+    assert done.returncode == 1
+    assert ("per_device_train_batch_size x steps_per_generation x 3 processes = 12 is not divisible by "
+            "num_generations = 8") in done.stderr
+    assert config.read_text() == before

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import plugins, schema
+from . import launch, plugins, schema
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
 from .errors import shown_path
 from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
@@ -128,11 +128,15 @@ def config_path(path: str | Path) -> Path:
     return path / CONFIG_FILE if path.is_dir() else path
 
 
-def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True) -> ProjectConfig:
+def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
+         processes: int | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
+    ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
+    (WORLD_SIZE under accelerate launch, else 1).
     """
+    processes = processes or launch.world_size()
     path = config_path(path)
     shown = shown_path(path)
     if not path.is_file():
@@ -154,7 +158,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
             raw[table][key] = value
             overridden.add(dotted)
     source = Source(Path(shown), text, overridden)
-    data = schema.validate(raw, source)
+    data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
@@ -168,16 +172,15 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     model_config = model_config_json(config)
     check_positions(config, model_positions(config, model_config=model_config))
     check_against_model(config, model_config)
-    check_draw(config, check_dataset(config).rows)
+    check_draw(config, check_dataset(config).rows, processes)
     return config
 
 
-def check_draw(config: ProjectConfig, rows: int | None) -> None:
+def check_draw(config: ProjectConfig, rows: int | None, processes: int = 1) -> None:
     """One generation must draw no more distinct prompts than the dataset has (under accelerate launch, on all
     its processes), else TRL trains 0 steps and exits 0; and its batch must split over those processes."""
     from . import sampling
 
-    processes = int(os.environ.get("WORLD_SIZE", "1"))
     split = sampling.split_problem(config.grpo, processes)
     if split:
         raise config.error(("grpo", "generation_batch_size"), split)

@@ -70,10 +70,10 @@ def parse(text: str, path: str | Path) -> dict:
                           ) from None
 
 
-def validate(raw: dict, source: Source) -> dict:
-    """Check ``raw`` (config.toml parsed, overrides applied) against the schema; return plain data:
-    model/lora/dataset with their defaults filled in, rewards as a list of tables, and [grpo] with only the
-    keys the file sets (GRPOConfig supplies the rest)."""
+def validate(raw: dict, source: Source, processes: int = 1) -> dict:
+    """Check ``raw`` (config.toml parsed, overrides applied) against the schema for a run on ``processes``
+    processes; return plain data: model/lora/dataset with their defaults filled in, rewards as a list of tables,
+    and [grpo] with only the keys the file sets (GRPOConfig supplies the rest)."""
     try:
         checked = project_schema().model_validate(raw)
     except ValidationError as error:
@@ -89,7 +89,7 @@ def validate(raw: dict, source: Source) -> dict:
     for key in JSON_STRING_TABLES:
         if isinstance(data["grpo"].get(key), str):
             data["grpo"][key] = _json_table(data["grpo"][key], key, source)
-    _check_together(data, source)
+    _check_together(data, source, processes)
     return data
 
 
@@ -118,7 +118,7 @@ def _plain(model: BaseModel, raw: dict) -> dict:
 
 
 
-def _check_together(data: dict, source: Source) -> None:
+def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     """Checks that span keys: what TRL would refuse only after the model has loaded."""
     model, grpo = data["model"], data["grpo"]
     for key in grpo:
@@ -160,14 +160,20 @@ def _check_together(data: dict, source: Source) -> None:
             raise source.error(("grpo", "generation_batch_size"), _(
                 "{batch} is not a multiple of per_device_train_batch_size = {per_device}").format(
                 batch=batch, per_device=per_device))
-    else:
+    else:  # TRL's generation batch counts every process of a launch
         steps_key = "steps_per_generation" if "steps_per_generation" in grpo else "gradient_accumulation_steps"
-        batch = per_device * grpo_value(grpo, steps_key)
-        names = f"per_device_train_batch_size x {steps_key}"
+        batch = per_device * grpo_value(grpo, steps_key) * processes
+        names = f"per_device_train_batch_size x {steps_key}" + (
+            " x " + _("{processes} processes").format(processes=processes) if processes > 1 else "")
     if batch % generations:
-        raise source.error(("grpo", "num_generations"), _(
-            "{names} = {batch} is not divisible by num_generations = {generations}; make the batch a multiple of "
-            "{generations}").format(names=names, batch=batch, generations=generations))
+        problem = _("{names} = {batch} is not divisible by num_generations = {generations}; make the batch a "
+                    "multiple of {generations}").format(names=names, batch=batch, generations=generations)
+        gpus = next((n for n in (2, 4, 8) if names != "generation_batch_size" and processes == 1
+                     and batch * n % generations == 0), None)
+        if gpus:  # a layout meant for several GPUs, checked on one
+            problem += _(" (on {gpus} GPUs it would be {batch}: check such a launch with grpo-skill check "
+                         "--gpus {gpus})").format(gpus=gpus, batch=batch * gpus)
+        raise source.error(("grpo", "num_generations"), problem)
 
 
 def _check_refused_late(grpo: dict, source: Source) -> None:

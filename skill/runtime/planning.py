@@ -122,7 +122,8 @@ def from_project(path: str | Path, backend: str | None = None, prompt_tokens: in
                  processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
     from ..core import project
 
-    return from_config(project.load(path, overrides), backend, prompt_tokens, processes)  # overrides: `plan --set`
+    config = project.load(path, overrides, processes=processes)  # overrides: `plan --set`
+    return from_config(config, backend, prompt_tokens, processes)
 
 
 def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,

@@ -125,12 +125,15 @@ def update(project, dry_run, as_json):
 @click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
               help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
                       "would (a local judge loads its model); --no-rewards only reads rewards.py."))
-def check(project, run_rewards):
+@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
+              help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
+                      "batch counts every process.  [default: WORLD_SIZE, else 1]"))
+def check(project, run_rewards, gpus):
     from ..core import project as projects
     from ..scaffold.update import refuse_conflicts
 
     refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
-    loaded = projects.load(project, rewards=run_rewards)
+    loaded = projects.load(project, rewards=run_rewards, processes=gpus)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
