@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from grpo_skill import schema
+from grpo_skill.core import grpofields
 
 from support import run
 
@@ -18,6 +19,8 @@ def test_the_committed_grpo_fields_are_the_installed_trls():
     committed = json.loads(schema.grpo_fields_json(derived))
     assert schema.trl_version() == derived["trl"]
     assert schema.grpo_fields() == committed["fields"]
+    assert grpofields.lr_schedulers() == committed["lr_schedulers"]
+    assert {name: grpofields.table_fields(name) for name in committed["tables"]} == committed["tables"]
 
 
 def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
@@ -152,3 +155,33 @@ def test_a_table_written_as_a_json_string_is_read_as_the_table(cli, tmp_path):
     loaded = projects.load(tmp_path / "p", rewards=False)
     assert loaded.grpo["gradient_checkpointing_kwargs"] == {"every_n_layers": 2}
     assert loaded.grpo["generation_kwargs"] == {"sequence_bias": [[[5], 1.0]]}
+
+
+@pytest.mark.parametrize("lines", [
+    'debug = "underflow_overflow"',
+    'lr_scheduler_type = "cosine"\nlr_scheduler_kwargs = { num_cycles = 2 }',
+    'lr_scheduler_type = "cosine_with_min_lr"\nlr_scheduler_kwargs = { min_lr_rate = 0.1 }',
+    'lr_scheduler_type = "warmup_stable_decay"\nlr_scheduler_kwargs = { num_decay_steps = 3 }',
+    "accelerator_config = '{\"split_batches\": false}'",
+    "accelerator_config = { even_batches = false, gradient_accumulation_kwargs = { sync_each_batch = true } }",
+    'torch_compile_mode = "max-autotune"',
+    "use_transformers_continuous_batching = true\ntransformers_continuous_batching_config = { block_size = 32 }",
+])
+def test_library_settings_that_work_pass_check(cli, tmp_path, lines):
+    """The other side of test_bad_input's cases for what [grpo] hands to transformers and accelerate: values
+    those libraries take pass."""
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    text = config.read_text()
+    if "lr_scheduler_type" in lines:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("lr_scheduler_type")) + "\n"
+    config.write_text(text.replace("seed = 42", "seed = 42\n" + lines, 1))
+    assert "OK" in cli("check", "p", "--no-rewards", cwd=tmp_path).stdout
+
+
+def test_ddp_backend_is_for_a_launch_of_several_processes(cli, tmp_path):
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    config.write_text(config.read_text().replace("seed = 42", 'seed = 42\nddp_backend = "gloo"', 1))
+    assert cli("check", "p", "--no-rewards", cwd=tmp_path, check=False).returncode == 1
+    assert "OK" in cli("check", "p", "--no-rewards", "--gpus", "2", cwd=tmp_path).stdout

@@ -103,14 +103,83 @@ def _cache_implementations() -> list[str]:
     return list(ALL_CACHE_IMPLEMENTATIONS)
 
 
+def _compile_choices() -> dict[str, list[str]]:
+    """torch_compile_mode: the modes torch.compile knows (it refuses another when train.py's trainer compiles the
+    model); torch_compile_backend: accelerate's backends (it refuses another at GRPOTrainer init) that torch registers."""
+    import torch._dynamo
+    import torch._inductor
+    from accelerate.utils import DynamoBackend
+
+    registered = set(torch._dynamo.list_backends(exclude_tags=()))
+    return {"torch_compile_mode": list(torch._inductor.list_mode_options()),
+            "torch_compile_backend": [backend.value.lower() for backend in DynamoBackend
+                                      if backend.value.lower() in registered]}
+
+
+_SCHEDULER_OWN_ARGS = {"optimizer", "num_warmup_steps", "num_training_steps", "last_epoch"}
+
+
+def _lr_schedulers() -> dict[str, dict]:
+    """What each lr_scheduler_type does with lr_scheduler_kwargs, read from transformers' get_scheduler: the keyword
+    arguments its function takes and needs, or that it drops them. A key it does not take raises a TypeError at the
+    first training step."""
+    import inspect
+
+    from transformers import optimization
+
+    source = inspect.getsource(optimization.get_scheduler)
+    # branches that call the function without scheduler_specific_kwargs (constant, constant_with_warmup)
+    dropping = {name.lower() for name, call in re.findall(
+        r"if name == SchedulerType\.(\w+):\s*return schedule_func\(([^)]*)\)", source)
+        if "scheduler_specific_kwargs" not in call}
+    schedulers = {}
+    for kind, function in optimization.TYPE_TO_SCHEDULER_FUNCTION.items():
+        if kind.value in dropping:
+            schedulers[kind.value] = {"drops_kwargs": True}
+            continue
+        parameters = [p for p in inspect.signature(function).parameters.values() if p.name not in _SCHEDULER_OWN_ARGS]
+        schedulers[kind.value] = {"takes": [p.name for p in parameters],
+                                  "needs": [p.name for p in parameters if p.default is inspect.Parameter.empty]}
+    return schedulers
+
+
+def _dataclass_fields(cls) -> dict[str, list[str]]:
+    hints = typing.get_type_hints(cls)
+    return {spec.name: _describe_type(hints[spec.name])[0] for spec in dataclasses.fields(cls) if spec.init}
+
+
+def _table_fields() -> dict[str, dict[str, list[str]]]:
+    """The keys (and their types) of the [grpo] values that are tables of a library's settings: a key they do not
+    know raises a TypeError at GRPOConfig (after the model has loaded) or GRPOTrainer init."""
+    from accelerate.utils import GradientAccumulationPlugin
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+    from transformers.trainer_pt_utils import AcceleratorConfig
+
+    return {"accelerator_config": _dataclass_fields(AcceleratorConfig),
+            "accelerator_config.gradient_accumulation_kwargs": _dataclass_fields(GradientAccumulationPlugin),
+            "transformers_continuous_batching_config": _dataclass_fields(ContinuousBatchingConfig)}
+
+
+def _item_choices(annotation) -> list[str] | None:
+    """The values of a list[Enum] member (debug: str | list[DebugOption]); its str form is the same words."""
+    for member in typing.get_args(annotation) or (annotation,):
+        if typing.get_origin(member) is list:
+            item = typing.get_args(member)[0]
+            if isinstance(item, type) and issubclass(item, enum.Enum):
+                return [option.value for option in item]
+    return None
+
+
 def derive_grpo_fields() -> dict:
-    """GRPOConfig's init fields from the installed TRL: name -> type names, default, choices. Imports TRL."""
+    """GRPOConfig's init fields from the installed TRL: name -> type names, default, choices; and what the
+    libraries it hands tables to accept in them. Imports TRL, transformers, accelerate and torch."""
     import importlib.metadata
 
     from trl import GRPOConfig
 
     hints = typing.get_type_hints(GRPOConfig)
-    checked_late = {**_choices_in_trainer_errors(), "cache_implementation": _cache_implementations()}
+    checked_late = {**_choices_in_trainer_errors(), "cache_implementation": _cache_implementations(),
+                    **_compile_choices()}
     bool_aliased = _bool_aliased_fields()
     fields = {}
     for spec in dataclasses.fields(GRPOConfig):
@@ -131,18 +200,37 @@ def derive_grpo_fields() -> dict:
             entry["default"] = _json_default(spec.default_factory())
         if choices is not None:
             entry["choices"] = [_json_default(choice) for choice in choices]
+        item_choices = _item_choices(hints[spec.name])
+        if item_choices is not None:
+            entry["item_choices"] = item_choices
         fields[spec.name] = entry
-    return {"trl": importlib.metadata.version("trl"), "fields": fields}
+    return {"trl": importlib.metadata.version("trl"), "fields": fields, "lr_schedulers": _lr_schedulers(),
+            "tables": _table_fields()}
 
 
 def grpo_fields_json(derived: dict) -> str:
-    """The committed file's text: one field per line, so that a TRL upgrade shows as a readable diff."""
-    lines = [f'  "{name}": {json.dumps(entry)}' for name, entry in derived["fields"].items()]
-    return '{\n"trl": ' + json.dumps(derived["trl"]) + ',\n"fields": {\n' + ",\n".join(lines) + "\n}}\n"
+    """The committed file's text: one field, scheduler or table per line, so that an upgrade shows as a readable
+    diff."""
+    def block(name: str) -> str:
+        lines = [f'  "{key}": {json.dumps(entry)}' for key, entry in derived[name].items()]
+        return f'"{name}": {{\n' + ",\n".join(lines) + "\n}"
+
+    return ('{\n"trl": ' + json.dumps(derived["trl"]) + ",\n"
+            + ",\n".join(block(name) for name in ("fields", "lr_schedulers", "tables")) + "}\n")
 
 
 def grpo_fields() -> dict[str, dict]:
     return _grpo_data()["fields"]
+
+
+def lr_schedulers() -> dict[str, dict]:
+    """lr_scheduler_type -> {"takes": [...], "needs": [...]} or {"drops_kwargs": true}."""
+    return _grpo_data()["lr_schedulers"]
+
+
+def table_fields(name: str) -> dict[str, list[str]]:
+    """The keys of a library's settings table ("accelerator_config", ...) with their type names."""
+    return _grpo_data()["tables"][name]
 
 
 def trl_version() -> str:

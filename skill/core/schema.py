@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from .grpocontents import check_contents
 from .grpofields import GRPO_FIELDS_FILE, derive_grpo_fields, grpo_fields_json, grpo_value
 from .i18n import N_, _
 from .schemamessages import describe
@@ -54,7 +55,8 @@ SET_BY_TRAIN_PY = {
 
 # GRPOConfig fields that evaluate during training, with their "off" value: train.py gives the trainer no
 # eval_dataset, so Trainer would refuse any other value after the model has loaded.
-NEEDS_EVAL_DATASET = {"eval_strategy": "no", "eval_on_start": False, "load_best_model_at_end": False}
+NEEDS_EVAL_DATASET = {"eval_strategy": "no", "eval_on_start": False, "load_best_model_at_end": False,
+                      "bf16_full_eval": False, "fp16_full_eval": False}
 
 
 # ---- validation -----------------------------------------------------------------------------------------
@@ -86,9 +88,10 @@ def validate(raw: dict, source: Source, processes: int = 1) -> dict:
         "grpo": {key: raw["grpo"][key] for key in checked.grpo.model_fields_set},
         "sft": _plain(checked.sft, raw["sft"]) if checked.sft is not None else None,
     }
-    for key in JSON_STRING_TABLES:
-        if isinstance(data["grpo"].get(key), str):
-            data["grpo"][key] = _json_table(data["grpo"][key], key, source)
+    for key in JSON_STRING_TABLES + JSON_OR_PATH_TABLES:
+        text = data["grpo"].get(key)
+        if isinstance(text, str) and (key in JSON_STRING_TABLES or text.lstrip().startswith("{")):
+            data["grpo"][key] = _json_table(text, key, source)
     _check_together(data, source, processes)
     return data
 
@@ -97,6 +100,8 @@ def validate(raw: dict, source: Source, processes: int = 1) -> dict:
 # is refused here, not in GRPOConfig or the trainer, and grpo-skill's own readers of them see a table
 JSON_STRING_TABLES = ("lr_scheduler_kwargs", "gradient_checkpointing_kwargs", "model_init_kwargs", "generation_kwargs",
                       "chat_template_kwargs", "transformers_continuous_batching_config")
+# ... and those where a string is a path to a JSON file unless it opens with "{" (transformers reads both)
+JSON_OR_PATH_TABLES = ("accelerator_config", "fsdp_config", "deepspeed")
 
 
 def _json_table(text: str, key: str, source: Source) -> dict:
@@ -137,6 +142,7 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     _check_refused_late(grpo, source)
     _check_vllm(grpo, source)
     _check_generation_kwargs(grpo, source)
+    check_contents(grpo, source, processes)
     if model["compile_decoding"]:
         _check_compile_decoding(model, grpo, source)
     if model["generation"] == "fast":
