@@ -582,3 +582,17 @@ def test_auto_generation_splits_the_micro_batch_where_only_that_lets_the_fast_pa
     train_py = (tmp_path / "split" / "train.py").read_text(encoding="utf-8")
     assert "decoding.with_micro_batches(grpo_settings, generation)" in train_py
     assert '"micro_batches": generation.micro_batches' in train_py
+
+
+def test_requirements_name_bitsandbytes_where_the_preset_needs_it_whatever_the_backend(cli, tmp_path):
+    """The standard and thinking presets load a checkpoint stored in 4 bits (unsloth/...-bnb-4bit) and train with
+    adamw_8bit: bitsandbytes is needed with the TRL backend too (an assistant installing grpo-skill[train] and the
+    project's requirements on a GPU box found the load refused). tiny needs none of it."""
+    def required(project: str) -> list[str]:
+        lines = (tmp_path / project / "requirements.txt").read_text().splitlines()
+        return [line.split(">=")[0] for line in lines if line and not line.startswith("#")]
+
+    for preset in ("tiny", "standard", "thinking"):
+        cli("new", preset, "--preset", preset, "--backend", "trl", cwd=tmp_path)
+    assert "bitsandbytes" not in required("tiny")
+    assert "bitsandbytes" in required("standard") and "bitsandbytes" in required("thinking")
