@@ -506,6 +506,27 @@ def test_several_gpus_are_compared_with_one_gpu_as_train_py_runs_it(cli, tmp_pat
     text = cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80").stdout
     assert f"~{parallel['speedup']:.1f}x one GPU as train.py runs it there (generation fast;" in text
 
+    assert "one_gpu_fast_path" not in parallel  # one GPU already takes it
+
+
+def test_several_gpus_beside_one_gpu_on_the_fast_path_where_the_config_keeps_it_off(cli, tmp_path):
+    """compile_decoding (or generation = "plain") keeps one GPU off the fast path too, so "Nx one GPU" compares two
+    slow paths: plan also gives one GPU's rate on the fast path (an assistant's eval took the 1.9x at face value)."""
+    project = new_project(cli, tmp_path)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace('load_in_4bit = "auto"', "load_in_4bit = false\ncompile_decoding = true"))
+    two = json.loads(cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80", "--json").stdout)
+    fast_one = json.loads(cli("plan", str(project), "--gpu-memory", "80", "--json",
+                              "--set", "model.compile_decoding=false").stdout)
+    parallel = two["data_parallel"]
+    assert parallel["one_gpu_path"] == "trl compiled" and fast_one["generation_path"] == "fast"
+    rate = fast_one["settings"]["per_device_train_batch_size"] * fast_one["settings"]["gradient_accumulation_steps"] / \
+        fast_one["s_per_step"]
+    assert parallel["one_gpu_fast_path"]["completions_per_s"] == pytest.approx(rate, rel=0.05)
+    text = cli("plan", str(project), "--gpus", "2", "--gpu-memory", "80").stdout
+    assert (f"one GPU on the fast path instead ([model] generation = \"auto\", without compile_decoding): "
+            f"~{parallel['one_gpu_fast_path']['completions_per_s']:.1f} completions/s") in text
+
 
 def test_a_faster_setting_that_reuses_generations_longer_says_it_changes_what_is_learned(cli, tmp_path):
     """More optimizer steps per generation is faster and more off-policy: plan names both numbers and says so."""

@@ -135,8 +135,13 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
-        out["data_parallel"] = data_parallel(settings, result, calibration,
-                                             resolved(replace(requested, processes=1), gpu_gib))
+        one_gpu = resolved(replace(requested, processes=1), gpu_gib)
+        out["data_parallel"] = data_parallel(settings, result, calibration, one_gpu)
+        if generation_path(one_gpu) != "fast":  # the config keeps one GPU off the fast path: what it would give there
+            fast = resolved(replace(requested, processes=1, generation="auto", compiled_decoding=False), gpu_gib)
+            if generation_path(fast) == "fast":
+                out["data_parallel"]["one_gpu_fast_path"] = {
+                    "completions_per_s": round(fast.global_batch / estimate(fast, calibration).s_per_step, 2)}
     if gpu_gib is not None:
         out["fits"] = needed_gib(result) <= gpu_gib
         if out["fits"]:
@@ -232,6 +237,10 @@ def render_text(result: dict) -> str:
                        "exchange is guessed, not yet measured)").format(
             n=parallel["processes"], batch=parallel["global_batch"], comm=parallel["communication_s_per_step"],
             rate=parallel["completions_per_s"], speedup=parallel["speedup"], path=parallel["one_gpu_path"]))
+        fast = parallel.get("one_gpu_fast_path")
+        if fast:
+            lines.append(_("one GPU on the fast path instead ([model] generation = \"auto\", without compile_decoding): "
+                           "~{rate:.1f} completions/s").format(rate=fast["completions_per_s"]))
         same = parallel["same_global_batch"]
         if same:
             lines.append(_("one GPU's {batch} completions per step instead: per_device_train_batch_size = {size}, "
