@@ -596,3 +596,17 @@ def test_requirements_name_bitsandbytes_where_the_preset_needs_it_whatever_the_b
         cli("new", preset, "--preset", preset, "--backend", "trl", cwd=tmp_path)
     assert "bitsandbytes" not in required("tiny")
     assert "bitsandbytes" in required("standard") and "bitsandbytes" in required("thinking")
+
+
+def test_a_project_on_the_users_data_carries_no_unused_sample_prompts(cli, tmp_path):
+    data = tmp_path / "mine.jsonl"
+    data.write_text("".join(f'{{"prompt": "question {i}"}}\n' for i in range(16)))
+    cli("new", "own", "--preset", "tiny", "--dataset", str(data), cwd=tmp_path)
+    cli("new", "sample", "--preset", "tiny", cwd=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "own" / "data").iterdir()) == ["mine.jsonl", "sft.jsonl"]
+    assert (tmp_path / "sample" / "data" / "prompts.jsonl").is_file()
+    same_name = tmp_path / "elsewhere" / "prompts.jsonl"  # the user's file named like the sample replaces it
+    same_name.parent.mkdir()
+    same_name.write_text(data.read_text())
+    cli("new", "named", "--preset", "tiny", "--dataset", str(same_name), cwd=tmp_path)
+    assert (tmp_path / "named" / "data" / "prompts.jsonl").read_text() == data.read_text()
