@@ -610,3 +610,12 @@ def test_a_project_on_the_users_data_carries_no_unused_sample_prompts(cli, tmp_p
     same_name.write_text(data.read_text())
     cli("new", "named", "--preset", "tiny", "--dataset", str(same_name), cwd=tmp_path)
     assert (tmp_path / "named" / "data" / "prompts.jsonl").read_text() == data.read_text()
+
+
+def test_config_toml_keeps_a_chinese_column_name_readable(cli, tmp_path):
+    data = tmp_path / "题库.csv"
+    data.write_text("题目,答案\n" + "".join(f"{i}加{i}等于几？,{2 * i}\n" for i in range(16)), encoding="utf-8")
+    cli("new", "zh", "--preset", "tiny", "--dataset", str(data), "--prompt-column", "题目", "-r", "accuracy",
+        "--answer-column", "答案", cwd=tmp_path)
+    text = (tmp_path / "zh" / "config.toml").read_text(encoding="utf-8")
+    assert 'prompt_column = "题目"' in text and 'path = "data/题库.csv"' in text and "\\u" not in text
