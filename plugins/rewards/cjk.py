@@ -9,7 +9,8 @@ is found first, in this order, the last of its kind winning:
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
-Within the answer, the first run holding a number is kept ("约20个苹果" -> "20"); a number with 万 or 亿 right after
+Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
+calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
 it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts there (千米, 千克,
 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an. Numerals
 outside an anchor or a total are not read: 一 is also a word (一下, 一起).
@@ -77,6 +78,10 @@ def _read(segment: str) -> str | None:
         return None
     if segment.startswith("\\boxed") or segment.startswith("$"):
         return segment
+    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20 (an aside in brackets aside)
+    result = re.sub(r"\([^)]*\)", "", segment).rpartition("=")[2].strip()
+    if result != segment and (_HAS_MATHS.search(result) or chinese_numeral(result) is not None):
+        segment = result
     numeral = chinese_numeral(segment)
     if numeral is not None and not re.match(r"^\s*(?:约|大约|大概)?\s*-?\d", segment):
         return numeral
