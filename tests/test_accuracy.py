@@ -78,6 +78,10 @@ FORMS = [
     ("The sum is 2 + 8.", "10", 0.0),
     ("10 - 0", "10", 0.0),
     ("2 + 8 = 10", "10", 1.0),
+    ("The answer is **1/4**.", r"\frac{1}{4}", 1.0),  # Markdown bold: math-verify alone read 1
+    ("**Answer:** 1/4", "1/4", 1.0),
+    ("The answer is **1/3**.", r"\frac{1}{4}", 0.0),
+    ("__42__", "42", 1.0),
     ("The final answer: 2 + 8 equals 10.", "10", 1.0),  # the result after the sum math-verify picked
     ("The final answer: 2 + 8 equals 11.", "10", 0.0),
     # text answers: a normalised match, no maths

@@ -96,9 +96,13 @@ def _currency(text: str) -> str:
     return "".join(out)
 
 
+# Markdown bold around an answer (**1/4**): math-verify reads "1/4**" as 1
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+
+
 def normalise(text: str) -> str:
     """The answer forms math-verify misses, rewritten into ones it reads."""
-    text = text.translate(_FULL_WIDTH)
+    text = _BOLD.sub(r"\2", text.translate(_FULL_WIDTH))
     text = _MINUS_SIGNS.sub("-", text)
     text = _DASH_BEFORE_NUMBER.sub("-", text)
     text = _TIMES_TEN.sub(lambda m: _decimal(m.group(1), m.group(2)), text)
