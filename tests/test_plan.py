@@ -557,3 +557,19 @@ def test_a_generation_batch_size_is_split_over_the_processes_as_trl_splits_it(mo
     planned = qwen3_4b(per_device_train_batch_size=8, num_generations=8, generation_batch_size=32, processes=processes)
     assert planned.generation_steps == trl_config.steps_per_generation
     assert planned.generation_batch * processes == trl_config.generation_batch_size
+
+
+def test_a_smaller_generation_that_brings_the_run_back_onto_the_fast_path_is_offered(cli, tmp_path):
+    """At 3072 tokens on a 24 GiB card the thinking preset's 16-micro-step generation needs too much KV cache for the
+    fast path, so it falls back to a slower one; half the generation fits the fast path and is faster by plan's own
+    estimate, and is closer to on-policy (an assistant found that plan did not offer it)."""
+    args = ["plan", "--preset", "thinking", "--gpu", "4090", "--set", "grpo.max_completion_length=3072",
+            "--set", "model.max_seq_length=3584"]
+    planned = json.loads(cli(*args, "--json").stdout)
+    assert planned["generation_path"] != "fast"
+    faster = planned["faster"]
+    assert faster["change"] == {"steps_per_generation": 8} and faster["s_per_step"] < planned["s_per_step"]
+    before, after = faster["optimizer_steps_per_generation"]
+    assert after < before
+    text = cli(*args).stdout
+    assert f"one generation for {after} optimizer steps instead of {before}: closer to on-policy" in text

@@ -78,18 +78,20 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
 
 def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict | None = None) -> dict | None:
     """The fastest steps_per_generation (up to 16 micro-batches) that still fits, its "auto" settings resolved as
-    train.py would (a larger one may only fit on a slower path). In the config's own units: where it sets
-    generation_batch_size, the generation batch of that many micro-batches."""
+    train.py would: a larger one may only fit on a slower path, a smaller one may bring the run back onto the fast
+    path (less KV cache). In the config's own units: where it sets generation_batch_size, the generation batch of
+    that many micro-batches."""
     best = None
-    for spg in (2, 4, 8, 16):
-        if spg <= requested.generation_steps or not valid_generation_steps(requested, spg):
+    for spg in (1, 2, 4, 8, 16):
+        if (spg == requested.generation_steps or spg < requested.gradient_accumulation_steps
+                or not valid_generation_steps(requested, spg)):
             continue
         change = ({"generation_batch_size": spg * requested.per_device_train_batch_size * requested.processes}
                   if requested.generation_batch_size else {"steps_per_generation": spg})
         result = estimate(resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None),
                                    budget_gib), calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
-            # one generation serves more optimizer steps: more off-policy, which changes what is learned
+            # one generation serves more (fewer) optimizer steps: more (less) off-policy, which changes what is learned
             best = {**_option(change, result), "optimizer_steps_per_generation": [
                 max(requested.generation_steps // requested.gradient_accumulation_steps, 1),
                 max(spg // requested.gradient_accumulation_steps, 1)]}
@@ -260,9 +262,14 @@ def render_text(result: dict) -> str:
                                "only the micro-batches differ"))
             if faster.get("optimizer_steps_per_generation"):
                 before, after = faster["optimizer_steps_per_generation"]
-                lines.append(_("  one generation for {after} optimizer steps instead of {before}: more off-policy (the "
-                               "later steps train on completions an older policy sampled), which changes what is "
-                               "learned").format(before=before, after=after))
+                if after > before:
+                    lines.append(_("  one generation for {after} optimizer steps instead of {before}: more off-policy "
+                                   "(the later steps train on completions an older policy sampled), which changes what "
+                                   "is learned").format(before=before, after=after))
+                elif after < before:
+                    lines.append(_("  one generation for {after} optimizer steps instead of {before}: closer to "
+                                   "on-policy (fewer steps train on completions an older policy sampled), which changes "
+                                   "what is learned").format(before=before, after=after))
     else:
         lines.append(_("does not fit in {gpu:.1f} GiB (needs ~{needed:.1f} GiB)").format(
             gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
