@@ -174,7 +174,7 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     if batch % generations:
         problem = _("{names} = {batch} is not divisible by num_generations = {generations}; make the batch a "
                     "multiple of {generations}").format(names=names, batch=batch, generations=generations)
-        gpus = next((n for n in (2, 4, 8) if names != "generation_batch_size" and processes == 1
+        gpus = next((n for n in (2, 4, 8) if "generation_batch_size" not in grpo and processes == 1
                      and batch * n % generations == 0), None)
         if gpus:  # a layout meant for several GPUs, checked on one
             problem += _(" (on {gpus} GPUs it would be {batch}: check such a launch with grpo-skill check "
