@@ -329,6 +329,15 @@ GENERATION += [
     for case, guess, cycles in (("standard", 1.0, 2), ("thinking", 3.5, 1))
 ]
 
+# The training phases (scoring, forward, backward: ~1.3 s of the thinking step's ~3.2 on an H100) through
+# torch.compile, for a long run where its first compile would be repaid: whether that lever is worth a train.py choice.
+GENERATION += [
+    Contender("generated default, a 2000-step run, compiled training", "thinking", "generated", "auto", "the "
+              "thinking default as a 2000-step run with the model's forward compiled for scoring and training",
+              preset_speed=True, run_steps=2000, ablate=("compile_training",), warmup_cycles=2, measure_cycles=1,
+              guess_s_per_step=3.5, fixed_s=400)
+]
+
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,
           "generation": GENERATION}
 
