@@ -2,13 +2,16 @@
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 
 from grpo_skill import plan
+from grpo_skill.cli import main
 from support import REPO
 
 # The committed benchmark once a GPU run has produced it; the measurements of design.md until then.
@@ -130,6 +133,25 @@ def test_the_fast_path_counts_its_kv_cache_held_through_training():
     assert kept.peak_allocated_gib > plan.estimate(replace(fast, copy_keeps_cache=False)).peak_allocated_gib
 
 
+@pytest.fixture(scope="session")
+def with_unsloth(tmp_path_factory):
+    """An environment where an unsloth package is installed, as train.py's backend = "auto" and plan look for it
+    (found, never imported: a stand-in that would fail to import), for what "auto" takes where it is."""
+    folder = tmp_path_factory.mktemp("unsloth-installed")
+    (folder / "unsloth").mkdir()
+    (folder / "unsloth" / "__init__.py").write_text("raise ImportError('a stand-in: plan only looks for it')\n")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
+
+
+def plan_here(monkeypatch, unsloth: bool, *args) -> str:
+    """`grpo-skill plan ARGS` in this process (in English: the `english` fixture), on a machine where the unsloth
+    package is (is not) installed."""
+    monkeypatch.setattr(plan, "unsloth_installed", lambda: unsloth)
+    result = CliRunner().invoke(main, ["plan", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def new_project(cli, tmp_path, model="unsloth/Qwen3-4B-unsloth-bnb-4bit", preset="standard"):
     cli("new", "run", "--preset", preset, "--model", model, "-o", str(tmp_path))
     return tmp_path / "run"
@@ -144,20 +166,20 @@ def set_grpo(project, **values):
     config.write_text("\n".join(lines) + "\n")
 
 
-def test_plan_a_project_that_does_not_fit_names_changes_that_do(cli, tmp_path):
+def test_plan_a_project_that_does_not_fit_names_changes_that_do(cli, tmp_path, with_unsloth):
     project = new_project(cli, tmp_path)
     set_grpo(project, steps_per_generation=16, max_completion_length=256)
     config = project / "config.toml"  # the backend's own generation: "auto" would change path to fit instead
     config.write_text(config.read_text().replace('generation = "auto"', 'generation = "plain"'))
-    roomy = json.loads(cli("plan", str(project), "--gpu-memory", "200", "--json").stdout)
-    assert roomy["fits"] is True
+    roomy = json.loads(cli("plan", str(project), "--gpu-memory", "200", "--json", env=with_unsloth).stdout)
+    assert roomy["fits"] is True and roomy["settings"]["backend"] == "unsloth"
     assert roomy["settings"]["generation_steps"] == 16 and roomy["settings"]["max_completion_length"] == 256
     budget = roomy["needed_gib"] * 0.8
-    tight = json.loads(cli("plan", str(project), "--gpu-memory", str(budget), "--json").stdout)
+    tight = json.loads(cli("plan", str(project), "--gpu-memory", str(budget), "--json", env=with_unsloth).stdout)
     assert tight["fits"] is False and tight["changes"]
     for change in tight["changes"]:
         assert change["peak_reserved_gib"] + plan.CUDA_CONTEXT_GIB <= budget + 0.05, change
-    text = cli("plan", str(project), "--gpu-memory", str(budget)).stdout
+    text = cli("plan", str(project), "--gpu-memory", str(budget), env=with_unsloth).stdout
     assert "does not fit" in text and "steps_per_generation = " in text
 
 
@@ -232,6 +254,8 @@ def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path
     assert sized["generation_path"] == "trl" and sized["generation_why"] == (
         "several processes: the fast path runs in a single process")
     assert sized["gradient_checkpointing"] is True and sized["checkpointing_why"].startswith("several processes")
+    assert sized["settings"]["gradient_checkpointing"] is True  # transformers' own on the TRL backend
+    assert sized["backend_why"] == 'backend = "auto": several processes train with TRL'
 
 
 @pytest.mark.parametrize("args,message", [
@@ -268,7 +292,7 @@ def test_plan_counts_the_static_cache_and_the_faster_decoding_of_compile_decodin
     assert compiled["s_per_step"] < eager["s_per_step"]
 
 
-def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp_path):
+def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp_path, with_unsloth):
     project = new_project(cli, tmp_path)
     roomy = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--json").stdout)
     assert roomy["generation_path"] == "fast" and roomy["settings"]["backend"] == "trl"
@@ -280,7 +304,7 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     assert four_bit["generation_path"] == "fast" and four_bit["settings"]["holds_4bit"]
     assert 6 < four_bit["parts_gib"]["generation_copy"] < 7  # Qwen3-4B's linear layers again in bf16, not embeddings
     assert four_bit["needed_gib"] > roomy["needed_gib"]
-    small = json.loads(cli("plan", str(project), "--gpu-memory", "12", "--json").stdout)
+    small = json.loads(cli("plan", str(project), "--gpu-memory", "12", "--json", env=with_unsloth).stdout)
     assert small["generation_path"] == "unsloth" and small["parts_gib"]["generation_copy"] == 0
     assert small["settings"]["holds_4bit"]  # "auto" off the fast path: 4-bit
     assert "more than nine tenths" in small["generation_why"]
@@ -289,6 +313,55 @@ def test_auto_generation_takes_the_fast_path_where_it_fits_and_says_why(cli, tmp
     batching = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set",
                               "grpo.use_transformers_continuous_batching=true", "--json").stdout)
     assert batching["generation_path"] != "fast"  # TRL's generate_batch answers, not the copy (as train.py takes it)
+
+
+THINKING_3072 = ["--gpu", "4090", "--set", "grpo.max_completion_length=3072", "--set", "model.max_seq_length=3584"]
+
+
+def test_auto_backend_is_what_train_py_takes_where_unsloth_is_or_is_not_installed(cli, tmp_path, monkeypatch, english,
+                                                                                  with_unsloth):
+    """backend = "auto": train.py takes Unsloth where the unsloth package is installed (on a CUDA GPU), TRL where it
+    is not. plan takes it as this machine would and names the other, since plan often runs on another machine than
+    the training one (an assistant's plan named Unsloth on a machine without it, 2026-12-06). At 3072 tokens on a
+    4090 the fast path does not fit, so the two differ."""
+    project = new_project(cli, tmp_path, "unsloth/Qwen3-4B-Thinking-2507-unsloth-bnb-4bit", "thinking")
+    args = [str(project), *THINKING_3072]
+    without = json.loads(plan_here(monkeypatch, False, *args, "--json"))
+    assert without["unsloth_installed"] is False and without["backend_requested"] == "auto"
+    assert without["settings"]["backend"] == "trl" and without["generation_path"] == "trl"
+    assert without["backend_why"] == 'backend = "auto": the unsloth package is not installed on this machine'
+    asked = json.loads(plan_here(monkeypatch, False, *args, "--backend", "unsloth", "--json"))
+    elsewhere = without["auto_alternative"]  # what --backend unsloth plans
+    assert elsewhere == {"unsloth_installed": True, "backend": "unsloth", "generation_path": "unsloth",
+                         "peak_reserved_gib": asked["peak_reserved_gib"], "needed_gib": asked["needed_gib"],
+                         "s_per_step": asked["s_per_step"], "fits": True}
+    text = plan_here(monkeypatch, False, *args)
+    assert 'backend: trl (backend = "auto": the unsloth package is not installed on this machine)' in text
+    assert (f'  where the unsloth package is installed, "auto" takes instead: backend unsloth, generation unsloth, '
+            f'~{elsewhere["needed_gib"]:.1f} GiB, ~{elsewhere["s_per_step"]:.1f} s/step; --backend unsloth plans it'
+            ) in text.splitlines()
+    # asked for by name, Unsloth is planned, and plan says that this machine could not train with it
+    assert asked["backend_why"] == "--backend unsloth" and asked["auto_alternative"] is None
+    assert asked["notes"] == ["the unsloth package is not installed on this machine, where train.py would refuse "
+                              "backend unsloth (pip install 'grpo-skill[unsloth]'); this plans a machine that has it"]
+    # where it is installed: Unsloth, and TRL named as what a machine without it takes
+    with_it = json.loads(plan_here(monkeypatch, True, *args, "--json"))
+    assert with_it["settings"]["backend"] == "unsloth" and with_it["generation_path"] == "unsloth"
+    assert with_it["backend_why"] == 'backend = "auto": the unsloth package is installed on this machine'
+    assert (with_it["s_per_step"], with_it["notes"]) == (asked["s_per_step"], [])
+    assert with_it["auto_alternative"] == {"unsloth_installed": False, "backend": "trl", "generation_path": "trl",
+                                           **{key: without[key] for key in ("peak_reserved_gib", "needed_gib",
+                                                                             "s_per_step", "fits")}}
+    assert (f'  without the unsloth package, "auto" takes instead: backend trl, generation trl, '
+            f'~{without["needed_gib"]:.1f} GiB, ~{without["s_per_step"]:.1f} s/step; --backend trl plans it'
+            ) in plan_here(monkeypatch, True, *args).splitlines()
+    # the look itself, as train.py's: the package found where Python finds packages
+    found = json.loads(cli("plan", *args, "--json", env=with_unsloth).stdout)
+    assert found["unsloth_installed"] is True and found["settings"]["backend"] == "unsloth"
+    # where the fast path fits, both machines train with TRL: nothing else to name
+    roomy = json.loads(plan_here(monkeypatch, False, str(project), "--gpu", "H200", "--json"))
+    assert roomy["generation_path"] == "fast" and roomy["auto_alternative"] is None
+    assert roomy["backend_why"] == 'backend = "auto": the fast path trains with TRL'
 
 
 def test_plan_counts_what_the_host_spends_on_micro_batches_of_one_completion():
@@ -353,7 +426,7 @@ def test_plan_offers_the_same_step_in_fewer_larger_micro_batches(cli, tmp_path):
     assert not (bnpo["faster"] or {}).get("same_step")
 
 
-def test_where_the_fast_path_fits_only_in_smaller_micro_batches_auto_takes_it_in_them(cli, tmp_path):
+def test_where_the_fast_path_fits_only_in_smaller_micro_batches_auto_takes_it_in_them(cli, tmp_path, with_unsloth):
     """A large micro-batch (8 completions of 1024 tokens, the benchmark's thinking case: the logits alone ~8 GiB)
     does not fit the fast path on a 24 GiB card; the same completions per optimizer step and per generation in
     smaller micro-batches do, and "auto" takes them (measured on an H200 as a 24 GiB card, 2026-12-06: 3.52 s/step
@@ -364,8 +437,9 @@ def test_where_the_fast_path_fits_only_in_smaller_micro_batches_auto_takes_it_in
            "--set", "grpo.steps_per_generation=4", "--set", "grpo.max_completion_length=1024",
            "--set", "model.max_seq_length=1280"]
 
-    def planned(gpu_gib, *args):
-        return json.loads(cli("plan", str(project), "--gpu-memory", str(gpu_gib), *big, *args, "--json").stdout)
+    def planned(gpu_gib, *args):  # where unsloth is installed: its generation is the one to beat
+        return json.loads(cli("plan", str(project), "--gpu-memory", str(gpu_gib), *big, *args, "--json",
+                              env=with_unsloth).stdout)
 
     roomy, small, bnpo = planned(141), planned(24), planned(24, "--set", 'grpo.loss_type="bnpo"')
     assert roomy["generation_path"] == "fast" and roomy["settings"]["per_device_train_batch_size"] == 8
@@ -398,14 +472,18 @@ def test_auto_checkpointing_is_off_where_the_run_fits_without_it_and_says_why(cl
     roomy = planned(141)
     assert roomy["settings"]["lora_targets"] and roomy["gradient_checkpointing"] is False
     assert "plan without it" in roomy["checkpointing_why"]
-    on = planned(141, "--set", "lora.gradient_checkpointing=unsloth")
-    assert on["gradient_checkpointing"] is True and on["checkpointing_why"] == 'gradient_checkpointing = "unsloth"'
+    on = planned(141, "--set", "lora.gradient_checkpointing=unsloth")  # the fast path: the TRL backend
+    assert on["gradient_checkpointing"] is True and on["settings"]["gradient_checkpointing"] is True
+    assert on["checkpointing_why"] == 'gradient_checkpointing = "unsloth": transformers\' own on the TRL backend'
     assert roomy["parts_gib"]["training_activations"] > 5 * on["parts_gib"]["training_activations"]
     # a card with room for the run with checkpointing, not without: on, and the reason names the size
     card = round((on["needed_gib"] + roomy["needed_gib"]) / 2 / 0.9, 1)
     tight = planned(card)
     assert tight["gradient_checkpointing"] is True and tight["fits"]
     assert "more than nine tenths" in tight["checkpointing_why"]
+    # what the TRL backend takes: transformers' checkpointing (train.py's GRPOConfig gradient_checkpointing = true),
+    # not Unsloth's, whose name the settings once showed
+    assert tight["settings"]["backend"] == "trl" and tight["settings"]["gradient_checkpointing"] is True
     text = cli("plan", str(project), "--gpu-memory", str(card), *big_batch).stdout
     assert "gradient checkpointing: on (without it the run needs about" in text
 
@@ -569,7 +647,9 @@ def test_a_smaller_generation_that_brings_the_run_back_onto_the_fast_path_is_off
     assert planned["generation_path"] != "fast"
     faster = planned["faster"]
     assert faster["change"] == {"steps_per_generation": 8} and faster["s_per_step"] < planned["s_per_step"]
+    assert faster["generation_path"] == "fast"  # what makes it faster: an assistant read it as the slow path's
     before, after = faster["optimizer_steps_per_generation"]
     assert after < before
     text = cli(*args).stdout
     assert f"one generation for {after} optimizer steps instead of {before}: closer to on-policy" in text
+    assert f"generation then takes the fast path (now {planned['generation_path']})" in text

@@ -15,16 +15,17 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (change_text, decode_compile_mode, from_benchmark_row, from_config, from_preset,
-                                from_project, generation_path, gpu_memory_gib, larger_micro_batches,
+from ..runtime.planning import (change_text, checkpointing_on, decode_compile_mode, from_benchmark_row, from_config,
+                                from_preset, from_project, generation_path, gpu_memory_gib, larger_micro_batches,
                                 processes_from_accelerate_config, ran_on_report_gpu, resolve_checkpointing,
-                                resolve_generation, resolved)
+                                resolve_generation, resolved, unsloth_installed)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
 __all__ = ["CALIBRATION", "CUDA_CONTEXT_GIB", "GIB", "KNOWN_SHAPES", "Estimate", "ModelShape", "PlanError", "Settings",
            "estimate", "known_shape", "needed_gib", "from_config", "from_preset", "from_project", "gpu_memory_gib",
-           "processes_from_accelerate_config", "resolve_generation", "plan", "render_text", "calibrate", "main"]
+           "processes_from_accelerate_config", "resolve_generation", "unsloth_installed", "plan", "render_text",
+           "calibrate", "main"]
 
 
 # -- advice --------------------------------------------------------------------------------------------------------
@@ -55,8 +56,9 @@ def changes_to_fit(settings: Settings, budget_gib: float, calibration: dict | No
         candidates.append(({"model.generation": "plain"}, dict(generation="plain")))
     if not settings.holds_4bit:
         candidates.append(({"model.load_in_4bit": True}, dict(load_in_4bit=True)))
-    if not settings.gradient_checkpointing:
-        candidates.append(({"lora.gradient_checkpointing": "unsloth"}, dict(gradient_checkpointing="unsloth")))
+    if not settings.gradient_checkpointing:  # as the backend takes it on: "unsloth" on Unsloth, true on TRL
+        on = checkpointing_on(settings.backend)
+        candidates.append(({"lora.gradient_checkpointing": on}, dict(gradient_checkpointing=on)))
     if settings.backend == "trl" and not settings.use_liger_kernel and "lm_head" not in settings.lora_targets:
         candidates.append(({"use_liger_kernel": True}, dict(use_liger_kernel=True)))
     length = settings.max_completion_length
@@ -88,13 +90,14 @@ def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict |
             continue
         change = ({"generation_batch_size": spg * requested.per_device_train_batch_size * requested.processes}
                   if requested.generation_batch_size else {"steps_per_generation": spg})
-        result = estimate(resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None),
-                                   budget_gib), calibration)
+        chosen = resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None), budget_gib)
+        result = estimate(chosen, calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
             # one generation serves more (fewer) optimizer steps: more (less) off-policy, which changes what is learned
-            best = {**_option(change, result), "optimizer_steps_per_generation": [
-                max(requested.generation_steps // requested.gradient_accumulation_steps, 1),
-                max(spg // requested.gradient_accumulation_steps, 1)]}
+            steps = [max(requested.generation_steps // requested.gradient_accumulation_steps, 1),
+                     max(spg // requested.gradient_accumulation_steps, 1)]
+            best = {**_option(change, result), "generation_path": generation_path(chosen),
+                    "optimizer_steps_per_generation": steps}
     return best
 
 
@@ -112,14 +115,56 @@ def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: d
 FASTER_BY = 0.05  # a setting is offered as faster where the (rough) estimate gains at least this share of a step
 
 
+def backend_why(settings: Settings, requested: str | None, option: str | None, unsloth: bool | None) -> str:
+    """Why the run trains with ``settings.backend`` (its "auto" generation resolved): ``requested`` is the backend
+    asked for (about's backend_requested), ``option`` plan's --backend, ``unsloth`` whether the unsloth package is
+    installed on this machine (None: not asked)."""
+    if option:
+        return _("--backend {backend}").format(backend=option)
+    if requested and requested != "auto":
+        return _("backend = \"{backend}\" in config.toml").format(backend=requested)
+    if settings.processes > 1:
+        return _("backend = \"auto\": several processes train with TRL")
+    if settings.generation == "fast":
+        return _("backend = \"auto\": the fast path trains with TRL")
+    if unsloth is None:
+        return 'backend = "auto"'
+    if unsloth:
+        return _("backend = \"auto\": the unsloth package is installed on this machine")
+    return _("backend = \"auto\": the unsloth package is not installed on this machine")
+
+
+def auto_alternative(settings: Settings, other: Settings, unsloth: bool, gpu_gib: float | None,
+                     calibration: dict | None = None) -> dict | None:
+    """What backend = "auto" takes on a machine where the unsloth package is (``unsloth``: is not) installed, as
+    this one's is not (is): ``other``, the run's settings planned so, resolved as train.py would; None where it
+    takes the same backend and generation path as ``settings`` (resolved)."""
+    other = resolved(other, gpu_gib)
+    if other.backend == settings.backend and generation_path(other) == generation_path(settings):
+        return None
+    result = estimate(other, calibration)
+    return {"unsloth_installed": not unsloth, "backend": other.backend, "generation_path": generation_path(other),
+            "peak_reserved_gib": round(result.peak_reserved_gib, 2), "needed_gib": round(needed_gib(result), 2),
+            "s_per_step": round(result.s_per_step, 2),
+            "fits": None if gpu_gib is None else needed_gib(result) <= gpu_gib}
+
+
 def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: dict | None = None,
-         tunes_matmuls: bool = True) -> dict:
+         tunes_matmuls: bool = True, unsloth: bool | None = None, other: Settings | None = None,
+         backend_option: str | None = None) -> dict:
     """``calibration``: constants for another GPU than the H200 they were fitted on (grpo_skill.gpus);
-    ``tunes_matmuls``: whether torch.compile's max-autotune tunes matmuls on that GPU."""
+    ``tunes_matmuls``: whether torch.compile's max-autotune tunes matmuls on that GPU; ``unsloth``: whether the
+    unsloth package is installed on this machine, as ``settings`` took backend = "auto" (None: not asked);
+    ``other``: the settings planned as if it were not (were), said as ``auto_alternative`` where they differ;
+    ``backend_option``: plan's --backend."""
     requested = settings
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     result = estimate(settings, calibration)
+    notes = list(about.get("notes") or [])
+    if unsloth is False and settings.backend == "unsloth":  # asked for by name: train.py here would refuse it
+        notes.append(_("the unsloth package is not installed on this machine, where train.py would refuse backend "
+                       "unsloth (pip install 'grpo-skill[unsloth]'); this plans a machine that has it"))
     compile_mode, compile_why = (decode_compile_mode(settings, calibration, tunes_matmuls) if settings.generation == "fast"
                                  else (None, None))
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
@@ -132,6 +177,11 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "s_per_step": round(result.s_per_step, 2),
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
            "train_s_per_step": round(result.train_s_per_step, 2),
+           "backend_why": backend_why(settings, about.get("backend_requested"), backend_option, unsloth),
+           "unsloth_installed": unsloth,
+           "auto_alternative": (auto_alternative(settings, other, unsloth, gpu_gib, calibration)
+                                if other is not None and unsloth is not None else None),
+           "notes": notes,
            "generation_path": generation_path(settings), "generation_why": generation_why,
            "decode_compile_mode": compile_mode, "decode_compile_why": compile_why,
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
@@ -207,6 +257,21 @@ def render_text(result: dict) -> str:
         what=what, model=result["model"], source=result["shape_source"], backend=settings["backend"],
         weights=(_("4-bit") if settings["holds_4bit"] else _("16-bit weights")) + (
             _(" (load_in_4bit = \"auto\")") if settings["load_in_4bit"] == "auto" else ""))]
+    if result.get("backend_why"):
+        lines.append(_("backend: {backend} ({why})").format(backend=settings["backend"], why=result["backend_why"]))
+    other = result.get("auto_alternative")
+    if other:
+        said = (_("where the unsloth package is installed, \"auto\" takes instead: backend {backend}, generation "
+                  "{path}, ~{needed:.1f} GiB, ~{step:.1f} s/step") if other["unsloth_installed"] else
+                _("without the unsloth package, \"auto\" takes instead: backend {backend}, generation {path}, "
+                  "~{needed:.1f} GiB, ~{step:.1f} s/step")).format(
+            backend=other["backend"], path=other["generation_path"], needed=other["needed_gib"],
+            step=other["s_per_step"])
+        if other["fits"] is False:
+            said += _("; does not fit")
+        if other["backend"] == "unsloth" or not other["unsloth_installed"]:  # what --backend gives alike
+            said += _("; --backend {backend} plans it").format(backend=other["backend"])
+        lines.append("  " + said)
     lines.append(_("generation: {path} ({why})").format(path=result["generation_path"], why=result["generation_why"]))
     if result.get("decode_compile_mode"):
         lines.append(_("decode step: torch.compile {mode}: {why}").format(mode=result["decode_compile_mode"],
@@ -257,6 +322,9 @@ def render_text(result: dict) -> str:
             faster = result["faster"]
             lines.append(_("faster and still fitting: {change} (~{reserved:.1f} GiB reserved, ~{step:.1f} s/step)").format(
                 change=change_text(faster["change"]), reserved=faster["peak_reserved_gib"], step=faster["s_per_step"]))
+            if faster.get("generation_path") not in (None, result["generation_path"]):
+                lines.append(_("  generation then takes the {path} path (now {current})").format(
+                    path=faster["generation_path"], current=result["generation_path"]))
             if faster.get("same_step"):
                 lines.append(_("  the same completions and loss in each optimizer step, as many in each generation: "
                                "only the micro-batches differ"))
@@ -283,7 +351,8 @@ def render_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int | None, processes: int):
+def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int | None, processes: int,
+                unsloth: bool = True):
     """`plan --preset P --set ...`: the project `new` would write with these settings, rendered in a temporary folder
     and planned; nothing of the user's is written. Returns from_project's (settings, about)."""
     import tempfile
@@ -292,7 +361,7 @@ def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int |
 
     with tempfile.TemporaryDirectory() as scratch:
         rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
-        planned, about = from_project(rendered.target, backend, prompt_tokens, processes)
+        planned, about = from_project(rendered.target, backend, prompt_tokens, processes, unsloth=unsloth)
     about.pop("project", None)
     about["set"] = settings.dotted()
     about["notes"] = rendered.notes

@@ -163,7 +163,7 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     try:
         settings = planned.taken(fast, load_in_4bit, micro_batches)
     except plan.PlanError:
-        return "unsloth", _("no model shape known to plan its memory: on"), given
+        return plan.checkpointing_on(backend), _("no model shape known to plan its memory: on"), given
     settings, why = plan.resolve_checkpointing(settings, planned.gpu_gib, cuda)
     return settings.gradient_checkpointing, why, settings.checkpoint_every_n_layers
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -31,14 +32,21 @@ def shape_for(model_name: str) -> tuple[ModelShape, str]:
     return found[1], _("known shape {name}").format(name=found[0])
 
 
-def backend_for(backend: str, processes: int) -> str:
-    """The backend train.py takes: auto is Unsloth on one GPU, TRL on several (Unsloth trains on one GPU only)."""
+def unsloth_installed() -> bool:
+    """Whether the unsloth package is installed on this machine, as machine.choose_backend asks it (found, not
+    imported: plan imports no torch)."""
+    return importlib.util.find_spec("unsloth") is not None
+
+
+def backend_for(backend: str, processes: int, unsloth: bool = True) -> str:
+    """The backend train.py takes (machine.choose_backend, on a CUDA GPU): auto is Unsloth on one GPU where the
+    unsloth package is installed (``unsloth``), else TRL; TRL on several (Unsloth trains on one GPU only)."""
     if processes > 1:
         if backend == "unsloth":
             raise PlanError(_("backend unsloth trains on one GPU only; plan {n} GPUs with --backend trl").format(
                 n=processes))
         return "trl"
-    return "unsloth" if backend in ("unsloth", "auto") else "trl"
+    return "unsloth" if backend == "unsloth" or (backend == "auto" and unsloth) else "trl"
 
 
 def processes_from_accelerate_config(path: str | Path) -> int:
@@ -66,7 +74,7 @@ def processes_from_accelerate_config(path: str | Path) -> int:
 
 
 def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: ModelShape, prompt_tokens: int,
-                   processes: int = 1) -> Settings:
+                   processes: int = 1, unsloth: bool = True) -> Settings:
     split = sampling.split_problem(grpo, processes)
     if split:
         raise PlanError(split)
@@ -74,7 +82,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
     generation = model.get("generation", "auto")
     if asks_for_another_generation_path(model, grpo, backend):
         generation = "plain"
-    backend = "trl" if generation == "fast" else backend_for(backend, processes)
+    backend = "trl" if generation == "fast" else backend_for(backend, processes, unsloth)
     compiled = bool(model.get("compile_decoding")) and backend == "trl"
     if compiled:  # what train.py sets for it
         grpo = with_static_cache(grpo, model)
@@ -119,25 +127,28 @@ def _load_in_4bit(value) -> bool | str:
 
 
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
-                 processes: int = 1, overrides: dict | None = None) -> tuple[Settings, dict]:
+                 processes: int = 1, overrides: dict | None = None, unsloth: bool = True) -> tuple[Settings, dict]:
     from ..core import project
 
     config = project.load(path, overrides, processes=processes)  # overrides: `plan --set`
-    return from_config(config, backend, prompt_tokens, processes)
+    return from_config(config, backend, prompt_tokens, processes, unsloth)
 
 
 def from_config(config, backend: str | None = None, prompt_tokens: int | None = None,
-                processes: int = 1) -> tuple[Settings, dict]:
-    """Settings of a loaded project (``project.ProjectConfig``)."""
+                processes: int = 1, unsloth: bool = True) -> tuple[Settings, dict]:
+    """Settings of a loaded project (``project.ProjectConfig``); ``unsloth``: whether backend = "auto" finds the
+    unsloth package (machine.choose_backend), see unsloth_installed. ``about["backend_requested"]``: the backend
+    asked for (``backend``, else the config's)."""
     local = config.local_model_dir()
     shape, source = shape_for(str(local) if local is not None else config.model["name"])
     tokens, how = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
                                  config.model_path() if config.builds_its_model() or local else None)
-    settings = _grpo_settings(config.grpo, config.lora, config.model, backend or config.model.get("backend", "auto"),
-                              shape, tokens, processes)
+    requested = backend or config.model.get("backend", "auto")
+    settings = _grpo_settings(config.grpo, config.lora, config.model, requested, shape, tokens, processes, unsloth)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
                       "model": config.model["name"], "shape_source": source,
-                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how}
+                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how,
+                      "backend_requested": requested}
 
 
 def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, model: str,
@@ -153,7 +164,8 @@ def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, mod
 
 
 def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
-                processes: int = 1) -> tuple[Settings, dict]:
+                processes: int = 1, unsloth: bool = True) -> tuple[Settings, dict]:
+    """Settings of a preset, as `new` writes its project (backend = "auto"); ``unsloth`` as from_config's."""
     from dataclasses import asdict as as_dict
     from importlib import resources
 
@@ -166,9 +178,10 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
                                  preset.model_id, preset.build_model() if preset.build_model else None)
     model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
     settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
-                              processes)
+                              processes, unsloth)
     return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
-                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how}
+                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how,
+                      "backend_requested": backend or "auto"}
 
 
 def ran_on_report_gpu(row: dict, report: dict) -> bool:
@@ -230,15 +243,21 @@ def generation_path(settings: Settings) -> str:
     return "trl compiled" if settings.compiled_decoding else "trl"
 
 
-def checkpointing_without_estimate(backend: str, cuda: bool, processes: int = 1) -> tuple[str, str] | None:
-    """("unsloth", why) where "auto" gradient checkpointing needs no estimate: on the Unsloth backend (its own),
-    without a CUDA GPU, or under several processes; else None."""
+def checkpointing_on(backend: str) -> str | bool:
+    """Gradient checkpointing on, as ``backend`` takes it: Unsloth's own ("unsloth") on Unsloth, transformers' (true)
+    on TRL, where train.py passes GRPOConfig gradient_checkpointing = true."""
+    return "unsloth" if backend == "unsloth" else True
+
+
+def checkpointing_without_estimate(backend: str, cuda: bool, processes: int = 1) -> tuple[str | bool, str] | None:
+    """(on, as the backend takes it, why) where "auto" gradient checkpointing needs no estimate: on the Unsloth
+    backend (its own), without a CUDA GPU, or under several processes; else None."""
     if backend == "unsloth":
         return "unsloth", _("Unsloth's own, which keeps the activations in CPU memory")
     if not cuda:
-        return "unsloth", _("no CUDA GPU: less memory")
+        return checkpointing_on(backend), _("no CUDA GPU: less memory")
     if processes > 1:
-        return "unsloth", _("several processes: on, as plan does not size each one's GPU here")
+        return checkpointing_on(backend), _("several processes: on, as plan does not size each one's GPU here")
     return None
 
 
@@ -250,10 +269,16 @@ def several_processes_generation() -> str:
 def resolve_checkpointing(settings: Settings, gpu_gib: float | None, cuda: bool = True) -> tuple[Settings, str]:
     """([lora] gradient_checkpointing = "auto" made concrete, why): off on the TRL backend on a CUDA GPU where the run's
     estimate without it fits (the backward then runs no second forward: on an H200, 2026-12-05, the standard
-    preset's backward took 0.24 s a step instead of 0.39), otherwise on (Unsloth's own on the Unsloth backend)."""
-    if settings.gradient_checkpointing != "auto":
-        return settings, _("gradient_checkpointing = {value}").format(value=json.dumps(settings.gradient_checkpointing))
-    on = replace(settings, gradient_checkpointing="unsloth")
+    preset's backward took 0.24 s a step instead of 0.39), otherwise on (checkpointing_on: Unsloth's own on the
+    Unsloth backend, transformers' on TRL). A value set in config.toml is kept, except that on the TRL backend any
+    "on" is transformers' own (true), as train.py passes it."""
+    value = settings.gradient_checkpointing
+    if value != "auto":
+        said = _("gradient_checkpointing = {value}").format(value=json.dumps(value))
+        if value and settings.backend != "unsloth" and value is not True:
+            return replace(settings, gradient_checkpointing=True), said + _(": transformers' own on the TRL backend")
+        return settings, said
+    on = replace(settings, gradient_checkpointing=checkpointing_on(settings.backend))
     settled = checkpointing_without_estimate(settings.backend, cuda, settings.processes)
     if settled:
         return on, settled[1]

@@ -89,7 +89,8 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
 @click.argument("project", required=False, type=click.Path(file_okay=False))
 @click.option("--preset", help=N_("Plan a preset's settings instead of a project's."))
 @click.option("--backend", type=click.Choice(["unsloth", "trl"]),
-              help=N_("Default: the project's (auto counts as unsloth); unsloth for a preset."))
+              help=N_("Default: the project's; \"auto\" (a preset's) as train.py takes it: unsloth where the unsloth "
+                      "package is installed on this machine, else trl. Give it to plan another machine."))
 @click.option("--gpu-memory", type=click.FloatRange(min=0, min_open=True, max=1e6), metavar="GIB",
               help=N_("The GPU's memory; default: nvidia-smi's, if any."))
 @click.option("--prompt-tokens", type=click.IntRange(min=1),
@@ -121,20 +122,29 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
     if processes > MAX_PLANNED_GPUS:  # the project's accelerate configs launch on one machine
         fail(_("{count} GPUs: plan estimates data-parallel training on one machine, at most {most} GPUs").format(
             count=processes, most=MAX_PLANNED_GPUS))
-    if preset and set_items:
-        settings, about = planner.plan_preset(preset, what_if, backend, prompt_tokens, processes)
-    elif preset:
-        settings, about = planner.from_preset(preset, backend, prompt_tokens, processes)
-    else:
-        settings, about = planner.from_project(project or ".", backend, prompt_tokens, processes,
-                                               what_if.dotted() or None)
-        about["set"] = what_if.dotted()
+
+    def planned(unsloth: bool, tokens: int | None):
+        """(settings, about), backend = "auto" taken as train.py takes it where unsloth is (is not) installed."""
+        if preset and set_items:
+            return planner.plan_preset(preset, what_if, backend, tokens, processes, unsloth)
+        if preset:
+            return planner.from_preset(preset, backend, tokens, processes, unsloth)
+        settings, about = planner.from_project(project or ".", backend, tokens, processes, what_if.dotted() or None,
+                                               unsloth)
+        return settings, {**about, "set": what_if.dotted()}
+
+    unsloth = planner.unsloth_installed()  # what train.py's backend = "auto" asks on this machine
+    settings, about = planned(unsloth, prompt_tokens)
+    # the same run where the unsloth package is (is not) installed: plan often runs on another machine than train.py
+    other = (planned(not unsloth, settings.prompt_tokens)[0]
+             if about.get("backend_requested") == "auto" and processes == 1 else None)
     card = card or (cards.find(detected) if detected else None)
     if gpu_memory is None:
         gpu_memory = card.memory_gib if gpu else planner.gpu_memory_gib()
     result = planner.plan(settings, about, gpu_memory,
                           cards.scaled_calibration(card, planner.CALIBRATION) if card else None,
-                          tunes_matmuls=card.tunes_matmuls if card else True)
+                          tunes_matmuls=card.tunes_matmuls if card else True, unsloth=unsloth, other=other,
+                          backend_option=backend)
     if card:
         result["gpu"] = {**cards.describe(card), "detected": not gpu}
     elif detected:
