@@ -245,6 +245,41 @@ def test_a_project_gives_its_preset_settings_params_and_tokenizer(cli, tmp_path,
     assert [sample["scores"]["soft_overlong"] for sample in data["samples"]] == [-1.0, 0.0]
 
 
+def test_a_reward_the_project_does_not_list_reads_the_projects_gold_column(cli, tmp_path):
+    """--project gives the rewards config.toml lists their params, the gold answer's column among them (`new
+    --answer-column final`); a gold-reading reward tried that config.toml does not list reads that column too (it
+    read its default 'answer', which the project's samples lack: an assistant's `rewards try --project . accuracy:0`,
+    2026-12-06). Where the listed rewards read several columns, it is asked which."""
+    data = tmp_path / "questions.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {n} x 7?", "final": str(7 * n),
+                                        "answer": f"{n} x 7 = {7 * n}"}) + "\n" for n in range(1, 11)))
+    cli("new", "proj", "--preset", "tiny", "--dataset", str(data), "--prompt-column", "question", "--answer-column",
+        "final", "--reward", "reasoning_accuracy:1", "-o", str(tmp_path))
+    project = tmp_path / "proj"
+    right_and_wrong = ["-c", "</think>42", "-c", "</think>41", "--column", "final=42"]
+    said = ("accuracy is not in config.toml: it reads the gold answers from the column 'final', the one config.toml "
+            "gives reasoning_accuracy (answer_column; --param accuracy.answer_column=COLUMN for another)")
+    data = json.loads(cli("rewards", "try", "--project", ".", "accuracy:0", *right_and_wrong, "--json",
+                          cwd=project).stdout)
+    assert data["rewards"][0]["params"]["answer_column"] == "final"
+    assert [sample["scores"]["accuracy"] for sample in data["samples"]] == [1.0, 0.0]
+    assert data["notes"] == [said]
+    text = cli("rewards", "try", "--project", ".", "accuracy:0", *right_and_wrong, cwd=project).stdout
+    assert "note: " + said in " ".join(text.split())  # the table's console wraps long lines
+    # --param says otherwise: that column, and nothing said
+    given = json.loads(cli("rewards", "try", "--project", ".", "accuracy:0", "--param", "accuracy.answer_column=gold",
+                           "-c", "</think>42", "--column", "gold=42", "--json", cwd=project).stdout)
+    assert given["samples"][0]["scores"]["accuracy"] == 1.0 and given["notes"] == []
+    # two listed rewards, two gold columns: which one is not guessed
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("[grpo]", '[[rewards]]\nname = "cosine_length"\nweight = 0.5\n'
+                                                           'params = { answer_column = "answer" }\n\n[grpo]', 1))
+    refused = cli("rewards", "try", "--project", ".", "accuracy:0", *right_and_wrong, cwd=project, check=False)
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "Error: 'accuracy' is not in config.toml, and its rewards read gold answers from several columns (final "
+        "(reasoning_accuracy), answer (cosine_length)); say which with --param accuracy.answer_column=COLUMN")
+
+
 def test_the_tiny_preset_brings_its_tokenizer():
     code, output = invoke("thinking", "--preset", "tiny", "-c", "Let me see.</think>42", "-c", "no end", "--json")
     assert code == 0, output

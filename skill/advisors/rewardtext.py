@@ -56,6 +56,8 @@ def render_try(result: dict) -> None:
     if result["constant_rewards"] and len(result["samples"]) > 1:
         console.print("[yellow]" + escape(_("same score for every completion (adds nothing to the spread): "
                                             "{names}").format(names=", ".join(result["constant_rewards"]))) + "[/]")
+    for note in result.get("notes", []):
+        console.print(escape(_("note: {note}").format(note=note)))
     for note in result["warnings"]:
         console.print("[yellow]" + escape(_("warning: {note}").format(note=note)) + "[/]")
     for column, values in result["logged"]["extra"].items():

@@ -82,6 +82,7 @@ def try_rewards(specs, samples: list[Sample], *, params_items=(), tokenizer: str
         "constant_rewards": constant,
         "logged": {"extra": log.extra, "metrics": log.metrics},
         "warnings": notes,
+        "notes": run.notes,
     }
 
 
@@ -95,10 +96,11 @@ class _Run:
     config: Any = None  # the loaded project, with --project
     preset: Any = None  # the Preset rewards are built for
     grpo: dict[str, Any] = field(default_factory=dict)  # the project's [grpo], over the preset's
+    notes: list[str] = field(default_factory=list)  # what the project gave the rewards config.toml does not list
 
 
 def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
-    config = None
+    config, notes = None, []
     if project:
         from ..core import project as projects
 
@@ -115,10 +117,43 @@ def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
         preset_item = config.preset
         configured = {choice.name: choice.params for choice in config.rewards}
         params = {name: {**configured.get(name, {}), **given} for name, given in params.items()}
+        notes = _project_gold(config, found, params, [name for name in names if name not in configured])
     else:
         preset_item = None
     grpo = dict(config.grpo) if config is not None and not preset else {}
-    return _Run(chosen, found, params, config, preset_item, grpo)
+    return _Run(chosen, found, params, config, preset_item, grpo, notes)
+
+
+def _project_gold(config, found: dict[str, Reward], params: dict[str, dict], unlisted: list[str]) -> list[str]:
+    """Give each reward tried that config.toml does not list the project's gold-answer column (``answer_column``,
+    as `new --answer-column` set it on the listed rewards that read one), unless --param gave it: the column the
+    project's dataset holds its gold answers in. Returns what to say of it; refuses where the listed rewards read
+    their gold answers from several columns."""
+    from ..scaffold.settings import GOLD_PARAMS
+
+    notes = []
+    for param in GOLD_PARAMS:
+        readers: dict[str, list[str]] = {}  # column: the listed rewards that read it
+        for choice in config.rewards:
+            declared = plugins.get_reward(choice.name).params
+            if param in declared:
+                readers.setdefault(str(choice.params.get(param, declared[param])), []).append(choice.name)
+        for name in unlisted:
+            if param not in found[name].params or param in params[name] or not readers:
+                continue
+            if len(readers) > 1:
+                raise TryError(_("{name!r} is not in config.toml, and its rewards read gold answers from several "
+                                 "columns ({columns}); say which with --param {name}.{param}=COLUMN").format(
+                    name=name, param=param, columns=", ".join(
+                        f"{column} ({', '.join(names)})" for column, names in readers.items())))
+            [(column, names)] = readers.items()
+            if column == str(found[name].params[param]):
+                continue  # its own default: nothing to give or say
+            params[name][param] = column
+            notes.append(_("{name} is not in config.toml: it reads the gold answers from the column {column!r}, "
+                           "the one config.toml gives {rewards} ({param}; --param {name}.{param}=COLUMN for "
+                           "another)").format(name=name, column=column, rewards=", ".join(names), param=param))
+    return notes
 
 
 @dataclass
