@@ -309,6 +309,15 @@ TYPE_CASES = [  # (id, old, new, fact)
      "min_lr_rate"),
     ("scheduler-needs-decay-steps", 'lr_scheduler_type = "constant"', 'lr_scheduler_type = "warmup_stable_decay"',
      "the 'warmup_stable_decay' schedule needs num_decay_steps in lr_scheduler_kwargs"),
+    ("scheduler-polynomial-end-above-lr", 'lr_scheduler_type = "constant"',
+     'lr_scheduler_type = "polynomial"\nlr_scheduler_kwargs = { lr_end = 0.01 }',
+     "grpo.lr_scheduler_kwargs: lr_end = 0.01 must be below learning_rate (0.005): the 'polynomial' schedule decays "
+     "from learning_rate to lr_end, and transformers refuses it at the first step; lower lr_end"),
+    ("scheduler-polynomial-default-end", 'learning_rate = 0.005\nlr_scheduler_type = "constant"',
+     'learning_rate = 1e-7\nlr_scheduler_type = "polynomial"',
+     "grpo.lr_scheduler_type: the 'polynomial' schedule decays from learning_rate to lr_end, 1e-07 by default, which "
+     "must be below learning_rate (1e-07) (transformers refuses it at the first step); set a lower one, e.g. "
+     "lr_scheduler_kwargs = { lr_end = 1e-08 }"),
     ("accelerator-config-typo", "seed = 42", "seed = 42\naccelerator_config = { split_batchez = false }",
      "grpo.accelerator_config: has no key 'split_batchez'; did you mean 'split_batches'?"),
     ("accelerator-config-string-bool", "seed = 42", 'seed = 42\naccelerator_config = { even_batches = "false" }',
@@ -321,11 +330,26 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("continuous-batching-config-alone", "seed = 42",
      "seed = 42\ntransformers_continuous_batching_config = { block_size = 32 }",
      "grpo.transformers_continuous_batching_config: is read only with use_transformers_continuous_batching = true"),
+    ("continuous-batching-scheduler-typo", "seed = 42", "seed = 42\nuse_transformers_continuous_batching = true\n"
+     'transformers_continuous_batching_config = { scheduler_type = "prefil_first" }',
+     'grpo.transformers_continuous_batching_config: scheduler_type = "prefil_first" is none of fifo, prefill_first; '
+     "did you mean 'prefill_first'?"),
+    ("continuous-batching-compile-mode-typo", "seed = 42", "seed = 42\nuse_transformers_continuous_batching = true\n"
+     'transformers_continuous_batching_config = { decode_compile_config = { mode = "max_autotune" } }',
+     'grpo.transformers_continuous_batching_config: decode_compile_config.mode = "max_autotune" is none of default, '
+     "lite, reduce-overhead, max-autotune-no-cudagraphs, max-autotune; did you mean 'max-autotune'?"),
+    ("continuous-batching-compile-key-typo", "seed = 42", "seed = 42\nuse_transformers_continuous_batching = true\n"
+     "transformers_continuous_batching_config = { varlen_compile_config = { fulgraph = true } }",
+     "grpo.transformers_continuous_batching_config: has no key 'varlen_compile_config.fulgraph'; did you mean "
+     "'fullgraph'?"),
     ("fsdp-in-grpo", "seed = 42", 'seed = 42\nfsdp = "full_shard"',
      "grpo.fsdp: train.py shards the model through accelerate's config, which it reads before the model loads; "
      "remove it and run accelerate launch --config_file accelerate/fsdp.yaml train.py"),
     ("ddp-backend-one-process", "seed = 42", 'seed = 42\nddp_backend = "gloo"',
      "grpo.ddp_backend: applies only to a launch of several processes (accelerate launch)"),
+    ("deepspeed-in-grpo", "seed = 42", "seed = 42\ndeepspeed = { zero_optimization = { stage = 2 } }",
+     "grpo.deepspeed: train.py runs DeepSpeed through accelerate's config, which it reads before the model loads; "
+     "remove it and run accelerate launch --config_file accelerate/zero2.yaml train.py"),
     ("compile-mode-typo", "seed = 42", 'seed = 42\ntorch_compile_mode = "max_autotune"',
      'did you mean "max-autotune"?'),
     ("compile-backend-typo", "seed = 42", 'seed = 42\ntorch_compile_backend = "inductr"',
@@ -376,6 +400,20 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
     Case("config-compile-decoding-dynamic-cache", "grpo.cache_implementation: compile_decoding decodes with a static "
          "KV cache", edits=(("load_in_4bit = false", "load_in_4bit = false\ncompile_decoding = true"),
                             ("seed = 42", 'seed = 42\ncache_implementation = "dynamic"'))),
+    Case("config-deepspeed-file-on-a-launch", "grpo.deepspeed: train.py runs DeepSpeed through accelerate's config",
+         args=("check", "{project}", "--gpus", "2"), edits=edit("seed = 42", 'seed = 42\ndeepspeed = "ds.json"'),
+         files={"proj/ds.json": '{"zero_optimization": {"stage": 3}}'}),
+    # transformers opens a relative path from the folder train.py runs in (here the case folder, which has one)
+    Case("config-accelerator-config-path-missing", "grpo.accelerator_config: no file {project}/accel.json (a path in "
+         "config.toml is read from the project folder); point it at accelerate's JSON file",
+         edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'),
+         files={"accel.json": '{"split_batches": false}'}),
+    Case("config-accelerator-config-file-typo", "grpo.accelerator_config: has no key 'split_batchez'; did you mean "
+         "'split_batches'?", edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'),
+         files={"proj/accel.json": '{"split_batchez": false}'}),
+    Case("config-accelerator-config-file-not-json", "grpo.accelerator_config: {project}/accel.json is not a JSON "
+         "object (a JSON list, not an object); fix the file",
+         edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'), files={"proj/accel.json": "[]"}),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]
@@ -650,6 +688,9 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
     Case("train-eval-strategy", "grpo.eval_strategy: train.py trains without an eval dataset", mode="load",
          edits=edit("seed = 42", 'seed = 42\neval_strategy = "epoch"')),
     Case("train-broken-rewards-py", "rewards.py:1: ZeroDivisionError", mode="load", files=rewards_py("1 / 0\n")),
+    Case("train-accelerator-config-path-missing", "grpo.accelerator_config: no file {project}/accel.json", mode="load",
+         edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'),
+         files={"accel.json": '{"split_batches": false}'}),
     Case("train-reward-factory-raises", "reward 'no_repetition' (plugin proj/rewards.py) could not be built: "
          "proj/rewards.py:5: KeyError: 'missing'; check its params", mode="build",
          edits=edit('name = "thinking"', 'name = "no_repetition"'),
@@ -673,6 +714,10 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          "folder", mode="script", args=("train.py", "--output-dir", ".")),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
+    # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded
+    Case("script-train-tf32-without-gpu", "grpo.tf32: needs an Ampere or newer NVIDIA GPU (compute capability 8.0 or "
+         "more), which this machine does not have; remove it to train here", mode="script", args=("train.py",),
+         edits=edit("seed = 42", "seed = 42\ntf32 = true")),
     Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
     Case("script-evaluate-prompts", "--prompts must be at least 1", code=2, mode="script",
          args=("evaluate.py", "--prompts", "0")),

@@ -2,6 +2,7 @@
 and nothing heavy on the way."""
 
 import json
+import os
 import sys
 
 import pytest
@@ -21,6 +22,7 @@ def test_the_committed_grpo_fields_are_the_installed_trls():
     assert schema.grpo_fields() == committed["fields"]
     assert grpofields.lr_schedulers() == committed["lr_schedulers"]
     assert {name: grpofields.table_fields(name) for name in committed["tables"]} == committed["tables"]
+    assert {name: grpofields.table_choices(name) for name in committed["table_choices"]} == committed["table_choices"]
 
 
 def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
@@ -164,8 +166,13 @@ def test_a_table_written_as_a_json_string_is_read_as_the_table(cli, tmp_path):
     'lr_scheduler_type = "warmup_stable_decay"\nlr_scheduler_kwargs = { num_decay_steps = 3 }',
     "accelerator_config = '{\"split_batches\": false}'",
     "accelerator_config = { even_batches = false, gradient_accumulation_kwargs = { sync_each_batch = true } }",
+    'lr_scheduler_type = "polynomial"\nlr_scheduler_kwargs = { lr_end = 0.001 }',  # below learning_rate (0.005)
+    'lr_scheduler_type = "polynomial"',  # lr_end 1e-07 by default
     'torch_compile_mode = "max-autotune"',
     "use_transformers_continuous_batching = true\ntransformers_continuous_batching_config = { block_size = 32 }",
+    "use_transformers_continuous_batching = true\ntransformers_continuous_batching_config = { scheduler_type = "
+    '"prefill_first", decode_compile_config = { mode = "max-autotune-no-cudagraphs", fullgraph = true } }',
+    "tf32 = true",  # on a machine without an Ampere GPU too: train.py refuses it there, before the model loads
 ])
 def test_library_settings_that_work_pass_check(cli, tmp_path, lines):
     """The other side of test_bad_input's cases for what [grpo] hands to transformers and accelerate: values
@@ -185,3 +192,81 @@ def test_ddp_backend_is_for_a_launch_of_several_processes(cli, tmp_path):
     config.write_text(config.read_text().replace("seed = 42", 'seed = 42\nddp_backend = "gloo"', 1))
     assert cli("check", "p", "--no-rewards", cwd=tmp_path, check=False).returncode == 1
     assert "OK" in cli("check", "p", "--no-rewards", "--gpus", "2", cwd=tmp_path).stdout
+
+
+def test_continuous_batching_names_are_transformers_own():
+    """scheduler_type takes the names of transformers' scheduler mapping (another is taken as FIFO with a log line),
+    and a compile config, a table here, becomes transformers' CompileConfig."""
+    from transformers.generation import CompileConfig, ContinuousBatchingConfig
+    from transformers.generation.continuous_batching.scheduler import SCHEDULER_MAPPING
+
+    name = "transformers_continuous_batching_config"
+    assert grpofields.table_choices(name)["scheduler_type"] == list(SCHEDULER_MAPPING)
+    assert grpofields.table_fields(name)["decode_compile_config"] == ["dict", "null"]
+    built = ContinuousBatchingConfig(scheduler_type="prefill_first", decode_compile_config={"mode": "max-autotune"})
+    assert isinstance(built.decode_compile_config, CompileConfig)
+
+
+def test_an_accelerator_config_file_is_read_from_the_project_folder(cli, tmp_path):
+    """A path in accelerator_config is the project folder's, for check and train.py alike (transformers alone would
+    open it from the folder train.py runs in): the project reads it as the table it holds and hands that on."""
+    from trl import GRPOConfig
+
+    from grpo_skill.core import project as projects
+
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    config.write_text(config.read_text().replace("seed = 42", 'seed = 42\naccelerator_config = "accel.json"', 1))
+    (tmp_path / "p" / "accel.json").write_text('{"even_batches": false}')
+    assert "OK" in cli("check", "p", "--no-rewards", cwd=tmp_path).stdout  # run from outside the project
+    loaded = projects.load(tmp_path / "p", rewards=False)
+    assert loaded.grpo["accelerator_config"] == {"even_batches": False}
+    assert GRPOConfig(output_dir=None, use_cpu=True, bf16=False, report_to=[],
+                      accelerator_config=loaded.grpo["accelerator_config"]).accelerator_config.even_batches is False
+
+
+def test_tf32_is_refused_by_train_py_on_a_machine_without_it(tmp_path):
+    """tf32 = true passes check anywhere (test_library_settings_that_work_pass_check); train.py's decisions for the
+    machine refuse it before the model loads where GRPOConfig would refuse it after (without an Ampere or newer CUDA
+    GPU), and loading the model for evaluate.py does not ask."""
+    from grpo_skill import generator
+    from grpo_skill.core import project as projects
+    from grpo_skill.runtime import decoding
+
+    generator.render("p", tmp_path, preset_name="tiny")
+    config = tmp_path / "p" / "config.toml"
+    config.write_text(config.read_text().replace("seed = 42", "seed = 42\ntf32 = true", 1))
+    loaded = projects.load(config, rewards=False)
+    with pytest.raises(projects.ConfigError, match="grpo.tf32: needs an Ampere or newer NVIDIA GPU"):
+        decoding.choose(loaded, "trl", cuda=False)
+    assert decoding.held_4bit(loaded, "trl", cuda=False) is False
+    del loaded.grpo["tf32"]
+    assert decoding.choose(loaded, "trl", cuda=False).load_in_4bit is False
+
+
+def test_tf32_on_a_cuda_machine_asks_nvidia_smi_which_gpus_it_has(tmp_path, monkeypatch):
+    """On a CUDA machine the tf32 refusal reads each GPU's compute capability from nvidia-smi (before the run binds
+    its GPU, where torch would start CUDA on the first one): a pre-Ampere card among them is refused, Ampere or
+    newer ones pass."""
+    import torch
+
+    from grpo_skill import generator
+    from grpo_skill.core import project as projects
+    from grpo_skill.runtime import decoding
+
+    generator.render("p", tmp_path, preset_name="tiny")
+    config = tmp_path / "p" / "config.toml"
+    config.write_text(config.read_text().replace("seed = 42", "seed = 42\ntf32 = true", 1))
+    loaded = projects.load(config, rewards=False)
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")  # a CUDA build of torch, as on the GPU machine
+    for capabilities, refused in (("8.0\n9.0", False), ("7.5\n8.6", True)):
+        fake.write_text(f"#!/bin/sh\nprintf '{capabilities}\\n'\n")
+        fake.chmod(0o755)
+        if refused:
+            with pytest.raises(projects.ConfigError, match="grpo.tf32: needs an Ampere or newer NVIDIA GPU"):
+                decoding.refuse_what_this_machine_lacks(loaded, cuda=True)
+        else:
+            decoding.refuse_what_this_machine_lacks(loaded, cuda=True)

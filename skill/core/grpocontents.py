@@ -8,7 +8,7 @@ imported here.
 
 from __future__ import annotations
 
-from .grpofields import grpo_fields, grpo_value, lr_schedulers, table_fields
+from .grpofields import grpo_fields, grpo_value, lr_schedulers, table_choices, table_fields, table_names
 from .i18n import _
 from .schemamessages import suggest
 from .tomlsource import Source, toml_value
@@ -20,7 +20,7 @@ EVALUATION_ONLY_DEBUG = ("tpu_metrics_debug",)
 def check_contents(grpo: dict, source: Source, processes: int) -> None:
     _check_debug(grpo, source)
     _check_scheduler_kwargs(grpo, source)
-    _check_accelerator_config(grpo, source)
+    check_accelerator_config(grpo, source)
     _check_continuous_batching(grpo, source)
     _check_sharding(grpo, source, processes)
 
@@ -68,9 +68,27 @@ def _check_scheduler_kwargs(grpo: dict, source: Source) -> None:
         raise source.error(where, _(
             "the {kind!r} schedule needs exactly one of min_lr (a learning rate) or min_lr_rate (a share of "
             "learning_rate), e.g. lr_scheduler_kwargs = {{ min_lr_rate = 0.1 }}").format(kind=kind))
+    learning_rate = grpo_value(grpo, "learning_rate")
+    for key, default in scheduler.get("below_lr", {}).items():
+        value = given.get(key, default)
+        if not (_KINDS["float"](value) and _KINDS["float"](learning_rate)) or value < learning_rate:
+            continue
+        if key in given:
+            raise source.error(("grpo", "lr_scheduler_kwargs"), _(
+                "{key} = {value} must be below learning_rate ({lr}): the {kind!r} schedule decays from learning_rate "
+                "to {key}, and transformers refuses it at the first step; lower {key}").format(
+                key=key, value=toml_value(value), lr=toml_value(learning_rate), kind=kind))
+        raise source.error(where, _(
+            "the {kind!r} schedule decays from learning_rate to {key}, {value} by default, which must be below "
+            "learning_rate ({lr}) (transformers refuses it at the first step); set a lower one, e.g. "
+            "lr_scheduler_kwargs = {{ {key} = {lower} }}").format(
+            kind=kind, key=key, value=toml_value(value), lr=toml_value(learning_rate),
+            lower=toml_value(learning_rate / 10)))
 
 
-def _check_accelerator_config(grpo: dict, source: Source) -> None:
+def check_accelerator_config(grpo: dict, source: Source) -> None:
+    """accelerator_config written as a table (``project.load`` reads one written as the path of accelerate's JSON
+    file, from the project folder, and checks the table it holds here)."""
     given = grpo.get("accelerator_config")
     if not isinstance(given, dict):
         return  # a str is a path to accelerate's JSON file (a JSON object string is read as a table before this)
@@ -81,7 +99,6 @@ def _check_accelerator_config(grpo: dict, source: Source) -> None:
             "remove it"))
     accumulation = given.get("gradient_accumulation_kwargs")
     if isinstance(accumulation, dict):
-        _check_table(accumulation, "accelerator_config.gradient_accumulation_kwargs", source)
         if "num_steps" in accumulation:
             raise source.error(("grpo", "accelerator_config"), _(
                 "gradient_accumulation_kwargs.num_steps would replace grpo.gradient_accumulation_steps after TRL has "
@@ -105,6 +122,14 @@ def _check_sharding(grpo: dict, source: Source, processes: int) -> None:
             raise source.error(("grpo", key), _(
                 "train.py shards the model through accelerate's config, which it reads before the model loads; "
                 "remove it and run accelerate launch --config_file accelerate/fsdp.yaml train.py"))
+    # GRPOConfig would turn DeepSpeed on after the model has loaded (and on one process fail at the first step),
+    # past train.py's decisions on ZeRO-3, which read accelerate's launch before the model loads (4-bit weights, the
+    # generation path)
+    if grpo.get("deepspeed"):
+        raise source.error(("grpo", "deepspeed"), _(
+            "train.py runs DeepSpeed through accelerate's config, which it reads before the model loads; remove it "
+            "and run accelerate launch --config_file accelerate/zero2.yaml train.py (zero_stage in that file sets the "
+            "stage)"))
     if "ddp_backend" in grpo and processes == 1:
         raise source.error(("grpo", "ddp_backend"), _(
             "applies only to a launch of several processes (accelerate launch), and on one process transformers "
@@ -114,7 +139,7 @@ def _check_sharding(grpo: dict, source: Source, processes: int) -> None:
 def _check_table(given: dict, name: str, source: Source) -> None:
     """Keys a library's settings table does not have, and values of the wrong type (accelerate reads a string
     "false" as true)."""
-    fields = table_fields(name)
+    fields, choices = table_fields(name), table_choices(name)
     key_of_grpo, _dot, inner = name.partition(".")
     prefix = f"{inner}." if inner else ""
     for key, value in given.items():
@@ -125,6 +150,14 @@ def _check_table(given: dict, name: str, source: Source) -> None:
             raise source.error(("grpo", key_of_grpo), _("{key} = {value} must be {kinds}").format(
                 key=prefix + key, value=toml_value(value),
                 kinds=_(" or ").join(kind for kind in fields[key] if kind != "null")))
+        if key in choices and value not in choices[key]:  # transformers would fall back to a default, or raise late
+            close = suggest(value, choices[key])
+            raise source.error(("grpo", key_of_grpo), (_(
+                "{key} = {value} is none of {choices}; did you mean {close!r}?") if close else _(
+                "{key} = {value} is none of {choices}")).format(
+                key=prefix + key, value=toml_value(value), choices=", ".join(choices[key]), close=close))
+        if isinstance(value, dict) and f"{name}.{key}" in table_names():
+            _check_table(value, f"{name}.{key}", source)
 
 
 _KINDS = {"bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),

@@ -119,10 +119,16 @@ def _compile_choices() -> dict[str, list[str]]:
 _SCHEDULER_OWN_ARGS = {"optimizer", "num_warmup_steps", "num_training_steps", "last_epoch"}
 
 
+# A schedule function's check that one of its arguments stays below the optimizer's learning rate (polynomial:
+# "if not (lr_init > lr_end): raise ValueError(...)"), which it makes at the first training step
+_BELOW_LR = re.compile(r"if not \(lr_init > (\w+)\)")
+
+
 def _lr_schedulers() -> dict[str, dict]:
     """What each lr_scheduler_type does with lr_scheduler_kwargs, read from transformers' get_scheduler: the keyword
-    arguments its function takes and needs, or that it drops them. A key it does not take raises a TypeError at the
-    first training step."""
+    arguments its function takes and needs, or that it drops them; and the arguments it refuses at or above
+    learning_rate, with their defaults ("below_lr"). transformers raises on either only at the first training
+    step."""
     import inspect
 
     from transformers import optimization
@@ -140,6 +146,9 @@ def _lr_schedulers() -> dict[str, dict]:
         parameters = [p for p in inspect.signature(function).parameters.values() if p.name not in _SCHEDULER_OWN_ARGS]
         schedulers[kind.value] = {"takes": [p.name for p in parameters],
                                   "needs": [p.name for p in parameters if p.default is inspect.Parameter.empty]}
+        below = {p.name: p.default for p in parameters if p.name in _BELOW_LR.findall(inspect.getsource(function))}
+        if below:
+            schedulers[kind.value]["below_lr"] = below
     return schedulers
 
 
@@ -148,16 +157,53 @@ def _dataclass_fields(cls) -> dict[str, list[str]]:
     return {spec.name: _describe_type(hints[spec.name])[0] for spec in dataclasses.fields(cls) if spec.init}
 
 
-def _table_fields() -> dict[str, dict[str, list[str]]]:
-    """The keys (and their types) of the [grpo] values that are tables of a library's settings: a key they do not
-    know raises a TypeError at GRPOConfig (after the model has loaded) or GRPOTrainer init."""
+def _dataclass_tables(name: str, cls) -> dict[str, type]:
+    """``name`` -> ``cls``, and ``name.field`` -> the settings class of each field that takes one, which ``cls``
+    builds from a dict (ContinuousBatchingConfig its varlen_compile_config and decode_compile_config)."""
+    hints = typing.get_type_hints(cls)
+    tables = {name: cls}
+    for spec in dataclasses.fields(cls):
+        inner = [member for member in typing.get_args(hints[spec.name]) or (hints[spec.name],)
+                 if isinstance(member, type) and dataclasses.is_dataclass(member)]
+        if spec.init and inner:
+            tables.update(_dataclass_tables(f"{name}.{spec.name}", inner[0]))
+    return tables
+
+
+def _settings_tables() -> dict[str, type]:
+    """The [grpo] values that are tables of a library's settings, and the class each becomes."""
     from accelerate.utils import GradientAccumulationPlugin
     from transformers.generation.configuration_utils import ContinuousBatchingConfig
     from transformers.trainer_pt_utils import AcceleratorConfig
 
-    return {"accelerator_config": _dataclass_fields(AcceleratorConfig),
-            "accelerator_config.gradient_accumulation_kwargs": _dataclass_fields(GradientAccumulationPlugin),
-            "transformers_continuous_batching_config": _dataclass_fields(ContinuousBatchingConfig)}
+    return {"accelerator_config": AcceleratorConfig,
+            "accelerator_config.gradient_accumulation_kwargs": GradientAccumulationPlugin,
+            **_dataclass_tables("transformers_continuous_batching_config", ContinuousBatchingConfig)}
+
+
+def _table_fields() -> dict[str, dict[str, list[str]]]:
+    """The keys (and their types) of the [grpo] values that are tables of a library's settings: a key they do not
+    know raises a TypeError at GRPOConfig (after the model has loaded) or GRPOTrainer init. A key that takes a
+    table of its own (``name.key`` here) takes a dict."""
+    tables = _settings_tables()
+    fields = {name: _dataclass_fields(cls) for name, cls in tables.items()}
+    for name in tables:
+        table, _dot, key = name.rpartition(".")
+        if table in fields:
+            fields[table][key] = ["dict", *(["null"] if "null" in fields[table][key] else [])]
+    return fields
+
+
+def _table_choices() -> dict[str, dict[str, list[str]]]:
+    """The names a settings table's str keys take: ContinuousBatchingConfig's scheduler_type (transformers takes
+    another as FIFO, with only a log line) and its compile configs' mode (torch.compile's modes)."""
+    import torch._inductor
+    from transformers.generation.configuration_utils import CompileConfig, ContinuousBatchingConfig
+    from transformers.generation.continuous_batching.scheduler import SCHEDULER_MAPPING
+
+    by_class = {ContinuousBatchingConfig: {"scheduler_type": list(SCHEDULER_MAPPING)},
+                CompileConfig: {"mode": list(torch._inductor.list_mode_options())}}
+    return {name: by_class[cls] for name, cls in _settings_tables().items() if cls in by_class}
 
 
 def _item_choices(annotation) -> list[str] | None:
@@ -205,7 +251,7 @@ def derive_grpo_fields() -> dict:
             entry["item_choices"] = item_choices
         fields[spec.name] = entry
     return {"trl": importlib.metadata.version("trl"), "fields": fields, "lr_schedulers": _lr_schedulers(),
-            "tables": _table_fields()}
+            "tables": _table_fields(), "table_choices": _table_choices()}
 
 
 def grpo_fields_json(derived: dict) -> str:
@@ -216,7 +262,7 @@ def grpo_fields_json(derived: dict) -> str:
         return f'"{name}": {{\n' + ",\n".join(lines) + "\n}"
 
     return ('{\n"trl": ' + json.dumps(derived["trl"]) + ",\n"
-            + ",\n".join(block(name) for name in ("fields", "lr_schedulers", "tables")) + "}\n")
+            + ",\n".join(block(name) for name in ("fields", "lr_schedulers", "tables", "table_choices")) + "}\n")
 
 
 def grpo_fields() -> dict[str, dict]:
@@ -224,13 +270,24 @@ def grpo_fields() -> dict[str, dict]:
 
 
 def lr_schedulers() -> dict[str, dict]:
-    """lr_scheduler_type -> {"takes": [...], "needs": [...]} or {"drops_kwargs": true}."""
+    """lr_scheduler_type -> {"takes": [...], "needs": [...], "below_lr": {key: default}?} or {"drops_kwargs": true}."""
     return _grpo_data()["lr_schedulers"]
 
 
 def table_fields(name: str) -> dict[str, list[str]]:
     """The keys of a library's settings table ("accelerator_config", ...) with their type names."""
     return _grpo_data()["tables"][name]
+
+
+def table_names() -> list[str]:
+    """The settings tables: "accelerator_config", and "accelerator_config.gradient_accumulation_kwargs" for a
+    table inside one."""
+    return list(_grpo_data()["tables"])
+
+
+def table_choices(name: str) -> dict[str, list[str]]:
+    """The names a settings table's str keys take, where the library names them (scheduler_type, ...)."""
+    return _grpo_data()["table_choices"].get(name, {})
 
 
 def trl_version() -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import launch, plugins, schema
+from . import grpocontents, launch, plugins, schema
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
 from .errors import shown_path
 from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
@@ -165,6 +165,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         grpo=data["grpo"], sft=data["sft"], source=source,
     )
     check_output_dirs(config)
+    read_accelerator_config(config)
     check_installed(config)
     declared = _project_rewards(config, run=rewards)
     check_registry(config, declared)
@@ -218,6 +219,35 @@ def check_output_dirs(config: ProjectConfig) -> None:
             raise config.error(loc, _("= {value}: is the project folder or a folder above it, where a run would write over "
                                       "the project's own files (README.md); use a folder inside it, like \"outputs\"").format(
                 value=schema.toml_value(value)))
+
+
+# ---- [grpo] settings in a file -------------------------------------------------------------------------------
+
+def read_accelerator_config(config: ProjectConfig) -> None:
+    """grpo.accelerator_config given as the path of accelerate's JSON file: read from the project folder, like every
+    path in config.toml (transformers would open it from the folder train.py runs in, after the model has loaded),
+    checked as the table it holds, and handed on as that table, so that train.py runs on what was checked."""
+    value = config.grpo.get("accelerator_config")
+    if not isinstance(value, str):
+        return  # a table (a JSON object string is read as one by the schema)
+    loc = ("grpo", "accelerator_config")
+    file = config.project_dir / Path(value).expanduser()
+    if not file.is_file():
+        raise config.error(loc, _("no file {path} (a path in config.toml is read from the project folder); point it "
+                                  "at accelerate's JSON file, or write the settings as a table, e.g. "
+                                  "accelerator_config = {{ even_batches = false }}").format(path=file))
+    try:
+        table = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as error:  # UnicodeDecodeError is a ValueError
+        table, reason = None, str(error)
+    else:
+        reason = _("a JSON {kind}, not an object").format(kind=type(table).__name__)
+    if not isinstance(table, dict):
+        raise config.error(loc, _("{path} is not a JSON object ({reason}); fix the file, or write the settings as a "
+                                  "table, e.g. accelerator_config = {{ even_batches = false }}").format(
+            path=file, reason=reason))
+    config.grpo["accelerator_config"] = table
+    grpocontents.check_accelerator_config(config.grpo, config.source or Source(config.path))
 
 
 # ---- [grpo] settings that need packages --------------------------------------------------------------------

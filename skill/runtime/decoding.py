@@ -53,7 +53,9 @@ class Generation:
 def choose(config, backend: str, cuda: bool) -> Generation:
     """``[model] generation`` made concrete for this machine, and with it ``load_in_4bit = "auto"``. ``backend`` is
     what ``machine.choose_backend`` took; "auto" takes the fast path (training with TRL) on a CUDA GPU where
-    `grpo-skill plan` says it fits."""
+    `grpo-skill plan` says it fits. Before the model loads, it also refuses [grpo] values this machine cannot train
+    with (``refuse_what_this_machine_lacks``)."""
+    refuse_what_this_machine_lacks(config, cuda)
     planned = _Planned(config)
     backend, fast, why, micro_batches = _path(config, backend, cuda, planned)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
@@ -62,6 +64,53 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     compile_mode, compile_why = _compile_mode(config, fast, cuda, planned, load_in_4bit, micro_batches)
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
                       micro_batches, compile_mode, compile_why)
+
+
+def held_4bit(config, backend: str, cuda: bool) -> bool:
+    """``[model] load_in_4bit`` as ``choose`` resolves it, for a script that loads the model without training it
+    (evaluate.py, sft.py, the probe): nothing else of the run is decided or refused."""
+    backend, fast, _why, _micro_batches = _path(config, backend, cuda, _Planned(config))
+    return _weights(config.model, backend, fast, cuda)[0]
+
+
+def refuse_what_this_machine_lacks(config, cuda: bool) -> None:
+    """[grpo] values that `grpo-skill check` takes (a config may be written on a laptop for a GPU machine) and that
+    GRPOConfig refuses on this machine only after the model has loaded: ``tf32 = true`` without an Ampere or newer
+    CUDA GPU (transformers: "--tf32 requires Ampere or a newer GPU arch")."""
+    if config.grpo.get("tf32") and not (cuda and _has_tf32()):
+        raise config.error(("grpo", "tf32"), _(
+            "needs an Ampere or newer NVIDIA GPU (compute capability 8.0 or more), which this machine does not have; "
+            "remove it to train here"))
+
+
+def _has_tf32() -> bool:
+    """transformers' is_torch_tf32_available on CUDA, without importing transformers (unsloth must come first): a
+    CUDA build of torch (not ROCm) and GPUs of compute capability 8 or more. Asked of nvidia-smi where it answers,
+    like the GPU's memory (planning.gpu_memory_gib): torch would start CUDA before distributed.bind_device has given
+    this process its own GPU."""
+    import torch
+
+    if torch.version.cuda is None:
+        return False
+    majors = _compute_capability_majors()
+    if majors:
+        return min(majors) >= 8
+    return torch.cuda.get_device_capability(distributed.local_rank() % torch.cuda.device_count())[0] >= 8
+
+
+def _compute_capability_majors() -> list[int]:
+    """Each GPU's compute capability major from nvidia-smi ("8.0" -> 8); empty where it cannot say."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20)
+        return [int(line.split(".")[0]) for line in done.stdout.split()] if done.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return []
 
 
 def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,

@@ -64,7 +64,7 @@ def load(config: ProjectConfig, backend: str, tokenizer=None, load_in_4bit: bool
         elif load_in_4bit == "auto":
             from . import decoding
 
-            load_in_4bit = decoding.choose(config, backend, machine.cuda_available()).load_in_4bit
+            load_in_4bit = decoding.held_4bit(config, backend, machine.cuda_available())
     if backend == "unsloth":
         if "unsloth" not in sys.modules and "transformers" in sys.modules:
             print(_("warning: unsloth was imported after transformers, so it cannot patch it fully; import unsloth "
