@@ -335,7 +335,12 @@ GENERATION += [
     Contender("generated default, a 2000-step run, compiled training", "thinking", "generated", "auto", "the "
               "thinking default as a 2000-step run with the model's forward compiled for scoring and training",
               preset_speed=True, run_steps=2000, ablate=("compile_training",), warmup_cycles=2, measure_cycles=1,
-              guess_s_per_step=3.5, fixed_s=400)
+              guess_s_per_step=3.5, fixed_s=400),
+    # The same fusions for less compilation: one graph for the 36 decoder layers, not one for the whole model
+    Contender("generated default, a 2000-step run, compiled layers", "thinking", "generated", "auto", "the "
+              "thinking default as a 2000-step run with each decoder layer of the policy compiled in place (regional "
+              "compilation) for scoring and training", preset_speed=True, run_steps=2000, ablate=("compile_layers",),
+              warmup_cycles=2, measure_cycles=1, guess_s_per_step=3.5, fixed_s=250),
 ]
 
 SUITES = {"default": DEFAULT, "overhead": OVERHEAD, "levers": LEVERS, "training": TRAINING,
@@ -355,6 +360,8 @@ DRY = [
               "training-phase ablations", ablate=("score_whole_generation", "cudnn_attention"), preset_speed=True),
     Contender("generated trl, compiled training", "standard", "generated", "trl", "the compile_training ablation",
               ablate=("compile_training",), preset_speed=True),
+    Contender("generated trl, compiled layers", "standard", "generated", "trl", "the compile_layers ablation",
+              ablate=("compile_layers",), preset_speed=True),
     Contender("plain trl", "standard", "plain trl", "trl", "plain TRL"),
     Contender("generated trl", "thinking", "generated", "trl", "the thinking case"),
 ]
