@@ -283,3 +283,23 @@ def test_the_shipped_accelerate_configs_are_what_accelerate_reads(project, name,
 def test_the_command_to_resume_is_the_launch_as_the_user_typed_it(parent, expected):
     command = distributed.launch_command(["train.py", "--max-steps", "9", "--resume"], parent)
     assert (" ".join(command) if command else None) == (expected and f"{expected} --max-steps 9 --resume")
+
+
+def test_zero3_given_in_a_deepspeed_json_counts_as_sharded_weights(tmp_path, monkeypatch):
+    """An accelerate config that names a DeepSpeed JSON (deepspeed_config_file) carries the ZeRO stage in that file,
+    not in zero_stage: train.py's pre-load decisions (16-bit weights, no fast-path copy) must see ZeRO-3 there too,
+    and ZeRO-2 (or no stage: accelerate's default, 2) must not count."""
+    for name in ("ACCELERATE_USE_FSDP", "ACCELERATE_DEEPSPEED_ZERO_STAGE", "ACCELERATE_DEEPSPEED_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    assert distributed.shards_weights() is False  # accelerate's default stage, 2
+    stage_file = tmp_path / "ds.json"
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_CONFIG_FILE", str(stage_file))
+    for stage, sharded in ((3, True), (2, False)):
+        stage_file.write_text(json.dumps({"zero_optimization": {"stage": stage}, "train_batch_size": "auto"}))
+        assert distributed.shards_weights() is sharded
+    monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")  # accelerate's own zero_stage
+    monkeypatch.delenv("ACCELERATE_DEEPSPEED_CONFIG_FILE")
+    assert distributed.shards_weights() is True
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "false")
+    assert distributed.shards_weights() is False

@@ -48,11 +48,29 @@ def _read_indexed_cpu_tensors() -> None:
 
 
 def shards_weights() -> bool:
-    """Launched with FSDP or DeepSpeed ZeRO-3 (accelerate passes its config file on in these variables)."""
+    """Launched with FSDP or DeepSpeed ZeRO-3 (accelerate passes its config file on in these variables; the ZeRO stage
+    either as zero_stage or inside the DeepSpeed JSON that deepspeed_config_file names)."""
     fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
-    zero3 = (os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
-             and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3")
-    return fsdp or zero3
+    deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+    return fsdp or (deepspeed and deepspeed_stage() == 3)
+
+
+def deepspeed_stage() -> int | None:
+    """The ZeRO stage of a DeepSpeed launch: accelerate's zero_stage, else the stage in the JSON its
+    deepspeed_config_file names (accelerate reads it so), else accelerate's default, 2."""
+    stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
+    file = os.environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE", "none")
+    if stage is None and file != "none":
+        import json
+
+        try:
+            stage = json.loads(Path(file).read_text(encoding="utf-8"))["zero_optimization"]["stage"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # accelerate refuses such a file itself, before training
+    try:
+        return int(stage) if stage is not None else 2
+    except ValueError:
+        return None
 
 
 def trainer_settings(cuda: bool) -> dict:
