@@ -318,6 +318,9 @@ TYPE_CASES = [  # (id, old, new, fact)
      "grpo.lr_scheduler_type: the 'polynomial' schedule decays from learning_rate to lr_end, 1e-07 by default, which "
      "must be below learning_rate (1e-07) (transformers refuses it at the first step); set a lower one, e.g. "
      "lr_scheduler_kwargs = { lr_end = 1e-08 }"),
+    ("scheduler-decay-type-typo", 'lr_scheduler_type = "constant"',
+     'lr_scheduler_type = "warmup_stable_decay"\nlr_scheduler_kwargs = { num_decay_steps = 3, decay_type = "1_sqrt" }',
+     "grpo.lr_scheduler_kwargs: decay_type = \"1_sqrt\" is none of linear, cosine, 1-sqrt; did you mean '1-sqrt'?"),
     ("accelerator-config-typo", "seed = 42", "seed = 42\naccelerator_config = { split_batchez = false }",
      "grpo.accelerator_config: has no key 'split_batchez'; did you mean 'split_batches'?"),
     ("accelerator-config-string-bool", "seed = 42", 'seed = 42\naccelerator_config = { even_batches = "false" }',

@@ -164,6 +164,7 @@ def test_a_table_written_as_a_json_string_is_read_as_the_table(cli, tmp_path):
     'lr_scheduler_type = "cosine"\nlr_scheduler_kwargs = { num_cycles = 2 }',
     'lr_scheduler_type = "cosine_with_min_lr"\nlr_scheduler_kwargs = { min_lr_rate = 0.1 }',
     'lr_scheduler_type = "warmup_stable_decay"\nlr_scheduler_kwargs = { num_decay_steps = 3 }',
+    'lr_scheduler_type = "warmup_stable_decay"\nlr_scheduler_kwargs = { num_decay_steps = 3, decay_type = "1-sqrt" }',
     "accelerator_config = '{\"split_batches\": false}'",
     "accelerator_config = { even_batches = false, gradient_accumulation_kwargs = { sync_each_batch = true } }",
     'lr_scheduler_type = "polynomial"\nlr_scheduler_kwargs = { lr_end = 0.001 }',  # below learning_rate (0.005)

@@ -58,6 +58,13 @@ def _check_scheduler_kwargs(grpo: dict, source: Source) -> None:
             raise source.error(("grpo", "lr_scheduler_kwargs"), _(
                 "the {kind!r} schedule does not take {key!r} (transformers would raise a TypeError at the first "
                 "step); {known}").format(kind=kind, key=key, known=_known(key, takes)))
+        if key in scheduler.get("choices", {}) and given[key] not in scheduler["choices"][key]:
+            choices = scheduler["choices"][key]
+            close = suggest(str(given[key]), choices)
+            raise source.error(("grpo", "lr_scheduler_kwargs"), (_(
+                "{key} = {value} is none of {choices}; did you mean {close!r}?") if close else _(
+                "{key} = {value} is none of {choices}")).format(
+                key=key, value=toml_value(given[key]), choices=", ".join(choices), close=close))
     where = ("grpo", "lr_scheduler_kwargs" if "lr_scheduler_kwargs" in grpo else "lr_scheduler_type")
     missing = [key for key in scheduler["needs"] if key not in given]
     if missing:

@@ -122,13 +122,16 @@ _SCHEDULER_OWN_ARGS = {"optimizer", "num_warmup_steps", "num_training_steps", "l
 # A schedule function's check that one of its arguments stays below the optimizer's learning rate (polynomial:
 # "if not (lr_init > lr_end): raise ValueError(...)"), which it makes at the first training step
 _BELOW_LR = re.compile(r"if not \(lr_init > (\w+)\)")
+# ... and its check that a named argument is one of a list (warmup_stable_decay: "if warmup_type not in ["linear",
+# "cosine", "1-sqrt"]: raise ValueError(...)"), also made at the first step
+_ONE_OF = re.compile(r"if (\w+) not in \[([^\]]+)\]")
 
 
 def _lr_schedulers() -> dict[str, dict]:
     """What each lr_scheduler_type does with lr_scheduler_kwargs, read from transformers' get_scheduler: the keyword
     arguments its function takes and needs, or that it drops them; and the arguments it refuses at or above
-    learning_rate, with their defaults ("below_lr"). transformers raises on either only at the first training
-    step."""
+    learning_rate, with their defaults ("below_lr"), and the names a str argument takes ("choices"). transformers
+    raises on any of them only at the first training step."""
     import inspect
 
     from transformers import optimization
@@ -146,9 +149,15 @@ def _lr_schedulers() -> dict[str, dict]:
         parameters = [p for p in inspect.signature(function).parameters.values() if p.name not in _SCHEDULER_OWN_ARGS]
         schedulers[kind.value] = {"takes": [p.name for p in parameters],
                                   "needs": [p.name for p in parameters if p.default is inspect.Parameter.empty]}
-        below = {p.name: p.default for p in parameters if p.name in _BELOW_LR.findall(inspect.getsource(function))}
+        code = inspect.getsource(function)
+        below = {p.name: p.default for p in parameters if p.name in _BELOW_LR.findall(code)}
         if below:
             schedulers[kind.value]["below_lr"] = below
+        names = {p.name for p in parameters}
+        choices = {name: re.findall(r"[\"']([^\"']+)[\"']", listed) for name, listed in _ONE_OF.findall(code)
+                   if name in names}
+        if choices:
+            schedulers[kind.value]["choices"] = choices
     return schedulers
 
 
@@ -270,7 +279,8 @@ def grpo_fields() -> dict[str, dict]:
 
 
 def lr_schedulers() -> dict[str, dict]:
-    """lr_scheduler_type -> {"takes": [...], "needs": [...], "below_lr": {key: default}?} or {"drops_kwargs": true}."""
+    """lr_scheduler_type -> {"takes": [...], "needs": [...], "below_lr": {key: default}?, "choices": {key: [...]}?} or
+    {"drops_kwargs": true}."""
     return _grpo_data()["lr_schedulers"]
 
 
