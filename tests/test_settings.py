@@ -169,7 +169,7 @@ def test_plan_scales_its_times_to_the_gpu_named(cli, tmp_path, english):
     same = ("--set", "lora.gradient_checkpointing=true")
     h200 = plan_json(cli, "--preset", "standard", "--gpu", "H200", *same, cwd=tmp_path)  # known memory, as L4's
     l4 = plan_json(cli, "--preset", "standard", "--gpu", "NVIDIA L4", *same, cwd=tmp_path)
-    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 24 and l4["fits"] is not None
+    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 22.5 and l4["fits"] is not None
     # generation is memory-bound (16x less bandwidth than an H200), training compute-bound (8x less bf16)
     assert l4["generation_s_per_cycle"] == pytest.approx(h200["generation_s_per_cycle"] * 4800 / 300, rel=0.02)
     assert 4 < l4["s_per_step"] / h200["s_per_step"] < 16
