@@ -243,6 +243,18 @@ def test_language_reads_plain_chinese_as_chinese_at_any_length():
     assert score("language", ["答案是20 apples"], language="zh") == [pytest.approx(3 / 9)]
 
 
+
+def test_language_leaves_maths_out_of_a_chinese_answer():
+    # LaTeX, a variable and a unit are no English: these right Chinese answers scored 0.33 and 0.77 for zh, so that in
+    # a group where every answer was right, std scaling made the difference a full-size signal against \boxed and x
+    right = [r"先算 3 \times 4 = 12，答案：\boxed{12}个", "设苹果有 x 个，x + 3 = 15，所以 x = 12。答案：12个",
+             "绳子长 $3 \\times 4$ 米，剪去 2cm 后还剩多少？答案：1198cm"]
+    assert score("language", right, language="zh") == [1.0, 1.0, 1.0]
+    # words stay words: English around the maths still counts against Chinese
+    assert score("language", [r"The answer is \boxed{12}, so x = 12.", r"答案是\boxed{12} apples"],
+                 language="zh") == [0.0, pytest.approx(3 / 9)]
+
+
 SEEN_SETTINGS = []
 
 

@@ -176,6 +176,17 @@ SCRIPTS = {"zh": ("CJK",), "ja": ("CJK", "HIRAGANA", "KATAKANA"), "ko": ("HANGUL
 OWN_SCRIPT = {"zh", "ko", "el", "he", "th", "ka", "hy"}  # ja too, once kana shows it is no Chinese
 
 
+# Maths is written in no language: LaTeX (math-mode spans and commands such as \times, \boxed), a lone letter (a
+# variable: x, n) and a unit right after a number (12cm, 3 kg) are left out before a text's language is judged, or a
+# right Chinese answer with a \boxed{} or an x reads as part English
+_MATHS = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+|(?<=\d)\s?[A-Za-z]{1,3}(?![A-Za-z])"
+                    r"|(?<![A-Za-z])[A-Za-z](?![A-Za-z])", re.S)
+
+
+def without_maths(text: str) -> str:
+    return _MATHS.sub(" ", text)
+
+
 def _script(char: str) -> str:
     return unicodedata.name(char, "?").split(" ")[0]
 
@@ -206,6 +217,7 @@ def language_factory(context):
         raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
 
     def share_in_language(*parts: str) -> float | None:
+        parts = tuple(without_maths(part) for part in parts)
         if language in OWN_SCRIPT:  # py3langid reads much plain Chinese as Wu or Cantonese; the script cannot err
             return script_share(" ".join(parts), language)
         chunks = [chunk for part in parts for chunk in _chunks(part)]
