@@ -653,3 +653,16 @@ def test_a_smaller_generation_that_brings_the_run_back_onto_the_fast_path_is_off
     text = cli(*args).stdout
     assert f"one generation for {after} optimizer steps instead of {before}: closer to on-policy" in text
     assert f"generation then takes the fast path (now {planned['generation_path']})" in text
+
+
+def test_plan_says_what_chose_a_generation_path_it_did_not_choose_itself(cli, tmp_path, english):
+    """A preset has no config.toml: where --backend unsloth or compile_decoding takes generation off "auto", plan names
+    that, not "set in config.toml", which no config said."""
+    unsloth = json.loads(cli("plan", "--preset", "standard", "--backend", "unsloth", "--gpu", "H200", "--json",
+                             cwd=tmp_path).stdout)
+    assert (unsloth["generation_path"], unsloth["generation_why"]) == (
+        "unsloth", "the unsloth backend generates with its own")
+    compiled = json.loads(cli("plan", "--preset", "standard", "--set", "model.compile_decoding=true", "--gpu", "H200",
+                              "--json", cwd=tmp_path).stdout)
+    assert (compiled["generation_path"], compiled["generation_why"]) == (
+        "trl compiled", "compile_decoding = true: the policy decodes, compiled")

@@ -317,7 +317,12 @@ def resolve_generation(settings: Settings, gpu_gib: float | None, cuda: bool = T
     it fits only in smaller micro-batches (the same completions and loss in each optimizer step), the fast path in
     those when plan estimates it faster than the backend's own generation; otherwise the backend's own. Without a
     known GPU size, the fast path, with what it needs said."""
-    if settings.generation != "auto":
+    if settings.generation != "auto":  # asked for, or another way of generating asked for (schema's
+        # asks_for_another_generation_path): say which
+        if settings.backend == "unsloth":
+            return settings, _("the unsloth backend generates with its own")
+        if settings.compiled_decoding:
+            return settings, _("compile_decoding = true: the policy decodes, compiled")
         return settings, _("set in config.toml")
     plain = replace(settings, generation="plain")
     if not cuda:
