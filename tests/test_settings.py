@@ -37,6 +37,11 @@ def test_new_writes_exactly_the_settings_given_and_check_passes(cli, tmp_path, d
     assert text.index("max_completion_length = 64") < text.index("[sft]")
     checked = cli("check", "p", "--rewards", cwd=tmp_path)
     assert "OK (preset tiny, rewards accuracy:1, cosine_length:0.5)" in checked.stdout
+    # the same check for a program (an assistant reading it): the rewards with the params they will be built with
+    checked = json.loads(cli("check", "p", "--json", "--gpus", "2", cwd=tmp_path).stdout)
+    assert checked["ok"] is True and checked["config"] == str(tmp_path / "p" / "config.toml")
+    assert (checked["preset"], checked["backend"], checked["processes"]) == ("tiny", "auto", 2)
+    assert checked["rewards"] == config["rewards"] and checked["unchecked"] == []
 
 
 def test_set_writes_into_every_table(cli, tmp_path):

@@ -4,6 +4,7 @@ without loading a model."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -128,7 +129,10 @@ def update(project, dry_run, as_json):
 @click.option("--gpus", type=click.IntRange(min=1), metavar="N",
               help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
                       "batch counts every process.  [default: WORLD_SIZE, else 1]"))
-def check(project, run_rewards, gpus):
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
+                                                         "line on stderr and exit status 1)."))
+def check(project, run_rewards, gpus, as_json):
+    from ..core import launch
     from ..core import project as projects
     from ..scaffold.update import refuse_conflicts
 
@@ -138,21 +142,32 @@ def check(project, run_rewards, gpus):
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
-    click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
-        path=loaded.path, preset=loaded.model["preset"],
-        rewards=", ".join(f"{c.name}:{c.weight:g}" for c in loaded.rewards)))
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
+    unchecked = []
     if loaded.unchecked_rewards:
-        click.echo(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
-                     "`grpo-skill check` without --no-rewards runs it").format(
-            names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))), err=True)
+        unchecked.append(_("rewards.py names its rewards in code, so {names} could not be checked without running it; "
+                           "`grpo-skill check` without --no-rewards runs it").format(
+            names=", ".join(map(repr, loaded.unrun_rewards + loaded.unchecked_rewards))))
     elif loaded.unrun_rewards:
-        click.echo(i18n.ngettext(
+        unchecked.append(i18n.ngettext(
             "reward {names} is from rewards.py, which was not run, so its params were not checked; "
             "`grpo-skill check` without --no-rewards checks them",
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
             "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
-            names=", ".join(map(repr, loaded.unrun_rewards))), err=True)
+            names=", ".join(map(repr, loaded.unrun_rewards))))
+    data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"], "model": loaded.model["name"],
+            "backend": loaded.model.get("backend", "auto"), "processes": gpus or launch.world_size(),
+            "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
+            "rewards_run": run_rewards, "unchecked": unchecked}
+
+    def text(data):
+        click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
+            path=loaded.path, preset=data["preset"],
+            rewards=", ".join(f"{r['name']}:{r['weight']:g}" for r in data["rewards"])))
+        for line in data["unchecked"]:
+            click.echo(line, err=True)
+
+    emit(data, as_json, text)
 
 
 VERBS = (new, update, check)
