@@ -155,8 +155,9 @@ def check(project, run_rewards, gpus, as_json):
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
             "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
             names=", ".join(map(repr, loaded.unrun_rewards))))
-    data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"], "model": loaded.model["name"],
-            "backend": loaded.model.get("backend", "auto"), "processes": gpus or launch.world_size(),
+    data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"],
+            "model": loaded.model["name"], "backend": loaded.model.get("backend", "auto"),
+            "processes": gpus or launch.world_size(),
             "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
             "rewards_run": run_rewards, "unchecked": unchecked}
 
