@@ -250,9 +250,19 @@ def test_language_leaves_maths_out_of_a_chinese_answer():
     right = [r"先算 3 \times 4 = 12，答案：\boxed{12}个", "设苹果有 x 个，x + 3 = 15，所以 x = 12。答案：12个",
              "绳子长 $3 \\times 4$ 米，剪去 2cm 后还剩多少？答案：1198cm"]
     assert score("language", right, language="zh") == [1.0, 1.0, 1.0]
+    # points, functions and Greek letters of plain-text maths too
+    assert score("language", ["在△ABC中，AB = 5，BC = 12，所以 sin A = 12/13，面积为 30。",
+                              "设 f(x) = log x，则 f(100) = 2，所以答案是 2。", "圆的面积是 πr²，答案：约 3.14"],
+                 language="zh") == [1.0, 1.0, 1.0]
     # words stay words: English around the maths still counts against Chinese
     assert score("language", [r"The answer is \boxed{12}, so x = 12.", r"答案是\boxed{12} apples"],
                  language="zh") == [0.0, pytest.approx(3 / 9)]
+    # dollars are money, not $...$ maths: the prose between two amounts is kept (it once scored None for en, and
+    # English wrapped in $ signs counted as Chinese)
+    money = "Weng earns $12 an hour for babysitting. Yesterday she did 50 minutes of it, so she earned $10."
+    assert score("language", [money], language="en") == [1.0]
+    assert score("language", ["The pen costs $5, and the book costs more because it is big, so it costs $12. 答案是17。"],
+                 language="zh")[0] < 0.1
 
 
 SEEN_SETTINGS = []

@@ -177,14 +177,25 @@ OWN_SCRIPT = {"zh", "ko", "el", "he", "th", "ka", "hy"}  # ja too, once kana sho
 
 
 # Maths is written in no language: LaTeX (math-mode spans and commands such as \times, \boxed), a lone letter (a
-# variable: x, n) and a unit right after a number (12cm, 3 kg) are left out before a text's language is judged, or a
-# right Chinese answer with a \boxed{} or an x reads as part English
-_MATHS = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\[A-Za-z]+|(?<=\d)\s?[A-Za-z]{1,3}(?![A-Za-z])"
-                    r"|(?<![A-Za-z])[A-Za-z](?![A-Za-z])", re.S)
+# variable: x, n), a unit right after a number (12cm, 3 kg; not "12 an hour"), points and figures in capitals (AB,
+# △ABC), the usual function names (sin, log) and Greek letters (π; not for Greek) are left out before a text's
+# language is judged, or a right Chinese answer with a \boxed{} or an x reads as part English. Inline $...$ is maths
+# only as Markdown reads it: on one line, no space inside either $ and no digit after the closing one, so "$12 an hour
+# ... earned $10" is prose.
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"  # accented letters are letters too
+_FUNCTIONS = "sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|log|ln|lg|exp|max|min|lim|gcd|lcm|mod|det"
+_MATHS = re.compile("|".join((
+    r"\$\$.*?\$\$", r"\$(?=\S)[^$\n]{1,80}?(?<=\S)\$(?!\d)", r"\\\(.*?\\\)", r"\\\[.*?\\\]",  # math mode
+    r"\\[A-Za-z]+",  # a LaTeX command
+    rf"(?<=\d)\s?[A-Za-z]{{1,3}}(?![{_LATIN}])(?!\s+[{_LATIN}])",  # a unit after a number
+    rf"(?<![{_LATIN}])(?:[A-Za-z]|[A-Z]{{2,4}}|{_FUNCTIONS})(?![{_LATIN}])",  # a variable, points, a function
+)), re.S)
+_GREEK = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]")
 
 
-def without_maths(text: str) -> str:
-    return _MATHS.sub(" ", text)
+def without_maths(text: str, language: str = "") -> str:
+    text = _MATHS.sub(" ", text)
+    return text if language == "el" else _GREEK.sub(" ", text)
 
 
 def _script(char: str) -> str:
@@ -217,7 +228,7 @@ def language_factory(context):
         raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
 
     def share_in_language(*parts: str) -> float | None:
-        parts = tuple(without_maths(part) for part in parts)
+        parts = tuple(without_maths(part, language) for part in parts)
         if language in OWN_SCRIPT:  # py3langid reads much plain Chinese as Wu or Cantonese; the script cannot err
             return script_share(" ".join(parts), language)
         chunks = [chunk for part in parts for chunk in _chunks(part)]
