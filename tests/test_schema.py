@@ -218,10 +218,13 @@ def test_an_accelerator_config_file_is_read_from_the_project_folder(cli, tmp_pat
     cli("new", "p", "--preset", "tiny", cwd=tmp_path)
     config = tmp_path / "p" / "config.toml"
     config.write_text(config.read_text().replace("seed = 42", 'seed = 42\naccelerator_config = "accel.json"', 1))
-    (tmp_path / "p" / "accel.json").write_text('{"even_batches": false}')
+    # accelerate's own files write null for what they leave unset: null is a value, not a wrong type
+    (tmp_path / "p" / "accel.json").write_text(
+        '{"even_batches": false, "dispatch_batches": null, "gradient_accumulation_kwargs": null}')
     assert "OK" in cli("check", "p", "--no-rewards", cwd=tmp_path).stdout  # run from outside the project
     loaded = projects.load(tmp_path / "p", rewards=False)
-    assert loaded.grpo["accelerator_config"] == {"even_batches": False}
+    assert loaded.grpo["accelerator_config"] == {"even_batches": False, "dispatch_batches": None,
+                                                 "gradient_accumulation_kwargs": None}
     assert GRPOConfig(output_dir=None, use_cpu=True, bf16=False, report_to=[],
                       accelerator_config=loaded.grpo["accelerator_config"]).accelerator_config.even_batches is False
 
@@ -245,10 +248,11 @@ def test_tf32_is_refused_by_train_py_on_a_machine_without_it(tmp_path):
     assert decoding.choose(loaded, "trl", cuda=False).load_in_4bit is False
 
 
-def test_tf32_on_a_cuda_machine_asks_nvidia_smi_which_gpus_it_has(tmp_path, monkeypatch):
-    """On a CUDA machine the tf32 refusal reads each GPU's compute capability from nvidia-smi (before the run binds
-    its GPU, where torch would start CUDA on the first one): a pre-Ampere card among them is refused, Ampere or
-    newer ones pass."""
+def test_tf32_on_a_cuda_machine_asks_nvidia_smi_about_this_process_gpu(tmp_path, monkeypatch):
+    """On a CUDA machine the tf32 refusal reads the compute capability of the GPU this process will use from nvidia-smi
+    (before the run binds its GPU, where torch would start CUDA on the first one): nvidia-smi lists every GPU of the
+    host, so CUDA_VISIBLE_DEVICES (an index or a UUID) and the local rank pick the one; a pre-Ampere card is refused,
+    an Ampere or newer one passes."""
     import torch
 
     from grpo_skill import generator
@@ -261,13 +265,20 @@ def test_tf32_on_a_cuda_machine_asks_nvidia_smi_which_gpus_it_has(tmp_path, monk
     loaded = projects.load(config, rewards=False)
     fake = tmp_path / "bin" / "nvidia-smi"
     fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nprintf '0, GPU-aaaa-1111, 7.5\\n1, GPU-bbbb-2222, 8.6\\n'\n")
+    fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     monkeypatch.setattr(torch.version, "cuda", "13.0")  # a CUDA build of torch, as on the GPU machine
-    for capabilities, refused in (("8.0\n9.0", False), ("7.5\n8.6", True)):
-        fake.write_text(f"#!/bin/sh\nprintf '{capabilities}\\n'\n")
-        fake.chmod(0o755)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    for visible, refused in ((None, True), ("1", False), ("GPU-bbbb", False), ("0,1", True)):
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
         if refused:
             with pytest.raises(projects.ConfigError, match="grpo.tf32: needs an Ampere or newer NVIDIA GPU"):
                 decoding.refuse_what_this_machine_lacks(loaded, cuda=True)
         else:
             decoding.refuse_what_this_machine_lacks(loaded, cuda=True)
+    monkeypatch.setenv("LOCAL_RANK", "1")  # the second process of a launch over both GPUs: the Ampere one
+    decoding.refuse_what_this_machine_lacks(loaded, cuda=True)

@@ -169,7 +169,8 @@ def _check_table(given: dict, name: str, source: Source) -> None:
 
 _KINDS = {"bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
           "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-          "str": lambda v: isinstance(v, str), "dict": lambda v: isinstance(v, dict)}
+          "str": lambda v: isinstance(v, str), "dict": lambda v: isinstance(v, dict),
+          "null": lambda v: v is None}  # JSON's null (accelerate's own files write them); TOML has none
 
 
 def _fits(value, kinds: list[str]) -> bool:

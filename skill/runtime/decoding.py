@@ -85,32 +85,45 @@ def refuse_what_this_machine_lacks(config, cuda: bool) -> None:
 
 def _has_tf32() -> bool:
     """transformers' is_torch_tf32_available on CUDA, without importing transformers (unsloth must come first): a
-    CUDA build of torch (not ROCm) and GPUs of compute capability 8 or more. Asked of nvidia-smi where it answers,
-    like the GPU's memory (planning.gpu_memory_gib): torch would start CUDA before distributed.bind_device has given
-    this process its own GPU."""
+    CUDA build of torch (not ROCm) and this process's GPU of compute capability 8 or more. Asked of nvidia-smi where
+    it answers, like the GPU's memory (planning.gpu_memory_gib): torch would start CUDA before distributed.bind_device
+    has given this process its own GPU."""
     import torch
 
     if torch.version.cuda is None:
         return False
-    majors = _compute_capability_majors()
-    if majors:
-        return min(majors) >= 8
+    major = _this_gpu_major()
+    if major is not None:
+        return major >= 8
     return torch.cuda.get_device_capability(distributed.local_rank() % torch.cuda.device_count())[0] >= 8
 
 
-def _compute_capability_majors() -> list[int]:
-    """Each GPU's compute capability major from nvidia-smi ("8.0" -> 8); empty where it cannot say."""
+def _this_gpu_major() -> int | None:
+    """The compute capability major of the GPU this process will train on, from nvidia-smi ("8.0" -> 8): its
+    local rank's among CUDA_VISIBLE_DEVICES (indices or UUIDs: nvidia-smi lists every GPU of the host, whatever that
+    variable says) or among all; None where nvidia-smi or the mapping cannot say (MIG devices, an old driver)."""
+    import os
     import shutil
     import subprocess
 
     if not shutil.which("nvidia-smi"):
-        return []
+        return None
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"],
                               capture_output=True, text=True, timeout=20)
-        return [int(line.split(".")[0]) for line in done.stdout.split()] if done.returncode == 0 else []
+        gpus = [[field.strip() for field in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
+        gpus = [(index, uuid, int(cap.split(".")[0])) for index, uuid, cap in gpus] if done.returncode == 0 else []
     except (OSError, subprocess.SubprocessError, ValueError):
-        return []
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
+        gpus = [next((gpu for gpu in gpus if entry in (gpu[0], gpu[1]) or (entry.startswith("GPU-")
+                                                                            and gpu[1].startswith(entry))), None)
+                for entry in wanted]
+        if None in gpus:
+            return None
+    return gpus[distributed.local_rank() % len(gpus)][2] if gpus else None
 
 
 def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,

@@ -66,7 +66,7 @@ def deepspeed_stage() -> int | None:
         try:
             stage = json.loads(Path(file).read_text(encoding="utf-8"))["zero_optimization"]["stage"]
         except (OSError, ValueError, KeyError, TypeError):
-            return None  # accelerate refuses such a file itself, before training
+            return None  # no file (accelerate refuses it), no zero_optimization (accelerate too) or no stage (0)
     try:
         return int(stage) if stage is not None else 2
     except ValueError:
