@@ -22,7 +22,7 @@ def fail(message: str) -> None:
 
 def emit(data, as_json: bool, render_text) -> None:
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))  # a TOML date param: its text
     else:
         render_text(data)
 

@@ -44,6 +44,20 @@ def test_new_writes_exactly_the_settings_given_and_check_passes(cli, tmp_path, d
     assert checked["rewards"] == config["rewards"] and checked["unchecked"] == []
 
 
+
+def test_check_json_writes_a_toml_date_param_as_its_text(cli, tmp_path):
+    """A param TOML reads as a date (a project reward's, untyped) is its ISO text in check --json, not a traceback."""
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    project = tmp_path / "p"
+    rewards = project / "rewards.py"
+    rewards.write_text(rewards.read_text().replace('params={"ngram": 3},', 'params={"ngram": 3, "since": None},'))
+    config = project / "config.toml"
+    config.write_text(config.read_text() + '\n[[rewards]]\nname = "no_repetition"\nweight = 0.0\n'
+                      "params = { since = 2024-01-01 }\n")
+    checked = json.loads(cli("check", "p", "--json", cwd=tmp_path).stdout)
+    assert {"name": "no_repetition", "weight": 0.0, "params": {"since": "2024-01-01"}} in checked["rewards"]
+
+
 def test_set_writes_into_every_table(cli, tmp_path):
     cli("new", "p", "--preset", "tiny", "--set", "model.backend=\"trl\"", "--set", "model.compile_decoding=true",
         "--set", "lora.r=8", "--set", "dataset.system_prompt=Answer in one line. 用中文",
@@ -174,7 +188,7 @@ def test_plan_scales_its_times_to_the_gpu_named(cli, tmp_path, english):
     same = ("--set", "lora.gradient_checkpointing=true")
     h200 = plan_json(cli, "--preset", "standard", "--gpu", "H200", *same, cwd=tmp_path)  # known memory, as L4's
     l4 = plan_json(cli, "--preset", "standard", "--gpu", "NVIDIA L4", *same, cwd=tmp_path)
-    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 22.5 and l4["fits"] is not None
+    assert l4["gpu"]["name"] == "L4" and l4["gpu_memory_gib"] == 22.49 and l4["fits"] is not None
     # generation is memory-bound (16x less bandwidth than an H200), training compute-bound (8x less bf16)
     assert l4["generation_s_per_cycle"] == pytest.approx(h200["generation_s_per_cycle"] * 4800 / 300, rel=0.02)
     assert 4 < l4["s_per_step"] / h200["s_per_step"] < 16

@@ -36,20 +36,20 @@ class Card:
 INDUCTOR_MIN_SMS = 68
 # The card the calibration was measured on (runtime/estimate.py: CALIBRATION).
 REFERENCE = "H200"
-# memory: nvidia-smi's memory.total (H200 143,771 MiB and H100 81,559 MiB measured on this project's GPU machines;
-# A10 23,028, L4 23,034, L40S 46,068, A6000 49,140, RTX 4090 24,564 MiB as those cards report it): a "24 GB" L4 or
-# A10 has 22.5 GiB, and plan sizing it as 24 would promise train.py choices the card does not take
+# memory: nvidia-smi's memory.total in GiB, rounded down (H200 143,771 MiB and H100 81,559 MiB measured on this
+# project's GPU machines; A10 23,028, L4 23,034, L40S 46,068, A6000 49,140, RTX 4090 24,564 MiB as those cards report
+# it): a "24 GB" L4 or A10 has 22.5 GiB, and plan sizing it as 24 would promise train.py choices the card does not take
 CARDS = {card.name: card for card in (
     Card("H200", 140.4, 4800, 989, 132),
     Card("H100", 79.6, 3350, 989, 132),  # SXM
     Card("H100 PCIe", 79.6, 2000, 756, 114),
     Card("A100 80GB", 80, 2039, 312, 108),
     Card("A100 40GB", 40, 1555, 312, 108),
-    Card("L40S", 45.0, 864, 362, 142),
-    Card("A6000", 48, 768, 155, 84),
-    Card("A10", 22.5, 600, 125, 72),
-    Card("L4", 22.5, 300, 121, 58),
-    Card("RTX 4090", 24, 1008, 165, 128),
+    Card("L40S", 44.98, 864, 362, 142),
+    Card("A6000", 47.98, 768, 155, 84),
+    Card("A10", 22.48, 600, 125, 72),
+    Card("L4", 22.49, 300, 121, 58),
+    Card("RTX 4090", 23.98, 1008, 165, 128),
     Card("RTX 3090", 24, 936, 71, 82),
 )}
 # Patterns over a name squeezed to lower-case letters and digits ("NVIDIA A100-SXM4-80GB" -> "a100sxm480gb").
