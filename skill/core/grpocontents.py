@@ -59,12 +59,7 @@ def _check_scheduler_kwargs(grpo: dict, source: Source) -> None:
                 "the {kind!r} schedule does not take {key!r} (transformers would raise a TypeError at the first "
                 "step); {known}").format(kind=kind, key=key, known=_known(key, takes)))
         if key in scheduler.get("choices", {}) and given[key] not in scheduler["choices"][key]:
-            choices = scheduler["choices"][key]
-            close = suggest(str(given[key]), choices)
-            raise source.error(("grpo", "lr_scheduler_kwargs"), (_(
-                "{key} = {value} is none of {choices}; did you mean {close!r}?") if close else _(
-                "{key} = {value} is none of {choices}")).format(
-                key=key, value=toml_value(given[key]), choices=", ".join(choices), close=close))
+            raise source.error(("grpo", "lr_scheduler_kwargs"), _none_of(key, given[key], scheduler["choices"][key]))
     where = ("grpo", "lr_scheduler_kwargs" if "lr_scheduler_kwargs" in grpo else "lr_scheduler_type")
     missing = [key for key in scheduler["needs"] if key not in given]
     if missing:
@@ -158,13 +153,17 @@ def _check_table(given: dict, name: str, source: Source) -> None:
                 key=prefix + key, value=toml_value(value),
                 kinds=_(" or ").join(kind for kind in fields[key] if kind != "null")))
         if key in choices and value not in choices[key]:  # transformers would fall back to a default, or raise late
-            close = suggest(value, choices[key])
-            raise source.error(("grpo", key_of_grpo), (_(
-                "{key} = {value} is none of {choices}; did you mean {close!r}?") if close else _(
-                "{key} = {value} is none of {choices}")).format(
-                key=prefix + key, value=toml_value(value), choices=", ".join(choices[key]), close=close))
+            raise source.error(("grpo", key_of_grpo), _none_of(prefix + key, value, choices[key]))
         if isinstance(value, dict) and f"{name}.{key}" in table_names():
             _check_table(value, f"{name}.{key}", source)
+
+
+def _none_of(key: str, value, choices: list[str]) -> str:
+    """A named value the library does not know (it raises late, or falls back to a default): the names it takes."""
+    close = suggest(str(value), choices)
+    said = (_("{key} = {value} is none of {choices}; did you mean {close!r}?") if close else
+            _("{key} = {value} is none of {choices}"))
+    return said.format(key=key, value=toml_value(value), choices=", ".join(choices), close=close)
 
 
 _KINDS = {"bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),

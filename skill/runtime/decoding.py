@@ -103,17 +103,13 @@ def _this_gpu_major() -> int | None:
     local rank's among CUDA_VISIBLE_DEVICES (indices or UUIDs: nvidia-smi lists every GPU of the host, whatever that
     variable says) or among all; None where nvidia-smi or the mapping cannot say (MIG devices, an old driver)."""
     import os
-    import shutil
-    import subprocess
 
-    if not shutil.which("nvidia-smi"):
-        return None
+    from .gpus import nvidia_smi
+
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
-        gpus = [[field.strip() for field in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
-        gpus = [(index, uuid, int(cap.split(".")[0])) for index, uuid, cap in gpus] if done.returncode == 0 else []
-    except (OSError, subprocess.SubprocessError, ValueError):
+        gpus = [(index, uuid, int(cap.split(".")[0]))
+                for index, uuid, cap in nvidia_smi("index", "uuid", "compute_cap")]
+    except ValueError:  # a field it cannot answer ("[N/A]")
         return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:

@@ -91,17 +91,26 @@ def card_for(name: str) -> Card:
     return card
 
 
+def nvidia_smi(*fields: str) -> list[list[str]]:
+    """Each GPU's ``fields`` (nvidia-smi --query-gpu names) as text, a list per GPU of the host in nvidia-smi's
+    order; empty without nvidia-smi or where it fails. No torch: asking torch would start CUDA before the run has
+    bound its process to its GPU."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    return [[value.strip() for value in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
+
+
 def detected_name() -> str | None:
     """The first GPU's name from nvidia-smi, if there is one."""
-    if not shutil.which("nvidia-smi"):
-        return None
-    try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = done.stdout.strip().splitlines() if done.returncode == 0 else []
-    return lines[0].strip() if lines else None
+    found = nvidia_smi("name")
+    return found[0][0] if found else None
 
 
 def scaled_calibration(card: Card, calibration: dict[str, float]) -> dict[str, float]:

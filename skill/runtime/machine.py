@@ -36,7 +36,9 @@ def attention_without_cudnn() -> None:
 def choose_backend(requested: str) -> str:
     """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there, and the run
     is one process; several processes (accelerate launch) train with TRL."""
-    has_unsloth = importlib.util.find_spec("unsloth") is not None
+    from .planning import unsloth_installed  # the same answer plan gives
+
+    has_unsloth = unsloth_installed()
     if requested == "trl":
         return "trl"
     if distributed.is_launched():

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 from ..core import sampling
 from ..core.i18n import _
 from ..core.schema import asks_for_another_generation_path
+from . import gpus
 from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, checkpointed_layers, estimate, known_shape,
                        needed_gib, with_static_cache)
 
@@ -33,8 +32,8 @@ def shape_for(model_name: str) -> tuple[ModelShape, str]:
 
 
 def unsloth_installed() -> bool:
-    """Whether the unsloth package is installed on this machine, as machine.choose_backend asks it (found, not
-    imported: plan imports no torch)."""
+    """Whether the unsloth package is installed on this machine, which train.py's backend = "auto" asks
+    (machine.choose_backend): found, not imported (plan imports no torch)."""
     return importlib.util.find_spec("unsloth") is not None
 
 
@@ -218,13 +217,10 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
 
 def gpu_memory_gib() -> float | None:
     """The first GPU's memory from nvidia-smi, if there is one (no torch)."""
-    if not shutil.which("nvidia-smi"):
-        return None
+    found = gpus.nvidia_smi("memory.total")
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=20)
-        return float(done.stdout.split()[0]) / 1024 if done.returncode == 0 and done.stdout.strip() else None
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return float(found[0][0]) / 1024 if found else None
+    except ValueError:
         return None
 
 
