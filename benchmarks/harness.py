@@ -224,14 +224,12 @@ class Bench:
         return wrapper
 
     def compile_layers(self, model) -> None:
-        """Each decoder layer of the policy through torch.compile in place (nn.Module.compile: "regional"
-        compilation): the layers share one code, so one graph serves all of them, where compile_training compiles the
-        whole model (367 s for the thinking case's first step on an H100, 2026-12-06); the generation copy's own
-        layers are left as they are."""
-        layers = [module for module in model.modules() if type(module).__name__.endswith("DecoderLayer")]
-        for layer in layers:
-            layer.compile()
-        self.info["compiled_layers"] = len(layers)
+        """Each decoder layer of the policy compiled in place, as train.py does for [model] compile_layers (regional
+        compilation: one set of graphs for all the layers, where compile_training compiles the whole model: 367 s
+        for the thinking case's first step on an H100, 2026-12-06): for runs whose train.py does not take it."""
+        from grpo_skill.runtime.model import compile_decoder_layers
+
+        self.info["compiled_layers"] = compile_decoder_layers(model)
 
     def logps_phase(self):
         return "scoring_logps" if "generate_and_score" in self.stack else "policy_logps"

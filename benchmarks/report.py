@@ -144,6 +144,10 @@ def speed_settings(row: dict) -> str:
         parts.append(f"a run of {settings['run_steps']} steps (stopped after the timed ones)")
     if took.get("decode_compile_mode") and took["decode_compile_mode"] != "reduce-overhead":
         parts.append(f"decode compiled {took['decode_compile_mode']}")
+    if took.get("compiled_layers"):
+        parts.append("decoder layers compiled")
+    elif "compile_layers" in settings.get("model", {}):
+        parts.append(f"compile_layers = {str(settings['model']['compile_layers']).lower()}")
     return ", ".join(parts)
 
 

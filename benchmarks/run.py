@@ -251,6 +251,7 @@ class Benchmark:
             project = job.workdir / "project"
             config = project / "config.toml"
             model_keys = {key: settings["model"][key] for key in ("max_seq_length", "load_in_4bit")}
+            model_keys.update(job.contender.model)  # the contender's own [model] switches (compile_layers = false)
             if settings["compile_decode"] and settings["model"]["load_in_4bit"] is False:
                 model_keys["compile_decoding"] = True  # the project's own switch (refused with 4-bit weights)
             edit_toml(config, "model", model_keys)
@@ -371,7 +372,7 @@ class Benchmark:
             said = json.loads(summary.read_text())
             job.row["took"] = {key: said[key] for key in ("backend", "generation", "load_in_4bit",
                                                           "gradient_checkpointing", "checkpoint_every_n_layers",
-                                                          "micro_batches", "decode_compile_mode")
+                                                          "micro_batches", "decode_compile_mode", "compiled_layers")
                                if key in said}
 
     def log_tail(self, job: Job, lines: int = 25) -> str:

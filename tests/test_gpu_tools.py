@@ -217,6 +217,13 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
     steps = job.command[job.command.index("--max-steps") + 1]
     assert steps == "2000" and not bench_run.catalog.preset_defaults(long_run)
     assert "a run of 2000 steps" in bench_run.reporting.speed_settings({"settings": job.settings})
+    # a contender's own [model] switch reaches the project it runs (the lever turned off beside the default)
+    [uncompiled] = [c for c in bench_run.catalog.suite(["generation"])
+                    if c.key == "thinking/generated default, a 2000-step run, layers uncompiled"]
+    job = bench_run.Job(3, uncompiled, bench_run.settings_for(uncompiled, False))
+    bench.prepare(job, tiny_model, prompts)
+    assert project.load(job.cwd).model["compile_layers"] is False
+    assert "compile_layers = false" in bench_run.reporting.speed_settings({"settings": job.settings})
 
 
 def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_path, tiny_model):
@@ -228,7 +235,8 @@ def test_a_dry_run_times_the_generated_project_and_profiles_a_cycle_after(tmp_pa
     assert row["status"] == "ok" and row["s_per_step"] > 0 and row["measured_steps"] == 1
     assert row["took"] == {"backend": "trl", "generation": "plain", "load_in_4bit": False,
                            "gradient_checkpointing": False, "checkpoint_every_n_layers": 1,
-                           "micro_batches": {}, "decode_compile_mode": None}  # as train.py says it ran
+                           "micro_batches": {}, "decode_compile_mode": None,
+                           "compiled_layers": False}  # as train.py says it ran
     assert 0 < row["completion_tokens_per_step"] <= 4 * 12  # G=4 completions of at most 12 tokens
     assert row["phases_s_per_step"]["generation"] > 0 and row["phases_s_per_step"]["backward"] > 0
     [step] = row["phases_s_by_step"]  # each timed step's own phases, summing to the row's
