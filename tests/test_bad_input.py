@@ -369,6 +369,7 @@ TYPE_CASES = [  # (id, old, new, fact)
      "model.compile_decoding: with 4-bit weights a compiled decode step was measured slower, not faster"),
     ("compile-unsloth", 'backend = "auto"', 'backend = "unsloth"\ncompile_decoding = true',
      "model.compile_decoding: Unsloth decodes with its own CUDA graphs; compile_decoding is for backend = 'trl'"),
+    ("compile-layers-word", 'compile_layers = "auto"', 'compile_layers = "yes"', 'model.compile_layers = "yes"'),
     ("backend-choice", 'backend = "auto"', 'backend = "jax"', 'model.backend = "jax": must be one of "auto", "unsloth", "trl"'),
     ("preset-typo", 'preset = "tiny"', 'preset = "tinny"', "unknown preset 'tinny'; did you mean 'tiny'?"),
     ("preset-unknown", 'preset = "tiny"', 'preset = "enormous"', "unknown preset 'enormous'; choose one of: standard,"),
@@ -386,7 +387,12 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("toml-syntax", "[lora]", "[lora", "not valid TOML"),
     ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
 ]
+COMPILE_LAYERS = ('compile_layers = "auto"', "compile_layers = true")
 CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old, new, fact in TYPE_CASES] + [
+    Case("config-compile-layers-unsloth", "model.compile_layers: Unsloth trains with its own kernels; compile_layers "
+         "is for backend = 'trl' or 'auto'", edits=(COMPILE_LAYERS, ('backend = "auto"', 'backend = "unsloth"'))),
+    Case("config-compile-layers-and-whole-model", "model.compile_layers: [grpo] torch_compile already compiles the "
+         "whole model; remove one of the two", edits=(COMPILE_LAYERS, ("seed = 42", "seed = 42\ntorch_compile = true"))),
     Case("config-report-to-not-installed", "grpo.report_to: 'wandb' is not installed; pip install wandb, or remove "
          "it from report_to", edits=edit("report_to = []", 'report_to = ["wandb"]'), missing=("wandb",)),
     Case("config-report-to-string-not-installed", "'tensorboard' is not installed; pip install tensorboard",
@@ -705,7 +711,7 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          mode="script", args=("train.py", "--max-steps", "0")),
     Case("script-train-max-steps-text", "argument --max-steps: invalid int value: 'sixty'", code=2, mode="script",
          args=("train.py", "--max-steps", "sixty")),
-    Case("script-train-config-typo", "error: config.toml:39: grpo.learnin_rate = 0.005: unknown key", mode="script",
+    Case("script-train-config-typo", "error: config.toml:40: grpo.learnin_rate = 0.005: unknown key", mode="script",
          args=("train.py",), edits=edit("learning_rate", "learnin_rate")),
     Case("script-train-hub-offline", "error: model.name (given on the command line): model 'Qwen/Qwen3-4B' is not in "
          "the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use --model PATH", mode="script",
@@ -949,7 +955,7 @@ def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_pr
     result = run_process([sys.executable, "train.py"], cwd=project, check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: config.toml:18: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
+        "error: config.toml:19: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
         "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
     assert not (project / "outputs").exists()
 

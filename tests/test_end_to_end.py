@@ -254,6 +254,36 @@ def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transf
     assert [row["step"] for row in metrics.read_metrics(project / "compiled") if "reward" in row] == [1, 2]
 
 
+def test_compile_layers_trains_through_compiled_decoder_layers_that_compute_what_the_uncompiled_ones_do(
+        trained, monkeypatch, capsys):
+    """compile_layers = true (forced: "auto" compiles only on a GPU's fast path for a long run): train.py compiles
+    each decoder layer of the policy in place, trains through them, says so and records it; the compiled layers
+    give the uncompiled layers' log-probs, so compiling changes the speed, not what is learned."""
+    import torch
+
+    project, _, _ = trained
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)
+    try:
+        with config_edited(project, 'compile_layers = "auto"', "compile_layers = true"):  # as a user would
+            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled-layers"])
+            run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c_handler)
+    assert "decoder layers compiled for training (compile_layers = true)" in capsys.readouterr().err
+    summary = json.loads((project / "compiled-layers" / "summary.json").read_text())
+    assert summary["compiled_layers"] is True and summary["global_step"] == 2
+    policy = run_globals["trainer"].model
+    layers = [module for module in policy.modules() if type(module).__name__.endswith("DecoderLayer")]
+    assert len(layers) == 2 and all(layer._compiled_call_impl is not None for layer in layers)
+    ids = torch.tensor([[5, 17, 42, 9, 77, 3, 64, 21]])
+    with torch.no_grad():
+        compiled = policy(input_ids=ids).logits.log_softmax(-1)
+        for layer in layers:
+            layer._compiled_call_impl = None  # what nn.Module.compile set: back to the eager forward
+        eager = policy(input_ids=ids).logits.log_softmax(-1)
+    assert torch.allclose(compiled, eager, atol=1e-4), (compiled - eager).abs().max()
+
+
 def test_the_fast_path_on_a_cpu_trains_from_a_copy_that_computes_the_lora_as_the_trainer(trained, monkeypatch,
                                                                                       capsys):
     """generation = "fast" without a GPU: the copy is installed on the real GRPOTrainer, decodes uncompiled, and

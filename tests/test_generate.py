@@ -500,6 +500,69 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     assert '"decode_compile_mode": sampler.compile_mode if sampler is not None else None' in train_py
 
 
+def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compile_and_says_why(
+        cli, tmp_path, monkeypatch, english):
+    """[model] compile_layers = "auto" (what `new` writes): on a GPU's fast path the policy's decoder layers compile
+    for scoring and training where plan says the run's steps save more training time than the compile costs (a long
+    run; not the preset's 100 steps, not a run by epochs); never with 4-bit layers, off the fast path, on Unsloth or
+    without a GPU. plan says the same as train.py; true and false force it (true: on the TRL backend only)."""
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import decoding, planning
+
+    cli("new", "layers", "--preset", "thinking", "-o", str(tmp_path))
+    project = tmp_path / "layers"
+    assert 'compile_layers = "auto"' in (project / "config.toml").read_text(encoding="utf-8")
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
+    chosen = {}
+    for steps in (100, 2000, None):
+        config = projects.load(project, {"grpo.max_steps": steps} if steps else {}, rewards=False)
+        if steps is None:
+            config.grpo.pop("max_steps")
+        chosen[steps] = decoding.choose(config, "trl", cuda=True)
+        assert chosen[steps].fast
+    assert [chosen[steps].compiled_layers for steps in (100, 2000, None)] == [False, True, False]
+    assert "decoder layers compiled for training: no (compile_layers = \"auto\"): 100 steps would save ~" \
+        in chosen[100].describe()
+    assert "too few to repay ~90 s of compiling" in chosen[100].describe()
+    assert "decoder layers compiled for training: yes (compile_layers = \"auto\"): 2000 steps save ~" \
+        in chosen[2000].describe()
+    assert "max_steps not set" in chosen[None].compiled_layers_why
+    for steps, compiled in ((100, False), (2000, True)):  # plan says what train.py takes
+        planned = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set", f"grpo.max_steps={steps}",
+                                 "--json").stdout)
+        assert (planned["compiled_layers"], planned["settings"]["compiled_layers"]) == (compiled, compiled)
+        assert planned["compiled_layers_why"] == chosen[steps].compiled_layers_why
+    # compiled training passes make plan's step shorter, and only its training part
+    short, long = (json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set", f"grpo.max_steps={steps}",
+                                  "--json").stdout) for steps in (100, 2000))
+    assert long["train_s_per_step"] < short["train_s_per_step"] and \
+        long["generation_s_per_cycle"] == short["generation_s_per_cycle"]
+    assert "decoder layers compiled for training: yes (2000 steps save ~" in cli(
+        "plan", str(project), "--gpu-memory", "141", "--set", "grpo.max_steps=2000").stdout
+    long_run = {"grpo.max_steps": 2000}
+    assert decoding.choose(projects.load(project, long_run, rewards=False), "trl", cuda=False).compiled_layers is False
+    four_bit = decoding.choose(projects.load(project, {**long_run, "model.load_in_4bit": True}, rewards=False), "trl",
+                               cuda=True)
+    assert four_bit.fast and not four_bit.compiled_layers and "4-bit layers" in four_bit.compiled_layers_why
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 8.0)  # no room for the fast path
+    plain = decoding.choose(projects.load(project, long_run, rewards=False), "trl", cuda=True)
+    assert not plain.fast and not plain.compiled_layers and "off the fast path" in plain.compiled_layers_why
+    on_unsloth = decoding.choose(projects.load(project, long_run, rewards=False), "unsloth", cuda=True)
+    assert on_unsloth.backend == "unsloth" and not on_unsloth.compiled_layers and on_unsloth.compiled_layers_why is None
+    monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
+    whole = decoding.choose(projects.load(project, {**long_run, "grpo.torch_compile": True}, rewards=False), "trl",
+                            cuda=True)
+    assert not whole.compiled_layers and "torch_compile" in whole.compiled_layers_why
+    forced = projects.load(project, {"model.compile_layers": True}, rewards=False)  # 100 steps, yet on
+    assert decoding.choose(forced, "trl", cuda=True).compiled_layers is True
+    assert decoding.choose(forced, "trl", cuda=False).compiled_layers is True  # asked for: a CPU compiles too
+    off = projects.load(project, {**long_run, "model.compile_layers": False}, rewards=False)
+    assert decoding.choose(off, "trl", cuda=True).compiled_layers is False
+    train_py = (project / "train.py").read_text(encoding="utf-8")
+    assert "model_loading.compile_decoder_layers(trainer.model)" in train_py
+    assert '"compiled_layers": generation.compiled_layers' in train_py
+
+
 def test_auto_checkpointing_checkpoints_the_fewest_layers_that_fit_and_train_py_asks_for_them(
         cli, tmp_path, monkeypatch, english):
     """[lora] gradient_checkpointing = "auto" on the TRL backend: off where the run fits without it; where it does

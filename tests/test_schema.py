@@ -41,7 +41,7 @@ def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
 def test_the_keys_of_our_own_tables():
     keys = schema.table_keys()
     assert keys["model"] == ["preset", "name", "backend", "max_seq_length", "load_in_4bit", "compile_decoding", "generation",
-                             "adapter"]
+                             "compile_layers", "adapter"]
     assert keys["lora"] == ["r", "alpha", "dropout", "target_modules", "gradient_checkpointing"]
     assert keys["dataset"] == ["path", "split", "prompt_column", "system_prompt", "chat_template_kwargs"]
     assert keys["rewards"] == ["name", "weight", "params"]

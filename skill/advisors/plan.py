@@ -18,7 +18,7 @@ from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES
 from ..runtime.planning import (change_text, checkpointing_on, decode_compile_mode, from_benchmark_row, from_config,
                                 from_preset, from_project, generation_path, gpu_memory_gib, larger_micro_batches,
                                 processes_from_accelerate_config, ran_on_report_gpu, resolve_checkpointing,
-                                resolve_generation, resolved, unsloth_installed)
+                                resolve_compiled_layers, resolve_generation, resolved, unsloth_installed)
 
 # The names above (besides what this module uses) stay here for `grpo_skill.plan`'s callers: the estimate and the
 # settings reading moved to the runtime, which train.py's generation choice needs.
@@ -90,7 +90,8 @@ def faster_that_fits(requested: Settings, budget_gib: float, calibration: dict |
             continue
         change = ({"generation_batch_size": spg * requested.per_device_train_batch_size * requested.processes}
                   if requested.generation_batch_size else {"steps_per_generation": spg})
-        chosen = resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None), budget_gib)
+        chosen = resolved(replace(requested, steps_per_generation=spg, generation_batch_size=None), budget_gib,
+                          calibration)
         result = estimate(chosen, calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
             # one generation serves more (fewer) optimizer steps: more (less) off-policy, which changes what is learned
@@ -106,7 +107,7 @@ def fewer_passes_that_fit(requested: Settings, budget_gib: float, calibration: d
     its "auto" settings resolved as train.py would, with its estimate."""
     best = None
     for merged, change in larger_micro_batches(requested):
-        result = estimate(resolved(merged, budget_gib), calibration)
+        result = estimate(resolved(merged, budget_gib, calibration), calibration)
         if needed_gib(result) <= budget_gib and (best is None or result.s_per_step < best["s_per_step"]):
             best = _option(change, result, same_step=True)
     return best
@@ -139,7 +140,7 @@ def auto_alternative(settings: Settings, other: Settings, unsloth: bool, gpu_gib
     """What backend = "auto" takes on a machine where the unsloth package is (``unsloth``: is not) installed, as
     this one's is not (is): ``other``, the run's settings planned so, resolved as train.py would; None where it
     takes the same backend and generation path as ``settings`` (resolved)."""
-    other = resolved(other, gpu_gib)
+    other = resolved(other, gpu_gib, calibration)
     if other.backend == settings.backend and generation_path(other) == generation_path(settings):
         return None
     result = estimate(other, calibration)
@@ -160,6 +161,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     requested = settings
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
+    settings, compiled_layers_why = resolve_compiled_layers(settings, calibration)
     result = estimate(settings, calibration)
     notes = list(about.get("notes") or [])
     if unsloth is False and settings.backend == "unsloth":  # asked for by name: train.py here would refuse it
@@ -185,12 +187,14 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "generation_path": generation_path(settings), "generation_why": generation_why,
            "decode_compile_mode": compile_mode, "decode_compile_why": compile_why,
            "gradient_checkpointing": bool(settings.gradient_checkpointing), "checkpointing_why": checkpointing_why,
+           "compiled_layers": settings.compiled_layers, "compiled_layers_why": compiled_layers_why,
            "gpu_memory_gib": gpu_gib, "fits": None, "changes": []}
     if settings.processes > 1:  # against one GPU as train.py runs the project there (the fast path, where it fits)
-        one_gpu = resolved(replace(requested, processes=1), gpu_gib)
+        one_gpu = resolved(replace(requested, processes=1), gpu_gib, calibration)
         out["data_parallel"] = data_parallel(settings, result, calibration, one_gpu)
         if generation_path(one_gpu) != "fast":  # the config keeps one GPU off the fast path: what it would give there
-            fast = resolved(replace(requested, processes=1, generation="auto", compiled_decoding=False), gpu_gib)
+            fast = resolved(replace(requested, processes=1, generation="auto", compiled_decoding=False), gpu_gib,
+                            calibration)
             if generation_path(fast) == "fast":
                 out["data_parallel"]["one_gpu_fast_path"] = {
                     "completions_per_s": round(fast.global_batch / estimate(fast, calibration).s_per_step, 2)}
@@ -278,6 +282,10 @@ def render_text(result: dict) -> str:
                                                                         why=result["decode_compile_why"]))
     lines.append(_("gradient checkpointing: {state} ({why})").format(
         state=_("on") if result["gradient_checkpointing"] else _("off"), why=result["checkpointing_why"]))
+    if result["compiled_layers"] or result.get("compiled_layers_why"):
+        lines.append(_("decoder layers compiled for training: {state} ({why})").format(
+            state=_("yes") if result["compiled_layers"] else _("no"),
+            why=result.get("compiled_layers_why") or _("compile_layers = true in config.toml")))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "

@@ -147,6 +147,8 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
         _check_compile_decoding(model, grpo, source)
     if model["generation"] == "fast":
         _check_fast_generation(model, grpo, source)
+    if model["compile_layers"] is True:
+        _check_compile_layers(model, grpo, source)
     completion, max_seq = grpo["max_completion_length"], model["max_seq_length"]
     if completion >= max_seq:
         raise source.error(("grpo", "max_completion_length"), _(
@@ -265,6 +267,15 @@ def _check_compile_decoding(model: dict, grpo: dict, source: Source) -> None:
         raise source.error(("grpo", "cache_implementation"), _(
             "compile_decoding decodes with a static KV cache; remove cache_implementation (or set it to "
             "'static')"))
+
+
+def _check_compile_layers(model: dict, grpo: dict, source: Source) -> None:
+    where = ("model", "compile_layers")
+    if model["backend"] == "unsloth":
+        raise source.error(where, _("Unsloth trains with its own kernels; compile_layers is for backend = 'trl' or "
+                                    "'auto': remove it, or change backend"))
+    if grpo.get("torch_compile"):
+        raise source.error(where, _("[grpo] torch_compile already compiles the whole model; remove one of the two"))
 
 
 # GRPOConfig switches for TRL's generate_batch path (transformers' continuous batching), which bypasses the policy's

@@ -33,6 +33,8 @@ class Generation:
     micro_batches: dict = field(default_factory=dict)  # [grpo] changes "auto" made for the fast path to fit
     compile_mode: str | None = None  # the fast path's decode step on a GPU: torch.compile's mode
     compile_why: str | None = None
+    compiled_layers: bool = False  # [model] compile_layers made concrete: the policy's decoder layers compiled
+    compiled_layers_why: str | None = None
 
     def describe(self) -> str:
         path = _("fast (a bf16 copy of the policy, decoding compiled on a GPU)") if self.fast else _(
@@ -47,6 +49,11 @@ class Generation:
         if self.checkpointing_why:
             said += "\n" + _("gradient checkpointing: {state} (gradient_checkpointing = \"auto\"): {why}").format(
                 state=_("on") if self.gradient_checkpointing else _("off"), why=self.checkpointing_why)
+        if self.compiled_layers_why:
+            said += "\n" + _("decoder layers compiled for training: {state} (compile_layers = \"auto\"): {why}").format(
+                state=_("yes") if self.compiled_layers else _("no"), why=self.compiled_layers_why)
+        elif self.compiled_layers:
+            said += "\n" + _("decoder layers compiled for training (compile_layers = true)")
         return said
 
 
@@ -62,8 +69,10 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned,
                                                              micro_batches)
     compile_mode, compile_why = _compile_mode(config, fast, cuda, planned, load_in_4bit, micro_batches)
+    compiled_layers, compiled_layers_why = _compiled_layers(config, backend, fast, cuda, planned, load_in_4bit,
+                                                            micro_batches, checkpointing, every)
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
-                      micro_batches, compile_mode, compile_why)
+                      micro_batches, compile_mode, compile_why, compiled_layers, compiled_layers_why)
 
 
 def held_4bit(config, backend: str, cuda: bool) -> bool:
@@ -135,6 +144,34 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
     return plan.decode_compile_mode(settings, planned.calibration, tunes_matmuls=_tunes_matmuls())
+
+
+def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,
+                     micro_batches: dict, checkpointing: str | bool, every: int) -> tuple[bool, str | None]:
+    """(whether train.py compiles the policy's decoder layers, why where compile_layers was "auto"): "auto" compiles
+    them on a GPU where the run's steps repay the compile (planning.resolve_compiled_layers); Unsloth trains with its
+    own kernels."""
+    from dataclasses import replace
+
+    from . import planning as plan
+
+    value = config.model.get("compile_layers", "auto")
+    if value != "auto" or backend != "trl":
+        if value is True and backend != "trl" and distributed.is_main_process():
+            print(_("note: compile_layers applies to the TRL backend; Unsloth trains with its own kernels"),
+                  file=sys.stderr)
+        return value is True and backend == "trl", None
+    if not cuda:
+        return False, None
+    if config.grpo.get("torch_compile"):
+        return False, _("[grpo] torch_compile: the trainer compiles the whole model")
+    try:
+        settings = replace(planned.taken(fast, load_in_4bit, micro_batches), gradient_checkpointing=checkpointing,
+                           checkpoint_every_n_layers=every)
+    except plan.PlanError:
+        return False, _("no model shape known to plan the run's training time")
+    settings, why = plan.resolve_compiled_layers(settings, planned.calibration)
+    return settings.compiled_layers, why
 
 
 def _tunes_matmuls() -> bool:

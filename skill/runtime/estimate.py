@@ -63,6 +63,9 @@ CALIBRATION: dict[str, float] = {
     # from plain TRL's: its own rows (2026-12-06) train ~2x as fast as plain TRL's of 2026-12-01/02
     "train_flops_per_s_copy": 3.33e+14,
     "step_overhead_s_copy": 0.271,
+    # [model] compile_layers: the passes of training and scoring with each decoder layer compiled, against uncompiled
+    # (an H100, 2026-12-06, the thinking case on the fast path, bf16: 1.07 s a step against 1.61; measured, not fitted)
+    "compiled_layers_pass_factor": 0.663,
     # A pass (forward, backward counted twice, reference or old log-probs) over one micro-batch takes at least what
     # the host needs to launch its kernels (peft's adapters, Python): per decoder layer. From the H100 rows of
     # 2026-12-06, micro-batches of one completion against one of 8: 2.06 s of training phases in 8 x 5 passes of one
@@ -200,6 +203,9 @@ class Settings:
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
     max_steps: int | None = None  # the run's optimizer steps ([grpo] max_steps); None: its epochs decide
     num_iterations: int = 1  # [grpo] num_iterations: each generation trained on this many times (TRL's mu)
+    # [model] compile_layers: the decoder layers compiled for training and scoring; "auto" (counted as off) until
+    # planning.resolve_compiled_layers
+    compiled_layers: bool | str = False
 
     @property
     def holds_4bit(self) -> bool:
@@ -337,6 +343,8 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     # each micro-batch's passes take their FLOPs' time, or the host's time to launch them where that is longer
     pass_s = max(2 * shape.params * tokens / k[f"train_flops_per_s_{training}"],
                  k["host_s_per_layer_pass"] * shape.num_hidden_layers)
+    if settings.compiled_layers is True:  # fused kernels: fewer launches and fewer trips through memory
+        pass_s *= k["compiled_layers_pass_factor"]
     train = pass_s * passes * settings.gradient_accumulation_steps + k[
         "step_overhead_s_copy" if training == "copy" else "step_overhead_s"]
     per_step = generation_cycle / settings.micro_steps_per_generation * settings.gradient_accumulation_steps + train

@@ -259,6 +259,22 @@ def keep_checkpointing_options(policy) -> None:
     inner.gradient_checkpointing_enable = enable_with_options
 
 
+def compile_decoder_layers(policy) -> int:
+    """Each decoder layer of the policy through torch.compile in place ([model] compile_layers): the layers share
+    one code, so one set of graphs serves all of them, for scoring and training (the fast path's copy decodes with
+    its own modules). Dynamic shapes from the start (completions change length every generation) and room for the
+    variants a step meets: with and without grad, with and without the adapters (the reference), checkpointed or
+    not. Under torch's default limit of 8 the layers met a 9th on an H100 and ran uncompiled from then on; with
+    these, no recompile after the first step (2026-12-06). Returns how many layers it compiled."""
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
+    layers = [module for module in policy.modules() if type(module).__name__.endswith("DecoderLayer")]
+    for layer in layers:
+        layer.compile(dynamic=True)
+    return len(layers)
+
+
 def _check_targets(model, config: ProjectConfig) -> None:
     """Each [lora] target_modules name matches a module of this model, as peft matches them (the name's last
     parts): refused in one line with the model's own linear layers, not in peft's page of text."""

@@ -83,6 +83,9 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         generation = "plain"
     backend = "trl" if generation == "fast" else backend_for(backend, processes, unsloth)
     compiled = bool(model.get("compile_decoding")) and backend == "trl"
+    compiled_layers = model.get("compile_layers", "auto")
+    if compiled_layers == "auto" and grpo.get("torch_compile"):  # the trainer compiles the whole model
+        compiled_layers = False
     if compiled:  # what train.py sets for it
         grpo = with_static_cache(grpo, model)
     return Settings(
@@ -107,6 +110,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
                              if grpo.get("cache_implementation") == "static" else None),
         max_steps=int(grpo["max_steps"]) if grpo.get("max_steps") and int(grpo["max_steps"]) > 0 else None,
         num_iterations=int(grpo.get("num_iterations") or 1),
+        compiled_layers=compiled_layers,
     )
 
 
@@ -212,7 +216,8 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
     if "gradient_checkpointing" in took:  # rows from before partial checkpointing checkpointed every layer
         resolved = replace(resolved, checkpoint_every_n_layers=took.get("checkpoint_every_n_layers", 1))
     return replace(resolved, copy_shares_frozen=bool(settings.get("copy_shares_frozen")),
-                   copy_keeps_cache=bool(settings.get("copy_keeps_cache")))
+                   copy_keeps_cache=bool(settings.get("copy_keeps_cache")),
+                   compiled_layers=bool(took.get("compiled_layers")))  # rows from before it: uncompiled
 
 
 def gpu_memory_gib() -> float | None:
@@ -374,11 +379,47 @@ def decode_compile_mode(settings: Settings, calibration: dict | None = None,
         generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S)
 
 
-def resolved(settings: Settings, gpu_gib: float | None) -> Settings:
-    """``settings`` with "auto" generation and checkpointing made concrete as train.py makes them on a CUDA GPU of
-    ``gpu_gib``."""
+# [model] compile_layers = "auto": the first step's extra seconds to compile the decoder layers (the variants a step
+# meets: with and without grad, with and without the adapters), on an H100 (2026-12-06, the thinking case: a first
+# step of 111 s against ~25 with the decode step's compile cached)
+COMPILED_LAYERS_COMPILE_S = 90.0
+
+
+def resolve_compiled_layers(settings: Settings, calibration: dict | None = None) -> tuple[Settings, str | None]:
+    """(settings with ``[model] compile_layers`` made concrete, why where it was "auto"): on where the run's steps
+    save more training time than compiling the layers costs, on the paths it was measured on (the fast path, bf16
+    layers, one process). Call it with generation and checkpointing resolved."""
+    if settings.compiled_layers != "auto":  # Unsloth trains with its own kernels: train.py compiles for TRL only
+        return replace(settings, compiled_layers=settings.compiled_layers is True and settings.backend == "trl"), None
+
+    def off(why: str) -> tuple[Settings, str]:
+        return replace(settings, compiled_layers=False), why
+
+    if settings.generation != "fast":
+        return off(_("off the fast path the policy's layers decode too, which compiled layers were not measured on"))
+    if settings.holds_4bit:
+        return off(_("4-bit layers: compiled layers were measured with 16-bit ones"))
+    if settings.processes > 1:
+        return off(_("several processes: compiled layers were measured on one GPU"))
+    if not settings.max_steps:
+        return off(_("max_steps not set (the run's epochs decide its length); set it to let a long run compile"))
+    saved = settings.max_steps * (estimate(replace(settings, compiled_layers=False), calibration).train_s_per_step
+                                  - estimate(replace(settings, compiled_layers=True), calibration).train_s_per_step)
+    said = {"steps": settings.max_steps, "saved": saved, "compile": COMPILED_LAYERS_COMPILE_S}
+    if saved > COMPILED_LAYERS_COMPILE_S:
+        return replace(settings, compiled_layers=True), _(
+            "{steps} steps save ~{saved:.0f} s of training by plan, for ~{compile:.0f} s of compiling in the first "
+            "step").format(**said)
+    return off(_("{steps} steps would save ~{saved:.0f} s of training by plan: too few to repay ~{compile:.0f} s of "
+                 "compiling in the first step").format(**said))
+
+
+def resolved(settings: Settings, gpu_gib: float | None, calibration: dict | None = None) -> Settings:
+    """``settings`` with "auto" generation, checkpointing and compiled layers made concrete as train.py makes them
+    on a CUDA GPU of ``gpu_gib``."""
     settings, _why = resolve_generation(settings, gpu_gib)
-    return resolve_checkpointing(settings, gpu_gib)[0]
+    settings = resolve_checkpointing(settings, gpu_gib)[0]
+    return resolve_compiled_layers(settings, calibration)[0]
 
 
 def _step_s(settings: Settings, gpu_gib: float) -> float:
