@@ -243,6 +243,25 @@ def test_resume_after_changing_a_reward_weight_or_beta_applies_it_and_says_so(tm
         "thinking:0.5")
 
 
+def test_resume_across_compile_layers_names_no_change(tmp_path, capsys):
+    """compile_layers changes how fast the layers run, not what they compute: a checkpoint recorded before the key
+    existed, or with another value, resumes without naming it."""
+    from grpo_skill import generator, project as projects
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    recorded = resume.run_settings(projects.load(config_file))
+    assert recorded.pop("model.compile_layers") == "auto"  # as an older grpo-skill recorded it: no such key
+    (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(recorded))
+    config_file.write_text(config_file.read_text().replace('compile_layers = "auto"', "compile_layers = true"))
+    start = resume.prepare(tmp_path / "out", resume=True, max_steps=60,
+                           settings=resume.run_settings(projects.load(config_file)))
+    assert start.checkpoint.step == 4 and "changed since that checkpoint" not in capsys.readouterr().err
+
+
 # Ctrl-C ------------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -51,8 +51,10 @@ RESOLVED_SETTINGS = {"model.load_in_4bit": "model.load_in_4bit (as this run took
 # What "auto" generation split the micro-batches into on this run's GPU: the same optimizer step in other passes, so a
 # checkpoint continues under another split; a change is said, compared only where both runs recorded it.
 TAKEN_MICRO_BATCHES = "grpo micro-batches (as this run took them)"
-# How a run was started, not what it trains: free to differ
-FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend")
+# How a run was started, not what it trains: free to differ (compile_layers: the same layers in fused kernels; a
+# checkpoint from before it existed recorded none)
+FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend",
+                 "model.compile_layers")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
 # Under accelerate launch/torchrun, Ctrl-C reaches each process twice: from the terminal, and forwarded by the
 # launcher a moment later. Within this many seconds a second one is that same Ctrl-C, not the user's second.
