@@ -64,7 +64,8 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
 
 RECIPE_ID = re.compile(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^-\]]+)(?:-(?P<variant>[^\]]+))?\]$")
 # tests/gpu/test_gpu_recipes.py's variants of a recipe run, each its own row: the label after the backend's name
-VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain generation", "reseeded": ", another seed"}
+VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain generation", "reseeded": ", another seed",
+                  "compiled": ", decoder layers compiled"}
 
 
 def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_status: int | None,

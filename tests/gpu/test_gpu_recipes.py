@@ -138,18 +138,23 @@ def figures(result: dict) -> dict:
 
 # The variants of a run: "scaled" is the recipe as above (generation left to "auto": on a GPU the trl backend takes
 # the fast path, the test checks it); "presets" keeps the presets' learning rate; "plain" samples by the backend
-# itself at the same seed; "reseeded" is the fast path at another training seed (the noise between two runs).
+# itself at the same seed; "reseeded" is the fast path at another training seed (the noise between two runs);
+# "compiled" is the fast path with the policy's decoder layers compiled for training (compile_layers = true; "auto"
+# compiles only runs long enough to repay it), at the same seed as "scaled": the same held-out reward within that
+# noise, or compiling changes what is learned.
 VARIANTS = {
     "scaled": {"generation": "auto", "seed_offset": 0},
     "presets": {"generation": "auto", "seed_offset": 0},
     "plain": {"generation": "plain", "seed_offset": 0},
     "reseeded": {"generation": "fast", "seed_offset": 1},
+    "compiled": {"generation": "fast", "seed_offset": 0, "compile_layers": True},
 }
 # (preset, backend, variant): every preset x backend scaled, standard/trl at the presets' rate, and each trl recipe
 # on the plain path and at another seed (fast against plain: tests/gpu/test_gpu_recipes.py's docstring)
 RUNS = [(preset, backend, "scaled") for preset in sorted(TARGETS) for backend in BACKENDS] + [
     ("standard", "trl", "presets")] + [
-    (preset, "trl", variant) for preset in sorted(TARGETS) for variant in ("plain", "reseeded")]
+    (preset, "trl", variant) for preset in sorted(TARGETS) for variant in ("plain", "reseeded")] + [
+    ("thinking", "trl", "compiled")]
 
 
 def expected_generation(backend: str, asked: str) -> str:
@@ -200,6 +205,8 @@ def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, v
     asked, seed = VARIANTS[variant]["generation"], _grpo(recipe)["seed"] + VARIANTS[variant]["seed_offset"]
     set_toml(config, "model", "generation", json.dumps(asked))
     set_toml(config, "grpo", "seed", json.dumps(seed))
+    if "compile_layers" in VARIANTS[variant]:
+        set_toml(config, "model", "compile_layers", json.dumps(VARIANTS[variant]["compile_layers"]))
 
     measured_before, shared = probe_shared(commands, before, "probe-before", model.parent)
     trained = commands.run([sys.executable, "train.py"], name="train", cwd=project)
@@ -208,6 +215,7 @@ def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, v
 
     record_property("generation_asked", asked)
     record_property("generation", summary["generation"])
+    record_property("compiled_layers", summary["compiled_layers"])
     record_property("seed", seed)
     record_property("heldout_before_shared", shared)
     record_property("train_seconds", round(trained.seconds, 1))
@@ -228,6 +236,7 @@ def test_preset_recipe_learns_on_a_model_like_its_target(preset_name, backend, v
     # The run took the generation path it was given (train.py's summary, beside its 'generation:' line).
     assert summary["generation"] == expected_generation(backend, asked), (
         f"generation = {asked!r} took the {summary['generation']} path; the train log says why: {trained.log}")
+    assert summary["compiled_layers"] is VARIANTS[variant].get("compile_layers", False)  # 60 steps: "auto" is off
     # What the preset's recipe promises, checked on every run: prompts rendered as the preset says.
     assert measured_before["thinking"]["mode"] == ("off" if preset_name == "standard" else "open")
     traces = (project / "outputs" / "completions.jsonl").read_text().splitlines()
