@@ -150,6 +150,59 @@ def generation_parity(rows: dict) -> dict:
     return result
 
 
+# Compiled decoder layers against the same fast path (tests/gpu/test_gpu_recipes.py's "compiled" variant)
+COMPILED_RUNS = {"fast": "scaled", "compiled": "compiled", "fast, another seed": "reseeded"}
+
+
+def compiled_parity(rows: dict) -> dict | None:
+    """A preset's compiled-layers run against its fast run at the same seed, judged against the noise as
+    generation_parity judges fast against plain; None where the preset has no compiled run."""
+    if not any(row.get("variant") == "compiled" for row in rows.values()):
+        return None
+    runs, missing = {}, []
+    for part, variant in COMPILED_RUNS.items():
+        row = next((row for row in rows.values() if row.get("backend") == "trl" and row.get("variant") == variant),
+                   None)
+        if row is None or row["outcome"] != "passed" or row.get("heldout_reward_after") is None:
+            missing.append(f"{part}: {'no result' if row is None else row['outcome']}")
+        elif row.get("generation") != "fast":
+            missing.append(f"{part}: took the {row.get('generation') or 'unrecorded'} path")
+        elif bool(row.get("compiled_layers")) != (part == "compiled"):
+            missing.append(f"{part}: decoder layers {'compiled' if row.get('compiled_layers') else 'not compiled'}")
+        else:
+            runs[part] = row
+    result = {"runs": {part: {key: row.get(key) for key in ("seed", "heldout_reward_before", "heldout_reward_after",
+                                                            "heldout_reward_accuracy_after", "train_seconds")}
+                       for part, row in runs.items()}, "missing": missing}
+    if missing:
+        return result
+    fast, compiled, other = (runs[part] for part in COMPILED_RUNS)
+    if fast["seed"] != compiled["seed"] or other["seed"] == fast["seed"]:
+        result["missing"] = [f"seeds {fast['seed']} (fast), {compiled['seed']} (compiled), {other['seed']} (another "
+                             "seed): fast and compiled need one seed, the noise run another"]
+        return result
+    gap = compiled["heldout_reward_after"] - fast["heldout_reward_after"]
+    seed_gap = abs(other["heldout_reward_after"] - fast["heldout_reward_after"])
+    standard_error = math.sqrt(sum(run["heldout_reward_std_after"] ** 2 / run["heldout_completions"]
+                                   for run in (fast, compiled)))
+    noise = max(seed_gap, standard_error)
+    result.update({"compiled_minus_fast": round(gap, 3), "seed_gap": round(seed_gap, 3),
+                   "standard_error": round(standard_error, 3), "noise": round(noise, 3),
+                   "within_noise": abs(gap) <= 2 * noise})
+    return result
+
+
+def compiled_verdict(result: dict) -> str:
+    if result["missing"]:
+        return "not compared: " + "; ".join(result["missing"])
+    gap, noise = result["compiled_minus_fast"], result["noise"]
+    figures = (f"compiled - fast {gap:+.3f}, noise {noise} (fast at two seeds {result['seed_gap']}, standard error "
+               f"{result['standard_error']})")
+    if result["within_noise"]:
+        return f"{figures}: the same held-out reward within the noise"
+    return f"{figures}: a gap over twice the noise, {'compiled' if gap > 0 else 'fast'} higher"
+
+
 def parity_by_preset(recipes: dict) -> dict:
     return {preset: generation_parity(rows) for preset, rows in sorted(recipes.items())
             if any(row.get("variant") in ("plain", "reseeded") for row in rows.values())}
@@ -324,6 +377,20 @@ def parity_markdown(recipes: dict) -> list[str]:
     lines.append("")
     for preset, result in parity.items():
         lines.append(f"- {preset}: {parity_verdict(result)}")
+    compiled = {preset: result for preset, rows in sorted(recipes.items())
+                if (result := compiled_parity(rows)) is not None}
+    if compiled:
+        lines += ["", "With the decoder layers compiled for training (`[model] compile_layers = true`), the fast path "
+                  "at the fast run's seed, judged against the same noise:", "",
+                  "| preset | run | seed | held-out reward before -> after | accuracy after | train s |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for preset, result in compiled.items():
+            for part, run in result["runs"].items():
+                lines.append(f"| {preset} | {part} | {run['seed']} | {run['heldout_reward_before']} -> "
+                             f"{run['heldout_reward_after']} | {run['heldout_reward_accuracy_after']} | "
+                             f"{run['train_seconds']} |")
+        lines.append("")
+        lines += [f"- {preset}, compiled layers: {compiled_verdict(result)}" for preset, result in compiled.items()]
     return lines
 
 
@@ -355,6 +422,10 @@ def table(report: dict) -> str:
                         f"{row.get('heldout_clipped_after')}")
     for preset, result in parity_by_preset(report["learning"].get("recipes") or {}).items():
         rows.append(f"{preset} recipe, fast against plain: {parity_verdict(result)}")
+    for preset, recipe_rows in sorted((report["learning"].get("recipes") or {}).items()):
+        result = compiled_parity(recipe_rows)
+        if result is not None:
+            rows.append(f"{preset} recipe, compiled layers against fast: {compiled_verdict(result)}")
     arithmetic = report["learning"].get("arithmetic")
     if arithmetic:
         rows.append(f"arithmetic held-out accuracy: {arithmetic.get('heldout_accuracy_before_grpo')} before GRPO -> "

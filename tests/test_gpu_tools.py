@@ -128,6 +128,25 @@ def test_the_report_compares_fast_and_plain_generation_against_the_noise_of_two_
            "twice the noise, fast higher" in lines
 
 
+def test_the_report_compares_compiled_layers_with_the_fast_run_of_the_same_seed():
+    fast = recipe_run("scaled", generation="fast", seed=42, heldout_reward_after=1.073)
+    other_seed = recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.05)
+    compiled = recipe_run("compiled", generation="fast", seed=42, heldout_reward_after=1.09, compiled_layers=True)
+    page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed, compiled], 1.0, 0))
+    # the noise as fast against plain is judged: max(seed gap 0.023, standard error 0.0335)
+    assert "- thinking, compiled layers: compiled - fast +0.017, noise 0.034 (fast at two seeds 0.023, standard " \
+           "error 0.034): the same held-out reward within the noise" in page
+    assert "| thinking | compiled | 42 | 0.772 -> 1.09 | 0.9 | 100.0 |" in page
+    uncompiled = recipe_run("compiled", generation="fast", seed=42, heldout_reward_after=1.09, compiled_layers=False)
+    page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed, uncompiled], 1.0, 0))
+    assert "- thinking, compiled layers: not compared: compiled: decoder layers not compiled" in page
+    far = recipe_run("compiled", generation="fast", seed=42, heldout_reward_after=0.9, compiled_layers=True)
+    page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed, far], 1.0, 0))
+    assert "compiled - fast -0.173, noise 0.034" in page and "a gap over twice the noise, fast higher" in page
+    assert "compiled layers" not in gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed],
+                                                                             1.0, 0))
+
+
 def test_the_report_compares_only_runs_that_took_the_path_they_stand_for():
     lines = parity_lines(recipe_run("scaled", generation="plain", seed=42, heldout_reward_after=1.0),  # auto went plain
                          recipe_run("plain", outcome="failed"),
