@@ -108,99 +108,64 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
             "counts": counts, "grid": grid, "learning": learning, "tests": tests}
 
 
-# The fast path against the plain one (tests/gpu/test_gpu_recipes.py): which run plays which part, by its variant
-# and the generation path its summary.json says it took.
-PARITY_RUNS = {"fast": ("scaled", "fast"), "plain": ("plain", "plain"), "fast, another seed": ("reseeded", "fast")}
+# Which trl recipe run plays which part of a comparison (tests/gpu/test_gpu_recipes.py): its variant, the generation
+# path its summary.json says it took, and whether it compiled its decoder layers. The first part is the base, the
+# second is compared with it at the same seed, the third is the base at another seed (the run-to-run noise).
+PARITY_RUNS = {"fast": ("scaled", "fast", False), "plain": ("plain", "plain", False),
+               "fast, another seed": ("reseeded", "fast", False)}
+COMPILED_RUNS = {"fast": ("scaled", "fast", False), "compiled": ("compiled", "fast", True),
+                 "fast, another seed": ("reseeded", "fast", False)}
 
 
-def generation_parity(rows: dict) -> dict:
-    """A preset's fast-against-plain comparison from its trl recipe rows: held-out reward after GRPO on the fast
-    path and on the plain path at the same seed, and the run-to-run noise it is judged against: the larger of the
-    gap between two fast runs at different seeds and the probe's standard error of a difference of two means
-    (completions taken as independent). Within the noise means a gap of at most twice that."""
+def paired(rows: dict, parts: dict) -> dict:
+    """A preset's comparison of two trl recipe runs at one seed (``parts``, as PARITY_RUNS): held-out reward after
+    GRPO, and the run-to-run noise it is judged against: the larger of the gap between the base's runs at two seeds
+    and the probe's standard error of a difference of two means (completions taken as independent). Within the noise
+    means a gap of at most twice that. ``gap``: the second part's reward minus the base's."""
     runs, missing = {}, []
-    for part, (variant, path) in PARITY_RUNS.items():
+    for part, (variant, path, compiled) in parts.items():
         row = next((row for row in rows.values() if row.get("backend") == "trl" and row.get("variant") == variant),
                    None)
         if row is None or row["outcome"] != "passed" or row.get("heldout_reward_after") is None:
             missing.append(f"{part}: {'no result' if row is None else row['outcome']}")
         elif row.get("generation") != path:
             missing.append(f"{part}: took the {row.get('generation') or 'unrecorded'} path")
+        elif bool(row.get("compiled_layers")) != compiled:
+            missing.append(f"{part}: decoder layers {'compiled' if row.get('compiled_layers') else 'not compiled'}")
         else:
             runs[part] = row
     result = {"runs": {part: {key: row.get(key) for key in (
         "generation", "seed", "heldout_reward_before", "heldout_reward_after", "heldout_reward_std_after",
         "heldout_reward_accuracy_after", "heldout_completions", "train_seconds")} for part, row in runs.items()},
-        "missing": missing}
+        "missing": missing, "names": list(parts)[:2]}
     if missing:
         return result
-    fast, plain, other = (runs[part] for part in PARITY_RUNS)
-    if fast["seed"] != plain["seed"] or other["seed"] == fast["seed"]:
-        result["missing"] = [f"seeds {fast['seed']} (fast), {plain['seed']} (plain), {other['seed']} (another seed): "
-                             "fast and plain need one seed, the noise run another"]
+    (base_name, base), (versus_name, versus), (_, other) = ((part, runs[part]) for part in parts)
+    if base["seed"] != versus["seed"] or other["seed"] == base["seed"]:
+        result["missing"] = [f"seeds {base['seed']} ({base_name}), {versus['seed']} ({versus_name}), {other['seed']} "
+                             f"(another seed): {base_name} and {versus_name} need one seed, the noise run another"]
         return result
-    gap = plain["heldout_reward_after"] - fast["heldout_reward_after"]
-    seed_gap = abs(other["heldout_reward_after"] - fast["heldout_reward_after"])
+    gap = versus["heldout_reward_after"] - base["heldout_reward_after"]
+    seed_gap = abs(other["heldout_reward_after"] - base["heldout_reward_after"])
     standard_error = math.sqrt(sum(run["heldout_reward_std_after"] ** 2 / run["heldout_completions"]
-                                   for run in (fast, plain)))
+                                   for run in (base, versus)))
     noise = max(seed_gap, standard_error)
-    result.update({"plain_minus_fast": round(gap, 3), "seed_gap": round(seed_gap, 3),
-                   "standard_error": round(standard_error, 3), "noise": round(noise, 3),
-                   "within_noise": abs(gap) <= 2 * noise})
+    result.update({"gap": round(gap, 3), "seed_gap": round(seed_gap, 3), "standard_error": round(standard_error, 3),
+                   "noise": round(noise, 3), "within_noise": abs(gap) <= 2 * noise})
     return result
 
 
-# Compiled decoder layers against the same fast path (tests/gpu/test_gpu_recipes.py's "compiled" variant)
-COMPILED_RUNS = {"fast": "scaled", "compiled": "compiled", "fast, another seed": "reseeded"}
+def generation_parity(rows: dict) -> dict:
+    """A preset's fast-against-plain comparison (``paired``): the plain path against the fast one."""
+    return paired(rows, PARITY_RUNS)
 
 
 def compiled_parity(rows: dict) -> dict | None:
-    """A preset's compiled-layers run against its fast run at the same seed, judged against the noise as
-    generation_parity judges fast against plain; None where the preset has no compiled run."""
+    """A preset's compiled-layers run against its fast run at the same seed (``paired``); None where the preset has
+    no compiled run."""
     if not any(row.get("variant") == "compiled" for row in rows.values()):
         return None
-    runs, missing = {}, []
-    for part, variant in COMPILED_RUNS.items():
-        row = next((row for row in rows.values() if row.get("backend") == "trl" and row.get("variant") == variant),
-                   None)
-        if row is None or row["outcome"] != "passed" or row.get("heldout_reward_after") is None:
-            missing.append(f"{part}: {'no result' if row is None else row['outcome']}")
-        elif row.get("generation") != "fast":
-            missing.append(f"{part}: took the {row.get('generation') or 'unrecorded'} path")
-        elif bool(row.get("compiled_layers")) != (part == "compiled"):
-            missing.append(f"{part}: decoder layers {'compiled' if row.get('compiled_layers') else 'not compiled'}")
-        else:
-            runs[part] = row
-    result = {"runs": {part: {key: row.get(key) for key in ("seed", "heldout_reward_before", "heldout_reward_after",
-                                                            "heldout_reward_accuracy_after", "train_seconds")}
-                       for part, row in runs.items()}, "missing": missing}
-    if missing:
-        return result
-    fast, compiled, other = (runs[part] for part in COMPILED_RUNS)
-    if fast["seed"] != compiled["seed"] or other["seed"] == fast["seed"]:
-        result["missing"] = [f"seeds {fast['seed']} (fast), {compiled['seed']} (compiled), {other['seed']} (another "
-                             "seed): fast and compiled need one seed, the noise run another"]
-        return result
-    gap = compiled["heldout_reward_after"] - fast["heldout_reward_after"]
-    seed_gap = abs(other["heldout_reward_after"] - fast["heldout_reward_after"])
-    standard_error = math.sqrt(sum(run["heldout_reward_std_after"] ** 2 / run["heldout_completions"]
-                                   for run in (fast, compiled)))
-    noise = max(seed_gap, standard_error)
-    result.update({"compiled_minus_fast": round(gap, 3), "seed_gap": round(seed_gap, 3),
-                   "standard_error": round(standard_error, 3), "noise": round(noise, 3),
-                   "within_noise": abs(gap) <= 2 * noise})
-    return result
-
-
-def compiled_verdict(result: dict) -> str:
-    if result["missing"]:
-        return "not compared: " + "; ".join(result["missing"])
-    gap, noise = result["compiled_minus_fast"], result["noise"]
-    figures = (f"compiled - fast {gap:+.3f}, noise {noise} (fast at two seeds {result['seed_gap']}, standard error "
-               f"{result['standard_error']})")
-    if result["within_noise"]:
-        return f"{figures}: the same held-out reward within the noise"
-    return f"{figures}: a gap over twice the noise, {'compiled' if gap > 0 else 'fast'} higher"
+    return paired(rows, COMPILED_RUNS)
 
 
 def parity_by_preset(recipes: dict) -> dict:
@@ -390,20 +355,20 @@ def parity_markdown(recipes: dict) -> list[str]:
                              f"{run['heldout_reward_after']} | {run['heldout_reward_accuracy_after']} | "
                              f"{run['train_seconds']} |")
         lines.append("")
-        lines += [f"- {preset}, compiled layers: {compiled_verdict(result)}" for preset, result in compiled.items()]
+        lines += [f"- {preset}, compiled layers: {parity_verdict(result)}" for preset, result in compiled.items()]
     return lines
 
 
 def parity_verdict(result: dict) -> str:
+    """A ``paired`` comparison in one line."""
     if result["missing"]:
         return "not compared: " + "; ".join(result["missing"])
-    gap, noise = result["plain_minus_fast"], result["noise"]
-    figures = (f"plain - fast {gap:+.3f}, noise {noise} (fast at two seeds {result['seed_gap']}, standard error "
-               f"{result['standard_error']})")
+    (base, versus), gap, noise = result["names"], result["gap"], result["noise"]
+    figures = (f"{versus} - {base} {gap:+.3f}, noise {noise} ({base} at two seeds {result['seed_gap']}, standard "
+               f"error {result['standard_error']})")
     if result["within_noise"]:
         return f"{figures}: the same held-out reward within the noise"
-    higher = "plain" if gap > 0 else "fast"
-    return f"{figures}: a gap over twice the noise, {higher} higher"
+    return f"{figures}: a gap over twice the noise, {versus if gap > 0 else base} higher"
 
 
 def table(report: dict) -> str:
@@ -425,7 +390,7 @@ def table(report: dict) -> str:
     for preset, recipe_rows in sorted((report["learning"].get("recipes") or {}).items()):
         result = compiled_parity(recipe_rows)
         if result is not None:
-            rows.append(f"{preset} recipe, compiled layers against fast: {compiled_verdict(result)}")
+            rows.append(f"{preset} recipe, compiled layers against fast: {parity_verdict(result)}")
     arithmetic = report["learning"].get("arithmetic")
     if arithmetic:
         rows.append(f"arithmetic held-out accuracy: {arithmetic.get('heldout_accuracy_before_grpo')} before GRPO -> "
