@@ -549,6 +549,8 @@ def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compil
     assert not plain.fast and not plain.compiled_layers and "off the fast path" in plain.compiled_layers_why
     on_unsloth = decoding.choose(projects.load(project, long_run, rewards=False), "unsloth", cuda=True)
     assert on_unsloth.backend == "unsloth" and not on_unsloth.compiled_layers and on_unsloth.compiled_layers_why is None
+    assert "decoder layers" not in cli("plan", str(project), "--gpu-memory", "8", "--backend", "unsloth",
+                                       "--set", "grpo.max_steps=2000").stdout  # Unsloth: its own kernels, no line
     monkeypatch.setattr(planning, "gpu_memory_gib", lambda: 141.0)
     whole = decoding.choose(projects.load(project, {**long_run, "grpo.torch_compile": True}, rewards=False), "trl",
                             cuda=True)

@@ -389,7 +389,7 @@ def resolve_compiled_layers(settings: Settings, calibration: dict | None = None)
     """(settings with ``[model] compile_layers`` made concrete, why where it was "auto"): on where the run's steps
     save more training time than compiling the layers costs, on the paths it was measured on (the fast path, bf16
     layers, one process). Call it with generation and checkpointing resolved."""
-    if settings.compiled_layers != "auto":  # Unsloth trains with its own kernels: train.py compiles for TRL only
+    if settings.compiled_layers != "auto" or settings.backend != "trl":  # Unsloth trains with its own kernels
         return replace(settings, compiled_layers=settings.compiled_layers is True and settings.backend == "trl"), None
 
     def off(why: str) -> tuple[Settings, str]:
