@@ -555,6 +555,31 @@ def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compil
     whole = decoding.choose(projects.load(project, {**long_run, "grpo.torch_compile": True}, rewards=False), "trl",
                             cuda=True)
     assert not whole.compiled_layers and "torch_compile" in whole.compiled_layers_why
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--set", "grpo.max_steps=2000", "--set",
+                             "grpo.torch_compile=true", "--json").stdout)
+    assert (planned["compiled_layers"], planned["compiled_layers_why"]) == (False, whole.compiled_layers_why)
+    from grpo_skill.runtime import distributed
+
+    with monkeypatch.context() as launched:  # accelerate launch, two processes, the fast path asked for by name
+        launched.setattr(distributed, "world_size", lambda: 2)
+        launched.setattr(distributed, "is_launched", lambda: True)
+        several = decoding.choose(projects.load(project, {**long_run, "model.generation": "fast"}, rewards=False),
+                                  "trl", cuda=True)
+    assert several.fast and not several.compiled_layers and "several processes" in several.compiled_layers_why
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "141", "--gpus", "2", "--set",
+                             "grpo.max_steps=2000", "--set", 'model.generation="fast"', "--json").stdout)
+    assert (planned["compiled_layers"], planned["compiled_layers_why"]) == (False, several.compiled_layers_why)
+    # a project made before the key: its train.py compiles nothing, and nothing says it does
+    config_file = project / "config.toml"
+    text = config_file.read_text(encoding="utf-8")
+    config_file.write_text("\n".join(line for line in text.splitlines() if not line.startswith("compile_layers")),
+                           encoding="utf-8")
+    older = decoding.choose(projects.load(project, long_run, rewards=False), "trl", cuda=True)
+    assert older.compiled_layers is False and "decoder layers" not in older.describe()
+    config_file.write_text(text, encoding="utf-8")
+    said = cli("plan", str(project), "--gpu-memory", "8", "--backend", "unsloth", "--set",
+               "model.compile_layers=true").stdout
+    assert "note: compile_layers applies to the TRL backend; Unsloth trains with its own kernels" in said
     forced = projects.load(project, {"model.compile_layers": True}, rewards=False)  # 100 steps, yet on
     assert decoding.choose(forced, "trl", cuda=True).compiled_layers is True
     assert decoding.choose(forced, "trl", cuda=False).compiled_layers is True  # asked for: a CPU compiles too

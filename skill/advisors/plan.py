@@ -15,8 +15,9 @@ from pathlib import Path
 from ..core.i18n import N_, _
 from ..runtime.estimate import (CALIBRATION, CUDA_CONTEXT_GIB, GIB, KNOWN_SHAPES, Estimate, ModelShape, PlanError,
                                 Settings, estimate, known_shape, needed_gib)
-from ..runtime.planning import (change_text, checkpointing_on, decode_compile_mode, from_benchmark_row, from_config,
-                                from_preset, from_project, generation_path, gpu_memory_gib, larger_micro_batches,
+from ..runtime.planning import (COMPILE_LAYERS_ON_UNSLOTH, change_text, checkpointing_on, decode_compile_mode,
+                                from_benchmark_row, from_config, from_preset, from_project, generation_path,
+                                gpu_memory_gib, larger_micro_batches,
                                 processes_from_accelerate_config, ran_on_report_gpu, resolve_checkpointing,
                                 resolve_compiled_layers, resolve_generation, resolved, unsloth_installed)
 
@@ -167,6 +168,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     if unsloth is False and settings.backend == "unsloth":  # asked for by name: train.py here would refuse it
         notes.append(_("the unsloth package is not installed on this machine, where train.py would refuse backend "
                        "unsloth (pip install 'grpo-skill[unsloth]'); this plans a machine that has it"))
+    if requested.compiled_layers is True and settings.backend != "trl":  # train.py says the same and goes on
+        notes.append(_(COMPILE_LAYERS_ON_UNSLOTH))
     compile_mode, compile_why = (decode_compile_mode(settings, calibration, tunes_matmuls) if settings.generation == "fast"
                                  else (None, None))
     out = {**about, "settings": {**asdict(settings), "shape": asdict(settings.shape), "holds_4bit": settings.holds_4bit,
@@ -285,7 +288,7 @@ def render_text(result: dict) -> str:
     if result["compiled_layers"] or result.get("compiled_layers_why"):
         lines.append(_("decoder layers compiled for training: {state} ({why})").format(
             state=_("yes") if result["compiled_layers"] else _("no"),
-            why=result.get("compiled_layers_why") or _("compile_layers = true in config.toml")))
+            why=result.get("compiled_layers_why") or "compile_layers = true"))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "

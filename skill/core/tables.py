@@ -36,9 +36,10 @@ class ModelTable(Table):
     # how completions are sampled: "fast" from a bf16 copy of the policy (runtime/generation_copy.py),
     # "plain" by the backend itself, "auto" fast on a CUDA GPU where `plan` says the copy fits
     generation: Literal["auto", "fast", "plain"] = "auto"
-    # the policy's decoder layers through torch.compile for scoring and training (runtime/model.py); "auto": on the
-    # fast path on a GPU where the run is long enough to repay the compile (planning.layers_compile)
-    compile_layers: bool | Literal["auto"] = "auto"
+    # the policy's decoder layers through torch.compile for scoring and training (runtime/model.py); "auto" (what new
+    # writes): on a GPU's fast path where the run is long enough to repay the compile
+    # (planning.resolve_compiled_layers). Absent: off, as the train.py of a project made before the key runs.
+    compile_layers: bool | Literal["auto"] = False
     # a LoRA adapter folder to continue from (e.g. what sft.py saved); checked for existence by project.py
     adapter: NonEmptyStr | None = None
 

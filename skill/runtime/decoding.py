@@ -158,16 +158,13 @@ def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Pl
     value = config.model.get("compile_layers", "auto")
     if value != "auto" or backend != "trl":
         if value is True and backend != "trl" and distributed.is_main_process():
-            print(_("note: compile_layers applies to the TRL backend; Unsloth trains with its own kernels"),
-                  file=sys.stderr)
+            print(_("note: {note}").format(note=_(plan.COMPILE_LAYERS_ON_UNSLOTH)), file=sys.stderr)
         return value is True and backend == "trl", None
     if not cuda:
         return False, None
-    if config.grpo.get("torch_compile"):
-        return False, _("[grpo] torch_compile: the trainer compiles the whole model")
-    try:
+    try:  # this run's processes: plan's settings are one GPU's
         settings = replace(planned.taken(fast, load_in_4bit, micro_batches), gradient_checkpointing=checkpointing,
-                           checkpoint_every_n_layers=every)
+                           checkpoint_every_n_layers=every, processes=distributed.world_size())
     except plan.PlanError:
         return False, _("no model shape known to plan the run's training time")
     settings, why = plan.resolve_compiled_layers(settings, planned.calibration)

@@ -206,6 +206,7 @@ class Settings:
     # [model] compile_layers: the decoder layers compiled for training and scoring; "auto" (counted as off) until
     # planning.resolve_compiled_layers
     compiled_layers: bool | str = False
+    whole_model_compiled: bool = False  # [grpo] torch_compile: the trainer compiles the whole model (not planned)
 
     @property
     def holds_4bit(self) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core import sampling
-from ..core.i18n import _
+from ..core.i18n import N_, _
 from ..core.schema import asks_for_another_generation_path
 from . import gpus
 from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, checkpointed_layers, estimate, known_shape,
@@ -83,9 +83,6 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         generation = "plain"
     backend = "trl" if generation == "fast" else backend_for(backend, processes, unsloth)
     compiled = bool(model.get("compile_decoding")) and backend == "trl"
-    compiled_layers = model.get("compile_layers", "auto")
-    if compiled_layers == "auto" and grpo.get("torch_compile"):  # the trainer compiles the whole model
-        compiled_layers = False
     if compiled:  # what train.py sets for it
         grpo = with_static_cache(grpo, model)
     return Settings(
@@ -110,7 +107,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
                              if grpo.get("cache_implementation") == "static" else None),
         max_steps=int(grpo["max_steps"]) if grpo.get("max_steps") and int(grpo["max_steps"]) > 0 else None,
         num_iterations=int(grpo.get("num_iterations") or 1),
-        compiled_layers=compiled_layers,
+        compiled_layers=model.get("compile_layers", "auto"), whole_model_compiled=bool(grpo.get("torch_compile")),
     )
 
 
@@ -383,6 +380,7 @@ def decode_compile_mode(settings: Settings, calibration: dict | None = None,
 # meets: with and without grad, with and without the adapters), on an H100 (2026-12-06, the thinking case: a first
 # step of 111 s against ~25 with the decode step's compile cached)
 COMPILED_LAYERS_COMPILE_S = 90.0
+COMPILE_LAYERS_ON_UNSLOTH = N_("compile_layers applies to the TRL backend; Unsloth trains with its own kernels")
 
 
 def resolve_compiled_layers(settings: Settings, calibration: dict | None = None) -> tuple[Settings, str | None]:
@@ -395,22 +393,24 @@ def resolve_compiled_layers(settings: Settings, calibration: dict | None = None)
     def off(why: str) -> tuple[Settings, str]:
         return replace(settings, compiled_layers=False), why
 
+    if settings.whole_model_compiled:
+        return off(_("[grpo] torch_compile: the trainer compiles the whole model"))
+    if settings.processes > 1:
+        return off(_("several processes: compiled layers were measured on one GPU"))
     if settings.generation != "fast":
         return off(_("off the fast path the policy's layers decode too, which compiled layers were not measured on"))
     if settings.holds_4bit:
         return off(_("4-bit layers: compiled layers were measured with 16-bit ones"))
-    if settings.processes > 1:
-        return off(_("several processes: compiled layers were measured on one GPU"))
     if not settings.max_steps:
         return off(_("max_steps not set (the run's epochs decide its length); set it to let a long run compile"))
     saved = settings.max_steps * (estimate(replace(settings, compiled_layers=False), calibration).train_s_per_step
                                   - estimate(replace(settings, compiled_layers=True), calibration).train_s_per_step)
-    said = {"steps": settings.max_steps, "saved": saved, "compile": COMPILED_LAYERS_COMPILE_S}
+    said = {"steps": settings.max_steps, "saved": int(saved), "compile": COMPILED_LAYERS_COMPILE_S}  # 89.6: "89"
     if saved > COMPILED_LAYERS_COMPILE_S:
         return replace(settings, compiled_layers=True), _(
-            "{steps} steps save ~{saved:.0f} s of training by plan, for ~{compile:.0f} s of compiling in the first "
+            "{steps} steps save ~{saved} s of training by plan, for ~{compile:.0f} s of compiling in the first "
             "step").format(**said)
-    return off(_("{steps} steps would save ~{saved:.0f} s of training by plan: too few to repay ~{compile:.0f} s of "
+    return off(_("{steps} steps would save ~{saved} s of training by plan: too few to repay ~{compile:.0f} s of "
                  "compiling in the first step").format(**said))
 
 
