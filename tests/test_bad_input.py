@@ -393,6 +393,8 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
          "is for backend = 'trl' or 'auto'", edits=(COMPILE_LAYERS, ('backend = "auto"', 'backend = "unsloth"'))),
     Case("config-compile-layers-and-whole-model", "model.compile_layers: [grpo] torch_compile already compiles the "
          "whole model; remove one of the two", edits=(COMPILE_LAYERS, ("seed = 42", "seed = 42\ntorch_compile = true"))),
+    Case("config-compile-layers-older-train-py", "model.compile_layers: this project's train.py was made by an older "
+         "grpo-skill and compiles no layers; run `grpo-skill update`", files={"proj/train.py": "# an older train.py\n"}),
     Case("config-report-to-not-installed", "grpo.report_to: 'wandb' is not installed; pip install wandb, or remove "
          "it from report_to", edits=edit("report_to = []", 'report_to = ["wandb"]'), missing=("wandb",)),
     Case("config-report-to-string-not-installed", "'tensorboard' is not installed; pip install tensorboard",

@@ -165,6 +165,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         grpo=data["grpo"], sft=data["sft"], source=source,
     )
     check_output_dirs(config)
+    check_train_py_compiles_layers(config)
     read_accelerator_config(config)
     check_installed(config)
     declared = _project_rewards(config, run=rewards)
@@ -219,6 +220,18 @@ def check_output_dirs(config: ProjectConfig) -> None:
             raise config.error(loc, _("= {value}: is the project folder or a folder above it, where a run would write over "
                                       "the project's own files (README.md); use a folder inside it, like \"outputs\"").format(
                 value=schema.toml_value(value)))
+
+
+def check_train_py_compiles_layers(config: ProjectConfig) -> None:
+    """[model] compile_layers in a project whose train.py was made before the key (it never compiles): refused, not
+    ignored; `grpo-skill update` brings the call (and writes "auto" itself)."""
+    train_py = config.project_dir / "train.py"
+    if config.model.get("compile_layers") is False or not train_py.is_file():
+        return
+    if "compile_decoder_layers" not in train_py.read_text(encoding="utf-8", errors="replace"):
+        raise config.error(("model", "compile_layers"), _(
+            "this project's train.py was made by an older grpo-skill and compiles no layers; run `grpo-skill "
+            "update` (it adds that to train.py), or remove compile_layers"))
 
 
 # ---- [grpo] settings in a file -------------------------------------------------------------------------------
