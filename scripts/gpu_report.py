@@ -331,32 +331,26 @@ def parity_markdown(recipes: dict) -> list[str]:
               "standard error of a difference of two held-out means (completions taken as independent) where that "
               "is larger; fast and plain reach the same held-out reward within the noise when they differ by at "
               "most twice it. One seed pair gives a rough noise figure: a gap outside it asks for more seeds before "
-              "it is read as an effect.", "",
-              "| preset | run | generation | seed | held-out reward before -> after | accuracy after | train s |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for preset, result in parity.items():
-        for part, run in result["runs"].items():
-            lines.append(f"| {preset} | {part} | {run['generation']} | {run['seed']} | "
-                         f"{run['heldout_reward_before']} -> {run['heldout_reward_after']} | "
-                         f"{run['heldout_reward_accuracy_after']} | {run['train_seconds']} |")
-    lines.append("")
-    for preset, result in parity.items():
-        lines.append(f"- {preset}: {parity_verdict(result)}")
+              "it is read as an effect.", ""] + _parity_table(parity, "")
     compiled = {preset: result for preset, rows in sorted(recipes.items())
                 if (result := compiled_parity(rows)) is not None}
     if compiled:
         lines += ["", "With the decoder layers compiled for training (`[model] compile_layers = true`), the fast path "
-                  "at the fast run's seed, judged against the same noise:", "",
-                  "| preset | run | seed | held-out reward before -> after | accuracy after | train s |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        for preset, result in compiled.items():
-            for part, run in result["runs"].items():
-                lines.append(f"| {preset} | {part} | {run['seed']} | {run['heldout_reward_before']} -> "
-                             f"{run['heldout_reward_after']} | {run['heldout_reward_accuracy_after']} | "
-                             f"{run['train_seconds']} |")
-        lines.append("")
-        lines += [f"- {preset}, compiled layers: {parity_verdict(result)}" for preset, result in compiled.items()]
+                  "at the fast run's seed, judged against the same noise:", ""] + _parity_table(compiled,
+                                                                                          ", compiled layers")
     return lines
+
+
+def _parity_table(results: dict, label: str) -> list[str]:
+    """``paired`` comparisons by preset: their runs' table, then each preset's verdict."""
+    lines = ["| preset | run | generation | seed | held-out reward before -> after | accuracy after | train s |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for preset, result in results.items():
+        for part, run in result["runs"].items():
+            lines.append(f"| {preset} | {part} | {run['generation']} | {run['seed']} | "
+                         f"{run['heldout_reward_before']} -> {run['heldout_reward_after']} | "
+                         f"{run['heldout_reward_accuracy_after']} | {run['train_seconds']} |")
+    return lines + [""] + [f"- {preset}{label}: {parity_verdict(result)}" for preset, result in results.items()]
 
 
 def parity_verdict(result: dict) -> str:

@@ -136,7 +136,7 @@ def test_the_report_compares_compiled_layers_with_the_fast_run_of_the_same_seed(
     # the noise as fast against plain is judged: max(seed gap 0.023, standard error 0.0335)
     assert "- thinking, compiled layers: compiled - fast +0.017, noise 0.034 (fast at two seeds 0.023, standard " \
            "error 0.034): the same held-out reward within the noise" in page
-    assert "| thinking | compiled | 42 | 0.772 -> 1.09 | 0.9 | 100.0 |" in page
+    assert "| thinking | compiled | fast | 42 | 0.772 -> 1.09 | 0.9 | 100.0 |" in page
     uncompiled = recipe_run("compiled", generation="fast", seed=42, heldout_reward_after=1.09, compiled_layers=False)
     page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed, uncompiled], 1.0, 0))
     assert "- thinking, compiled layers: not compared: compiled: decoder layers not compiled" in page
