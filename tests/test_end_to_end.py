@@ -15,6 +15,17 @@ from support import config_edited, run
 GAIN_WANTED = 0.5  # the issue's learning check: last 10 steps' mean reward >= first 10 + 0.5
 
 
+def run_train_py(project, monkeypatch, *args) -> dict:
+    """The project's train.py run in this process with ``args`` (its globals returned: the trainer, the model), the
+    SIGINT handler it installs put back afterwards."""
+    monkeypatch.setattr(sys, "argv", ["train.py", *args])
+    ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
+    try:
+        return runpy.run_path(str(project / "train.py"), run_name="__main__")
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c_handler)
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tiny_model):
     """One full run of the tiny preset's train.py (60 steps, about 20 s on 2 cores)."""
@@ -134,12 +145,7 @@ def test_train_loads_the_tokenizer_once(trained, monkeypatch):
         return load(cls, *args, **kwargs)
 
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(counted))
-    monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "1", "--output-dir", "one-tokenizer"])
-    ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
-    try:
-        run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
-    finally:
-        signal.signal(signal.SIGINT, ctrl_c_handler)
+    run_globals = run_train_py(project, monkeypatch, "--max-steps", "1", "--output-dir", "one-tokenizer")
     assert len(loads) == 1, loads
     # the prompts were rendered, the rewards built and GRPO trained with that one tokenizer
     assert run_globals["trainer"].processing_class is run_globals["tokenizer"]
@@ -191,14 +197,11 @@ class HalfReward:
 def test_a_plugin_registered_in_a_test_is_used_by_a_generated_projects_run(trained, monkeypatch):
     project, _, _ = trained
     plugins.register(HalfReward(), name="half")
-    ctrl_c_handler = signal.getsignal(signal.SIGINT)  # train.py installs its own
     try:
         with config_edited(project, 'name = "thinking"', 'name = "always_half"'):
-            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "with-plugin"])
-            runpy.run_path(str(project / "train.py"), run_name="__main__")
+            run_train_py(project, monkeypatch, "--max-steps", "2", "--output-dir", "with-plugin")
     finally:
         plugins.unregister("half")
-        signal.signal(signal.SIGINT, ctrl_c_handler)
     rows = [row for row in metrics.read_metrics(project / "with-plugin") if "reward" in row]
     assert [row["rewards/always_half/mean"] for row in rows] == [0.5, 0.5]
     assert HalfReward.calls == 2
@@ -239,13 +242,8 @@ def test_completion_traces_are_written_every_step_and_shown_by_metrics(trained, 
 def test_compile_decoding_gives_the_trl_backend_one_static_cache_and_lets_transformers_compile(trained, monkeypatch,
                                                                                               capsys):
     project, _, _ = trained
-    ctrl_c_handler = signal.getsignal(signal.SIGINT)
-    try:
-        with config_edited(project, "# compile_decoding = true", "compile_decoding = true"):  # as a user would
-            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled"])
-            run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
-    finally:
-        signal.signal(signal.SIGINT, ctrl_c_handler)
+    with config_edited(project, "# compile_decoding = true", "compile_decoding = true"):  # as a user would
+        run_globals = run_train_py(project, monkeypatch, "--max-steps", "2", "--output-dir", "compiled")
     generation = run_globals["trainer"].generation_config
     # one cache size for every generation (max_seq_length), so that a GPU compiles the decode step once
     assert (generation.cache_implementation, generation.max_cache_len, generation.disable_compile) == ("static", 256,
@@ -262,13 +260,8 @@ def test_compile_layers_trains_through_compiled_decoder_layers_that_compute_what
     import torch
 
     project, _, _ = trained
-    ctrl_c_handler = signal.getsignal(signal.SIGINT)
-    try:
-        with config_edited(project, 'compile_layers = "auto"', "compile_layers = true"):  # as a user would
-            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "compiled-layers"])
-            run_globals = runpy.run_path(str(project / "train.py"), run_name="__main__")
-    finally:
-        signal.signal(signal.SIGINT, ctrl_c_handler)
+    with config_edited(project, 'compile_layers = "auto"', "compile_layers = true"):  # as a user would
+        run_globals = run_train_py(project, monkeypatch, "--max-steps", "2", "--output-dir", "compiled-layers")
     assert "decoder layers compiled for training (compile_layers = true)" in capsys.readouterr().err
     summary = json.loads((project / "compiled-layers" / "summary.json").read_text())
     assert summary["compiled_layers"] is True and summary["global_step"] == 2
@@ -289,13 +282,8 @@ def test_the_fast_path_on_a_cpu_trains_from_a_copy_that_computes_the_lora_as_the
     """generation = "fast" without a GPU: the copy is installed on the real GRPOTrainer, decodes uncompiled, and
     keeps the adapters in the trainer's precision (no bf16 autocast on a CPU run: their own fp32)."""
     project, _, _ = trained
-    ctrl_c_handler = signal.getsignal(signal.SIGINT)
-    try:
-        with config_edited(project, 'generation = "auto"', 'generation = "fast"'):  # as a user would
-            monkeypatch.setattr(sys, "argv", ["train.py", "--max-steps", "2", "--output-dir", "fast"])
-            runpy.run_path(str(project / "train.py"), run_name="__main__")
-    finally:
-        signal.signal(signal.SIGINT, ctrl_c_handler)
+    with config_edited(project, 'generation = "auto"', 'generation = "fast"'):  # as a user would
+        run_train_py(project, monkeypatch, "--max-steps", "2", "--output-dir", "fast")
     said = capsys.readouterr().err
     assert "generation: a float32 copy of the policy, its LoRA beside each layer in float32, as the trainer " \
            "computes it" in said, said[-2000:]
