@@ -27,9 +27,6 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
   compile_training      the model's forward in scoring and training through torch.compile (generation untouched):
                         inductor's fused kernels and fewer host calls, after a compilation per new shape until it
                         compiles them as dynamic
-  compile_layers        each decoder layer of the policy through torch.compile in place (regional compilation:
-                        one graph for all layers, a shorter first compile than compile_training's; generation
-                        untouched)
   projections_apart     the generation copy computes each adapter and each projection in matmuls of its own, as
                         before 2026-12-05 (generation_copy.install(fuse=False); the default fuses them:
                         runtime/fused_projections.py)
@@ -223,14 +220,6 @@ class Bench:
 
         return wrapper
 
-    def compile_layers(self, model) -> None:
-        """Each decoder layer of the policy compiled in place, as train.py does for [model] compile_layers (regional
-        compilation: one set of graphs for all the layers, where compile_training compiles the whole model: 367 s
-        for the thinking case's first step on an H100, 2026-12-06): for runs whose train.py does not take it."""
-        from grpo_skill.runtime.model import compile_decoder_layers
-
-        self.info["compiled_layers"] = compile_decoder_layers(model)
-
     def logps_phase(self):
         return "scoring_logps" if "generate_and_score" in self.stack else "policy_logps"
 
@@ -290,8 +279,6 @@ class Bench:
             torch.backends.cuda.enable_cudnn_sdp(True)
         if "compile_training" in self.ablate:
             trainer._get_per_token_logps_and_entropies = self.compiled(trainer._get_per_token_logps_and_entropies)
-        if "compile_layers" in self.ablate:
-            self.compile_layers(trainer.model)
         if "score_whole_generation" in self.ablate:
             trainer._get_per_token_logps_and_entropies = self.unchunked(trainer._get_per_token_logps_and_entropies)
         wrapped = []
