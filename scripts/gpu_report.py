@@ -19,6 +19,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "trl", "unsloth", "unsloth_zoo", "peft", "bitsandbytes", "accelerate",
@@ -70,6 +71,8 @@ VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain ge
 
 def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_status: int | None,
               expected: list[str] = ()) -> dict:
+    for test in tests:  # a test keeps the card it ran on through later merges (calls may land on other cards)
+        test.setdefault("gpu", env.get("gpu"))
     seen = {test["test"] for test in tests}
     tests += [{"test": nodeid, "outcome": "not run", "seconds": 0, "numbers": {},
                "error": "no result: the suite stopped (budget or crash) before this test ended"}
@@ -96,7 +99,7 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
             label = match["backend"] + VARIANT_LABELS.get(variant, f", {variant}")
             learning["recipes"].setdefault(match["preset"], {})[label] = {
                 "outcome": test["outcome"], "seconds": test["seconds"], "backend": match["backend"],
-                "variant": variant, **test["numbers"]}
+                "variant": variant, "gpu": test.get("gpu"), **test["numbers"]}
         match = re.search(r"continues_from_the_sft_adapter\[(?P<backend>[^\]]+)\]$", test["test"])
         if match:
             learning["warm_start_continuation"][match["backend"]] = {
@@ -139,6 +142,11 @@ def paired(rows: dict, parts: dict) -> dict:
         "heldout_reward_accuracy_after", "heldout_completions", "train_seconds")} for part, row in runs.items()},
         "missing": missing, "names": list(parts)[:2]}
     if missing:
+        return result
+    gpus = {part: row["gpu"] for part, row in runs.items() if row.get("gpu")}
+    if len(set(gpus.values())) > 1:  # another card's run-to-run noise is not this one's
+        result["missing"] = ["ran on different GPUs (" + ", ".join(f"{part}: {gpu}" for part, gpu in gpus.items())
+                             + "): run all three on one card"]
         return result
     (base_name, base), (versus_name, versus), (_, other) = ((part, runs[part]) for part in parts)
     if base["seed"] != versus["seed"] or other["seed"] == base["seed"]:
@@ -195,7 +203,8 @@ def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
     its old result); with ``expected`` (the tests there are now), results of tests that no longer exist are
     dropped. The environment, wall time and exit status are the new run's; both runs' notes are kept."""
     ran = {test["test"]: test for test in new["tests"] if test["outcome"] != "not run"}
-    tests = [ran.pop(test["test"], test) for test in old["tests"]]
+    old_gpu = old["environment"].get("gpu")
+    tests = [ran.pop(test["test"], {"gpu": old_gpu, **test}) for test in old["tests"]]
     known = {test["test"] for test in tests}
     tests += list(ran.values()) + [test for test in new["tests"]
                                     if test["outcome"] == "not run" and test["test"] not in known]
@@ -224,6 +233,10 @@ def markdown(report: dict) -> str:
               f"- result: {', '.join(f'{n} {k}' for k, n in sorted(report['counts'].items()))}; pytest exit status "
               f"{report.get('pytest_exit_status')}",
               f"- suite wall time on the machine: {report.get('suite_wall_seconds')} s"]
+    cards = Counter(test.get("gpu") for test in report["tests"] if test["outcome"] != "not run" and test.get("gpu"))
+    if len(cards) > 1:
+        lines.append("- results from several cards (the GPU above is the latest call's; each test's row names its "
+                     "own), tests per card: " + ", ".join(f"{gpu} {count}" for gpu, count in cards.most_common()))
     if report.get("device_seconds") is not None:
         lines.append(f"- device time of the session call(s) that made this report (machine start and transfers "
                      f"included): {report['device_seconds']} s")
@@ -270,8 +283,8 @@ def markdown(report: dict) -> str:
                   "`grpo-skill probe` on held-out problems before GRPO and after it (adapter on); accuracy is measured "
                   "beside the recipe's rewards at weight 0. Cells read before -> after.", "",
                   "| preset | backend | result | held-out reward | accuracy | clipped | closed `</think>` | zero-spread "
-                  "groups | completion tokens | GRPO reward first / last 10 | train s |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "groups | completion tokens | GRPO reward first / last 10 | train s | GPU |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for preset in sorted(recipes):
             for backend in sorted(recipes[preset]):
                 row = recipes[preset][backend]
@@ -284,7 +297,7 @@ def markdown(report: dict) -> str:
                     f"| {preset} | {backend} | {row['outcome']} | {pair('reward')} | {pair('reward_accuracy')} | "
                     f"{pair('clipped')} | {pair('closed_thinking')} | {pair('zero_spread_groups')} | "
                     f"{pair('completion_tokens')} | {row.get('grpo_first10_reward', '')} / "
-                    f"{row.get('grpo_last10_reward', '')} | {row.get('train_seconds', '')} |")
+                    f"{row.get('grpo_last10_reward', '')} | {row.get('train_seconds', '')} | {row.get('gpu') or ''} |")
         lines.append("")
         for preset in sorted(recipes):
             for recipe in dict.fromkeys(row["recipe"] for row in recipes[preset].values() if row.get("recipe")):
@@ -306,10 +319,11 @@ def markdown(report: dict) -> str:
         for backend, row in sorted(continuation.items()):
             lines.append(f"| {backend} | {row['outcome']} | {row.get('lora_a_relative_change', '')} | "
                          f"{row.get('eval_reward_start_adapter', '')} / {row.get('eval_reward_after', '')} |")
-    lines += ["", "## Every test", "", "| test | result | seconds | numbers |", "| --- | --- | --- | --- |"]
+    lines += ["", "## Every test", "", "| test | result | seconds | GPU | numbers |", "| --- | --- | --- | --- | --- |"]
     for test in report["tests"]:
         numbers = ", ".join(f"{k}={v}" for k, v in test["numbers"].items() if k != "settings")
-        lines.append(f"| {short_name(test['test'])} | {test['outcome']} | {test['seconds']} | {numbers} |")
+        lines.append(f"| {short_name(test['test'])} | {test['outcome']} | {test['seconds']} | {test.get('gpu') or ''} "
+                     f"| {numbers} |")
     failures = [test for test in report["tests"] if test["outcome"] != "passed"]
     if failures:
         lines += ["", "## Failures and skips", ""]

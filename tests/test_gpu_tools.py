@@ -94,6 +94,14 @@ def test_a_partial_gpu_run_merges_into_the_report():
     assert "standard" in merged["learning"]["recipes"]  # the not-run presets' lr row shows as such
     assert merged["learning"]["recipes"]["standard"]["trl, presets' lr"]["outcome"] == "not run"
     assert merged["environment"] == {"gpu": "new"}
+    # each result keeps the card it ran on, through this merge and the next
+    assert [test["gpu"] for test in merged["tests"]] == ["old", "new", "new"]
+    again = gpu_report.merge(merged, gpu_report.report_of({"gpu": "third"}, [], 5.0, 0), expected)
+    assert [test["gpu"] for test in again["tests"]] == ["old", "new", "new"]
+    page = gpu_report.markdown({**again, "environment": {"gpu": "third", "versions": {}}})
+    assert "- results from several cards (the GPU above is the latest call's; each test's row names its own), tests " \
+           "per card: old 1, new 1" in page
+    assert "| grpo_raises_held_out_arithmetic_accuracy | passed | 1.0 | old |" in page
 
 
 def recipe_run(variant, outcome="passed", **numbers):
@@ -106,7 +114,7 @@ def recipe_run(variant, outcome="passed", **numbers):
 
 
 def parity_lines(*runs):
-    page = gpu_report.markdown(gpu_report.report_of({"versions": {}}, list(runs), 1.0, 0))
+    page = gpu_report.markdown(gpu_report.report_of({"versions": {}, "gpu": "NVIDIA H100"}, list(runs), 1.0, 0))
     return [line for line in page.splitlines()
             if line.startswith(("- thinking:", "| thinking | fast", "| thinking | plain"))]
 
@@ -145,6 +153,14 @@ def test_the_report_compares_compiled_layers_with_the_fast_run_of_the_same_seed(
     assert "compiled - fast -0.173, noise 0.034" in page and "a gap over twice the noise, fast higher" in page
     assert "compiled layers" not in gpu_report.markdown(gpu_report.report_of({"versions": {}}, [fast, other_seed],
                                                                              1.0, 0))
+
+
+def test_the_report_does_not_judge_runs_of_two_cards_against_one_noise():
+    fast = {**recipe_run("scaled", generation="fast", seed=42, heldout_reward_after=1.073), "gpu": "NVIDIA H200"}
+    lines = parity_lines(fast, recipe_run("plain", generation="plain", seed=42, heldout_reward_after=1.06),
+                         recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.05))
+    assert "- thinking: not compared: ran on different GPUs (fast: NVIDIA H200, plain: NVIDIA H100, fast, another " \
+           "seed: NVIDIA H100): run all three on one card" in lines
 
 
 def test_the_report_compares_only_runs_that_took_the_path_they_stand_for():
