@@ -66,6 +66,10 @@ CALIBRATION: dict[str, float] = {
     # [model] compile_layers: the passes of training and scoring with each decoder layer compiled, against uncompiled
     # (an H100, 2026-12-06, the thinking case on the fast path, bf16: 1.07 s a step against 1.61; measured, not fitted)
     "compiled_layers_pass_factor": 0.663,
+    # ... and the activations those layers keep for the backward (inductor's partitioner saves fewer of their
+    # intermediates): the same run's peak allocated 53.4 GiB against 63.1 in two calls (2026-12-06), its layers'
+    # activations estimated at 40.6 GiB uncompiled (measured, not fitted; gradient checkpointing one layer in 8)
+    "compiled_layers_activation_factor": 0.76,
     # A pass (forward, backward counted twice, reference or old log-probs) over one micro-batch takes at least what
     # the host needs to launch its kernels (peft's adapters, Python): per decoder layer. From the H100 rows of
     # 2026-12-06, micro-batches of one completion against one of 8: 2.06 s of training phases in 8 x 5 passes of one
@@ -290,6 +294,8 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     # Training one micro-batch: activations (all layers, or one layer being recomputed plus the checkpoints).
     tokens = settings.per_device_train_batch_size * settings.sequence_tokens
     per_token_layer = 2 * (10 * shape.hidden_size + 4 * shape.intermediate_size) * k["activation_factor"]
+    if settings.compiled_layers is True:  # "auto" is not compiled yet: what fits the run to the GPU counts on eager
+        per_token_layer *= k["compiled_layers_activation_factor"]
     if settings.gradient_checkpointing:
         checkpointed = checkpointed_layers(settings)
         # the layers left out keep their activations; one checkpointed layer at a time holds its own, recomputed
