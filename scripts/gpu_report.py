@@ -2,7 +2,7 @@
 
     python scripts/gpu_report.py env > env.json
     python scripts/gpu_report.py report --env env.json --results DIR --wall-seconds N --out PREFIX
-    python scripts/gpu_report.py render PREFIX.json [--device-seconds N] [--note TEXT]  # rewrite PREFIX.md
+    python scripts/gpu_report.py render PREFIX.json [--device-seconds N] [--note TEXT]  # rederive, rewrite PREFIX.md
 
 ``report`` reads the per-test JSON files that tests/gpu/conftest.py writes (GRPO_SKILL_GPU_RESULTS), writes
 PREFIX.json and PREFIX.md, and prints a short table last on stdout.
@@ -72,7 +72,8 @@ VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain ge
 def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_status: int | None,
               expected: list[str] = ()) -> dict:
     for test in tests:  # a test keeps the card it ran on through later merges (calls may land on other cards)
-        test.setdefault("gpu", env.get("gpu"))
+        if test["outcome"] != "not run":
+            test.setdefault("gpu", env.get("gpu"))
     seen = {test["test"] for test in tests}
     tests += [{"test": nodeid, "outcome": "not run", "seconds": 0, "numbers": {},
                "error": "no result: the suite stopped (budget or crash) before this test ended"}
@@ -82,7 +83,7 @@ def report_of(env: dict, tests: list[dict], wall_seconds: float | None, pytest_s
         match = re.search(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^\]]+)\]$", test["test"])
         if match and "generated_project" in test["test"]:
             grid.setdefault(match["preset"], {})[match["backend"]] = {
-                "outcome": test["outcome"], "seconds": test["seconds"], **test["numbers"]}
+                "outcome": test["outcome"], "seconds": test["seconds"], "gpu": test.get("gpu"), **test["numbers"]}
     learning = {"tiny_thinking": {}, "arithmetic": None, "recipes": {}, "warm_start_continuation": {}}
     for preset, backends in grid.items():
         if preset == "tiny":
@@ -143,7 +144,7 @@ def paired(rows: dict, parts: dict) -> dict:
         "missing": missing, "names": list(parts)[:2]}
     if missing:
         return result
-    gpus = {part: row["gpu"] for part, row in runs.items() if row.get("gpu")}
+    gpus = {part: row.get("gpu") or "unknown" for part, row in runs.items()}
     if len(set(gpus.values())) > 1:  # another card's run-to-run noise is not this one's
         result["missing"] = ["ran on different GPUs (" + ", ".join(f"{part}: {gpu}" for part, gpu in gpus.items())
                              + "): run all three on one card"]
@@ -198,13 +199,20 @@ def reuse_line(preset: str, recipe_json: str) -> str:
             f"alike")
 
 
+def rederived(report: dict) -> dict:
+    """``report`` with what it derives from its tests (counts, grid, learning) derived again by this code."""
+    return {**report, **report_of(report["environment"], [dict(test) for test in report["tests"]],
+                                  report.get("suite_wall_seconds"), report.get("pytest_exit_status"))}
+
+
 def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
     """``old`` with ``new``'s results in place of the same tests' (a test ``new`` did not get to, "not run", keeps
     its old result); with ``expected`` (the tests there are now), results of tests that no longer exist are
     dropped. The environment, wall time and exit status are the new run's; both runs' notes are kept."""
     ran = {test["test"]: test for test in new["tests"] if test["outcome"] != "not run"}
     old_gpu = old["environment"].get("gpu")
-    tests = [ran.pop(test["test"], {"gpu": old_gpu, **test}) for test in old["tests"]]
+    tests = [ran.pop(test["test"], test if test["outcome"] == "not run" else {"gpu": old_gpu, **test})
+             for test in old["tests"]]
     known = {test["test"] for test in tests}
     tests += list(ran.values()) + [test for test in new["tests"]
                                     if test["outcome"] == "not run" and test["test"] not in known]
@@ -243,15 +251,15 @@ def markdown(report: dict) -> str:
     for note in report.get("notes", []):
         lines.append(f"- {note}")
     lines += ["", "## Every preset x backend", "",
-              "| preset | backend | result | seconds | steps | train s | evaluate s | reward before / after (evaluate.py) |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| preset | backend | result | seconds | steps | train s | evaluate s | reward before / after (evaluate.py) | GPU |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for preset in sorted(report["grid"]):
         for backend in sorted(report["grid"][preset]):
             row = report["grid"][preset][backend]
             lines.append(
                 f"| {preset} | {backend} | {row['outcome']} | {row['seconds']} | {row.get('steps', '')} | "
                 f"{row.get('train_seconds', '')} | {row.get('evaluate_seconds', '')} | "
-                f"{row.get('eval_reward_before', '')} / {row.get('eval_reward_after', '')} |")
+                f"{row.get('eval_reward_before', '')} / {row.get('eval_reward_after', '')} | {row.get('gpu') or ''} |")
     learning = report["learning"]
     lines += ["", "## Learning", "", "Tiny preset, thinking reward (mean reward of the first and last 10 logged steps; "
               "the test needs a gain of at least 0.5):", "",
@@ -448,7 +456,7 @@ def main(argv=None) -> int:
         report = merge(json.loads(args.old.read_text()), json.loads(args.new.read_text()), expected)
         out = args.out
     else:
-        report = json.loads(args.json.read_text())
+        report = rederived(json.loads(args.json.read_text()))
         if args.device_seconds is not None:
             report["device_seconds"] = args.device_seconds
         report["notes"] = report.get("notes", []) + args.note

@@ -94,14 +94,30 @@ def test_a_partial_gpu_run_merges_into_the_report():
     assert "standard" in merged["learning"]["recipes"]  # the not-run presets' lr row shows as such
     assert merged["learning"]["recipes"]["standard"]["trl, presets' lr"]["outcome"] == "not run"
     assert merged["environment"] == {"gpu": "new"}
-    # each result keeps the card it ran on, through this merge and the next
-    assert [test["gpu"] for test in merged["tests"]] == ["old", "new", "new"]
+    # each result keeps the card it ran on, through this merge and the next; a test that did not run has none
+    assert [test.get("gpu") for test in merged["tests"]] == ["old", "new", None]
     again = gpu_report.merge(merged, gpu_report.report_of({"gpu": "third"}, [], 5.0, 0), expected)
-    assert [test["gpu"] for test in again["tests"]] == ["old", "new", "new"]
+    assert [test.get("gpu") for test in again["tests"]] == ["old", "new", None]
     page = gpu_report.markdown({**again, "environment": {"gpu": "third", "versions": {}}})
     assert "- results from several cards (the GPU above is the latest call's; each test's row names its own), tests " \
            "per card: old 1, new 1" in page
     assert "| grpo_raises_held_out_arithmetic_accuracy | passed | 1.0 | old |" in page
+
+
+def test_render_derives_the_report_again_from_its_tests(tmp_path, capsys):
+    """A report written by older code (here: no grid, no card per test) renders with what this code derives."""
+    project = "tests/gpu/test_gpu_projects.py::test_generated_project_trains_on_gpu[tiny-trl]"
+    stale = {"environment": {"gpu": "NVIDIA H200", "versions": {}}, "suite_wall_seconds": 1.0, "pytest_exit_status": 0,
+             "counts": {}, "grid": {}, "learning": {"tiny_thinking": {}}, "notes": ["kept"],
+             "tests": [{"test": project, "outcome": "passed", "seconds": 2.0, "numbers": {"steps": 60}, "error": ""}]}
+    (tmp_path / "r.json").write_text(json.dumps(stale))
+
+    assert gpu_report.main(["render", str(tmp_path / "r.json")]) == 0
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["grid"]["tiny"]["trl"]["gpu"] == "NVIDIA H200" and report["counts"] == {"passed": 1}
+    assert report["notes"] == ["kept"]
+    assert "| tiny | trl | passed | 2.0 | 60 |" in (tmp_path / "r.md").read_text()
 
 
 def recipe_run(variant, outcome="passed", **numbers):
@@ -161,6 +177,10 @@ def test_the_report_does_not_judge_runs_of_two_cards_against_one_noise():
                          recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.05))
     assert "- thinking: not compared: ran on different GPUs (fast: NVIDIA H200, plain: NVIDIA H100, fast, another " \
            "seed: NVIDIA H100): run all three on one card" in lines
+    unnamed = {**fast, "gpu": None}  # a report that named no card (a dry run on a CPU) is not another run of this one
+    lines = parity_lines(unnamed, recipe_run("plain", generation="plain", seed=42, heldout_reward_after=1.06),
+                         recipe_run("reseeded", generation="fast", seed=43, heldout_reward_after=1.05))
+    assert any("not compared: ran on different GPUs (fast: unknown, plain: NVIDIA H100" in line for line in lines)
 
 
 def test_the_report_compares_only_runs_that_took_the_path_they_stand_for():
