@@ -178,6 +178,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
            "peak_allocated_gib": round(result.peak_allocated_gib, 2),
            "peak_reserved_gib": round(result.peak_reserved_gib, 2),
            "needed_gib": round(needed_gib(result), 2),
+           "eager_reserved_gib": round(result.eager_reserved_gib, 2),
            "parts_gib": {name: round(value, 2) for name, value in result.parts_gib.items()},
            "s_per_step": round(result.s_per_step, 2),
            "generation_s_per_cycle": round(result.generation_s_per_cycle, 2),
@@ -297,9 +298,15 @@ def render_text(result: dict) -> str:
         length=settings["max_completion_length"], batch=settings["per_device_train_batch_size"],
         accumulation=settings["gradient_accumulation_steps"], prompt=settings["prompt_tokens"],
         sequences=settings["generation_batch"], every=settings["generation_steps"]))
-    lines.append(_("peak GPU memory: ~{allocated:.1f} GiB allocated, ~{reserved:.1f} GiB reserved, ~{needed:.1f} GiB "
-                   "with the CUDA context").format(allocated=result["peak_allocated_gib"],
-                                                   reserved=result["peak_reserved_gib"], needed=result["needed_gib"]))
+    memory = {"allocated": result["peak_allocated_gib"], "reserved": result["peak_reserved_gib"],
+              "needed": result["needed_gib"]}
+    if result["compiled_layers"] and result["eager_reserved_gib"] > result["peak_reserved_gib"]:
+        lines.append(_("peak GPU memory: ~{allocated:.1f} GiB allocated, ~{reserved:.1f} GiB reserved with the decoder "
+                       "layers compiled; fitted to the GPU as if uncompiled, ~{needed:.1f} GiB with the CUDA context "
+                       "(past torch's recompile limit they run uncompiled)").format(**memory))
+    else:
+        lines.append(_("peak GPU memory: ~{allocated:.1f} GiB allocated, ~{reserved:.1f} GiB reserved, ~{needed:.1f} "
+                       "GiB with the CUDA context").format(**memory))
     lines.append("  " + " | ".join(f"{_(PART_NAMES[name])} {value:.1f}" for name, value in result["parts_gib"].items()))
     if result.get("prompt_tokens_source"):
         lines.append(_("prompt length: {how}").format(how=result["prompt_tokens_source"]))

@@ -67,8 +67,9 @@ CALIBRATION: dict[str, float] = {
     # (an H100, 2026-12-06, the thinking case on the fast path, bf16: 1.07 s a step against 1.61; measured, not fitted)
     "compiled_layers_pass_factor": 0.663,
     # ... and the activations those layers keep for the backward (inductor's partitioner saves fewer of their
-    # intermediates): the same run's peak allocated 53.4 GiB against 63.1 in two calls (2026-12-06), its layers'
-    # activations estimated at 40.6 GiB uncompiled (measured, not fitted; gradient checkpointing one layer in 8)
+    # intermediates): the same run's peak allocated 53.4 GiB against 63.1 uncompiled in two calls (2026-12-06), a
+    # saving of 9.7 GiB on the 40.6 GiB this estimate gives its layers' activations (one layer in 8 checkpointed;
+    # not fitted by --calibrate). needed_gib still counts them eager.
     "compiled_layers_activation_factor": 0.76,
     # A pass (forward, backward counted twice, reference or old log-probs) over one micro-batch takes at least what
     # the host needs to launch its kernels (peft's adapters, Python): per decoder layer. From the H100 rows of
@@ -258,6 +259,7 @@ class Estimate:
     generation_s_per_cycle: float
     train_s_per_step: float
     communication_s_per_step: float = 0.0
+    eager_reserved_gib: float | None = None  # the reserved peak with the decoder layers uncompiled (needed_gib)
 
 
 def _lora_params(settings: Settings) -> int:
@@ -294,8 +296,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     # Training one micro-batch: activations (all layers, or one layer being recomputed plus the checkpoints).
     tokens = settings.per_device_train_batch_size * settings.sequence_tokens
     per_token_layer = 2 * (10 * shape.hidden_size + 4 * shape.intermediate_size) * k["activation_factor"]
-    if settings.compiled_layers is True:  # "auto" is not compiled yet: what fits the run to the GPU counts on eager
-        per_token_layer *= k["compiled_layers_activation_factor"]
+    compiled = settings.compiled_layers is True and backend == "trl"  # "auto" is not resolved yet: uncompiled
     if settings.gradient_checkpointing:
         checkpointed = checkpointed_layers(settings)
         # the layers left out keep their activations; one checkpointed layer at a time holds its own, recomputed
@@ -327,7 +328,15 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     fixed = k["fixed_gib"] * GIB
     # the copy keeps its cache through training (its CUDA graphs read it in place); other paths free it after use
     kept_kv = kv if settings.generation == "fast" and settings.copy_keeps_cache else 0.0
-    peak = fixed + weights + copy + lora + kept_kv + max(activations + logits, kv - kept_kv + generation_logits)
+    # compiled layers keep fewer intermediates for the backward, but a run is fitted to the GPU on its eager layers'
+    # memory (eager_peak): they fall back to eager past torch's recompile limit, and the saving was measured with
+    # gradient checkpointing on, never off
+    eager_activations = activations
+    if compiled:
+        activations *= k["compiled_layers_activation_factor"]
+    resident = fixed + weights + copy + lora + kept_kv
+    peak = resident + max(activations + logits, kv - kept_kv + generation_logits)
+    eager_peak = resident + max(eager_activations + logits, kv - kept_kv + generation_logits)
     parts = {"weights": weights, "generation_copy": copy, "lora_and_optimizer": lora,
              "training_activations": activations, "training_logits": logits, "generation_kv_cache": kv,
              "generation_scoring": generation_logits, "other": fixed}
@@ -350,7 +359,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     # each micro-batch's passes take their FLOPs' time, or the host's time to launch them where that is longer
     pass_s = max(2 * shape.params * tokens / k[f"train_flops_per_s_{training}"],
                  k["host_s_per_layer_pass"] * shape.num_hidden_layers)
-    if settings.compiled_layers is True:  # fused kernels: fewer launches and fewer trips through memory
+    if compiled:  # fused kernels: fewer launches and fewer trips through memory
         pass_s *= k["compiled_layers_pass_factor"]
     train = pass_s * passes * settings.gradient_accumulation_steps + k[
         "step_overhead_s_copy" if training == "copy" else "step_overhead_s"]
@@ -365,6 +374,7 @@ def estimate(settings: Settings, calibration: dict[str, float] | None = None) ->
     return Estimate(
         peak_allocated_gib=peak / GIB,
         peak_reserved_gib=peak * k[f"reserved_ratio_{backend}"] / GIB,
+        eager_reserved_gib=eager_peak * k[f"reserved_ratio_{backend}"] / GIB,
         parts_gib={name: value / GIB for name, value in parts.items()},
         s_per_step=per_step,
         generation_s_per_cycle=generation_cycle,
@@ -381,7 +391,9 @@ def checkpointed_layers(settings: Settings) -> int:
 
 
 def needed_gib(result: Estimate) -> float:
-    return result.peak_reserved_gib + CUDA_CONTEXT_GIB
+    """What a run must find free on its GPU: its reserved peak with the decoder layers eager (the same as the peak
+    where they are not compiled), and CUDA's context."""
+    return max(result.peak_reserved_gib, result.eager_reserved_gib or 0.0) + CUDA_CONTEXT_GIB
 
 
 def with_static_cache(grpo: dict, model: dict) -> dict:
