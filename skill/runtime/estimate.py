@@ -64,7 +64,8 @@ CALIBRATION: dict[str, float] = {
     "train_flops_per_s_copy": 3.33e+14,
     "step_overhead_s_copy": 0.271,
     # [model] compile_layers: the passes of training and scoring with each decoder layer compiled, against uncompiled
-    # (an H100, 2026-12-06, the thinking case on the fast path, bf16: 1.07 s a step against 1.61; measured, not fitted)
+    # (an H100, 2026-12-06, the thinking case on the fast path, bf16: 1.07 s a step against 1.61; measured, not fitted;
+    # a later call with both runs in it: 1.08 against 1.58, x0.684)
     "compiled_layers_pass_factor": 0.663,
     # ... and the activations those layers keep for the backward (inductor's partitioner saves fewer of their
     # intermediates): the same run's peak allocated 53.4 GiB against 63.1 uncompiled in two calls (2026-12-06), a
