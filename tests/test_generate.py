@@ -539,6 +539,18 @@ def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compil
         long["generation_s_per_cycle"] == short["generation_s_per_cycle"]
     assert "decoder layers compiled for training: yes (2000 steps save ~" in cli(
         "plan", str(project), "--gpu-memory", "141", "--set", "grpo.max_steps=2000").stdout
+    # a resumed run weighs the compile against the steps left (train.py --resume passes the checkpoint's step)
+    config = projects.load(project, {"grpo.max_steps": 2000}, rewards=False)
+    near_the_end, halfway = (decoding.choose(config, "trl", cuda=True, steps_done=done) for done in (1990, 1000))
+    assert (near_the_end.compiled_layers, halfway.compiled_layers) == (False, True)
+    assert near_the_end.compiled_layers_why.startswith("10 steps would save ~")
+    assert near_the_end.compiled_layers_why.endswith("(resumed at step 1990: 10 steps left)")
+    assert "1000 steps save ~" in halfway.compiled_layers_why
+    assert (chosen[2000].compile_mode, near_the_end.compile_mode) == ("max-autotune", "reduce-overhead")
+    assert "(resumed at step 1990: 10 steps left)" in near_the_end.describe()
+    assert "decode_compile_mode" in (project / "train.py").read_text(encoding="utf-8")
+    assert "decoding.choose(config, backend, machine.cuda_available(), steps_done)" in (
+        project / "train.py").read_text(encoding="utf-8")
     long_run = {"grpo.max_steps": 2000}
     assert decoding.choose(projects.load(project, long_run, rewards=False), "trl", cuda=False).compiled_layers is False
     four_bit = decoding.choose(projects.load(project, {**long_run, "model.load_in_4bit": True}, rewards=False), "trl",

@@ -601,3 +601,14 @@ def test_resume_under_another_micro_batch_split_continues_and_says_so(tmp_path, 
     (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(config)))  # recorded nothing
     resume.prepare(tmp_path / "out", resume=True, max_steps=60, settings=resume.run_settings(config, micro_batches=split))
     assert "micro-batches" not in capsys.readouterr().err
+
+
+def test_a_resume_continues_from_the_newest_complete_checkpoints_step(tmp_path):
+    """What train.py --resume tells the compile choices it has done (the steps left weigh the compile)."""
+    assert resume.steps_done(tmp_path / "outputs") == 0  # no output folder yet
+    for step, complete in ((10, True), (20, True), (30, False)):  # 30 was cut off while saving
+        folder = tmp_path / "outputs" / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        if complete:
+            (folder / resume.TRAINER_STATE).write_text("{}")
+    assert resume.steps_done(tmp_path / "outputs") == 20

@@ -57,13 +57,14 @@ class Generation:
         return said
 
 
-def choose(config, backend: str, cuda: bool) -> Generation:
+def choose(config, backend: str, cuda: bool, steps_done: int = 0) -> Generation:
     """``[model] generation`` made concrete for this machine, and with it ``load_in_4bit = "auto"``. ``backend`` is
     what ``machine.choose_backend`` took; "auto" takes the fast path (training with TRL) on a CUDA GPU where
     `grpo-skill plan` says it fits. Before the model loads, it also refuses [grpo] values this machine cannot train
-    with (``refuse_what_this_machine_lacks``)."""
+    with (``refuse_what_this_machine_lacks``). ``steps_done``: the step a resumed run continues from; what a compile
+    costs is weighed against the steps left."""
     refuse_what_this_machine_lacks(config, cuda)
-    planned = _Planned(config)
+    planned = _Planned(config, steps_done)
     backend, fast, why, micro_batches = _path(config, backend, cuda, planned)
     load_in_4bit, weights_why = _weights(config.model, backend, fast, cuda)
     checkpointing, checkpointing_why, every = _checkpointing(config, backend, fast, load_in_4bit, cuda, planned,
@@ -71,6 +72,10 @@ def choose(config, backend: str, cuda: bool) -> Generation:
     compile_mode, compile_why = _compile_mode(config, fast, cuda, planned, load_in_4bit, micro_batches)
     compiled_layers, compiled_layers_why = _compiled_layers(config, backend, fast, cuda, planned, load_in_4bit,
                                                             micro_batches, checkpointing, every)
+    if planned.steps_left is not None:  # the steps in those reasons are the ones left
+        resumed = _("resumed at step {done}: {left} steps left").format(done=steps_done, left=planned.steps_left)
+        compile_why, compiled_layers_why = (f"{why} ({resumed})" if why else why
+                                            for why in (compile_why, compiled_layers_why))
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
                       micro_batches, compile_mode, compile_why, compiled_layers, compiled_layers_why)
 
@@ -203,8 +208,17 @@ class _Planned:
     """What ``choose`` asks `grpo-skill plan`, read once and only when asked: the project's settings as plan sees them
     on the TRL backend (it reads the dataset and the tokenizer), the GPU's memory and its name (nvidia-smi)."""
 
-    def __init__(self, config):
+    def __init__(self, config, steps_done: int = 0):
         self.config = config
+        self.steps_done = steps_done
+
+    @property
+    def steps_left(self) -> int | None:
+        """max_steps less the steps a resumed run has done; None for a fresh run or one without max_steps."""
+        max_steps = self.config.grpo.get("max_steps")
+        if not (self.steps_done and isinstance(max_steps, int) and max_steps > 0):
+            return None
+        return max(max_steps - self.steps_done, 1)
 
     @functools.cached_property
     def settings(self):
@@ -232,8 +246,9 @@ class _Planned:
         """The settings as this run takes them: its generation path, weights and micro-batches."""
         from dataclasses import replace
 
+        left = {"max_steps": self.steps_left} if self.steps_left is not None else {}
         return replace(self.settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit,
-                       **micro_batches)
+                       **micro_batches, **left)
 
 
 def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: bool, planned: _Planned,

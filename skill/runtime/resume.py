@@ -122,6 +122,12 @@ def last_checkpoint(output_dir: Path) -> Checkpoint | None:
     return next((c for c in reversed(checkpoint_dirs(output_dir)) if is_complete(c)), None)
 
 
+def steps_done(output_dir: Path) -> int:
+    """The step --resume continues from: the newest complete checkpoint's (0 without one)."""
+    checkpoint = last_checkpoint(Path(output_dir))
+    return checkpoint.step if checkpoint else 0
+
+
 def finished_step(output_dir: Path) -> int | None:
     """The step at which a run ended and wrote its summary, or None."""
     try:
