@@ -388,9 +388,11 @@ def parity_verdict(result: dict) -> str:
 
 
 def table(report: dict) -> str:
-    rows = [f"{'test':58} {'result':8} {'seconds':>8}"]
+    mixed = len({test.get("gpu") for test in report["tests"] if test["outcome"] != "not run"}) > 1
+    rows = [f"{'test':58} {'result':8} {'seconds':>8}" + ("  GPU" if mixed else "")]
     for test in report["tests"]:
-        rows.append(f"{short_name(test['test'])[:58]:58} {test['outcome']:8} {test['seconds']:>8}")
+        card = f"  {test.get('gpu') or ''}" if mixed else ""
+        rows.append(f"{short_name(test['test'])[:58]:58} {test['outcome']:8} {test['seconds']:>8}{card}")
     for backend, row in sorted(report["learning"]["tiny_thinking"].items()):
         rows.append(f"tiny thinking [{backend}]: reward {row['first10_reward']} -> {row['last10_reward']} "
                     f"(gain {row['gain']})")

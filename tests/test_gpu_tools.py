@@ -102,6 +102,7 @@ def test_a_partial_gpu_run_merges_into_the_report():
     assert "- results from several cards (the GPU above is the latest call's; each test's row names its own), tests " \
            "per card: old 1, new 1" in page
     assert "| grpo_raises_held_out_arithmetic_accuracy | passed | 1.0 | old |" in page
+    assert gpu_report.table(again).splitlines()[1].endswith("passed        1.0  old")  # the console's summary too
 
 
 def test_render_derives_the_report_again_from_its_tests(tmp_path, capsys):
