@@ -548,7 +548,11 @@ def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compil
     assert "1000 steps save ~" in halfway.compiled_layers_why
     assert (chosen[2000].compile_mode, near_the_end.compile_mode) == ("max-autotune", "reduce-overhead")
     assert "(resumed at step 1990: 10 steps left)" in near_the_end.describe()
-    assert "decode_compile_mode" in (project / "train.py").read_text(encoding="utf-8")
+    resumed_4bit = decoding.choose(projects.load(project, {"grpo.max_steps": 2000, "model.load_in_4bit": True},
+                                                 rewards=False), "trl", cuda=True, steps_done=1990)
+    assert "4-bit layers" in resumed_4bit.compiled_layers_why and "resumed" not in resumed_4bit.compiled_layers_why
+    assert "steps_done = resume.steps_done(output_dir) if args.resume else 0" in (  # --overwrite starts afresh
+        project / "train.py").read_text(encoding="utf-8")
     assert "decoding.choose(config, backend, machine.cuda_available(), steps_done)" in (
         project / "train.py").read_text(encoding="utf-8")
     long_run = {"grpo.max_steps": 2000}

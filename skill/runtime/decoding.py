@@ -72,10 +72,6 @@ def choose(config, backend: str, cuda: bool, steps_done: int = 0) -> Generation:
     compile_mode, compile_why = _compile_mode(config, fast, cuda, planned, load_in_4bit, micro_batches)
     compiled_layers, compiled_layers_why = _compiled_layers(config, backend, fast, cuda, planned, load_in_4bit,
                                                             micro_batches, checkpointing, every)
-    if planned.steps_left is not None:  # the steps in those reasons are the ones left
-        resumed = _("resumed at step {done}: {left} steps left").format(done=steps_done, left=planned.steps_left)
-        compile_why, compiled_layers_why = (f"{why} ({resumed})" if why else why
-                                            for why in (compile_why, compiled_layers_why))
     return Generation(backend, fast, why, load_in_4bit, weights_why, checkpointing, checkpointing_why, every,
                       micro_batches, compile_mode, compile_why, compiled_layers, compiled_layers_why)
 
@@ -246,7 +242,7 @@ class _Planned:
         """The settings as this run takes them: its generation path, weights and micro-batches."""
         from dataclasses import replace
 
-        left = {"max_steps": self.steps_left} if self.steps_left is not None else {}
+        left = {"max_steps": self.steps_left, "steps_done": self.steps_done} if self.steps_left is not None else {}
         return replace(self.settings, generation="fast" if fast else "plain", load_in_4bit=load_in_4bit,
                        **micro_batches, **left)
 

@@ -208,6 +208,7 @@ class Settings:
     copy_keeps_cache: bool = True
     processes: int = 1  # data-parallel GPUs (accelerate launch --num_processes), each with the whole model
     max_steps: int | None = None  # the run's optimizer steps ([grpo] max_steps); None: its epochs decide
+    steps_done: int = 0  # a resumed run's steps already done (train.py --resume): max_steps is then the steps left
     num_iterations: int = 1  # [grpo] num_iterations: each generation trained on this many times (TRL's mu)
     # [model] compile_layers: the decoder layers compiled for training and scoring; "auto" (counted as off) until
     # planning.resolve_compiled_layers

@@ -354,6 +354,14 @@ AUTOTUNE_GENERATION_GAIN = 0.05
 AUTOTUNE_EXTRA_COMPILE_S = 75.0
 
 
+def _resumed(settings: Settings) -> str:
+    """Where a reason counts a resumed run's steps: which ones."""
+    if not settings.steps_done:
+        return ""
+    return " (" + _("resumed at step {done}: {left} steps left").format(done=settings.steps_done,
+                                                                        left=settings.max_steps) + ")"
+
+
 def decode_compile_mode(settings: Settings, calibration: dict | None = None,
                         tunes_matmuls: bool = True) -> tuple[str, str]:
     """(torch.compile's mode for the fast path's decode step, why): "max-autotune" where the run (its
@@ -370,10 +378,10 @@ def decode_compile_mode(settings: Settings, calibration: dict | None = None,
             return "reduce-overhead", _("this GPU has too few streaming multiprocessors for inductor to tune matmuls")
         return "max-autotune", _("{generations} generations, ~{minutes:.0f} min by plan: max-autotune (faster matmuls, "
                                  "up to ~{extra:.0f} s more to compile the first)").format(
-            generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S)
+            generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S) + _resumed(settings)
     return "reduce-overhead", _("{generations} generations, ~{minutes:.1f} min by plan: too few to repay "
                                 "max-autotune's longer first compile (up to ~{extra:.0f} s)").format(
-        generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S)
+        generations=generations, minutes=seconds / 60, extra=AUTOTUNE_EXTRA_COMPILE_S) + _resumed(settings)
 
 
 # [model] compile_layers = "auto": the first step's extra seconds to compile the decoder layers (the variants a step
@@ -409,9 +417,9 @@ def resolve_compiled_layers(settings: Settings, calibration: dict | None = None)
     if saved > COMPILED_LAYERS_COMPILE_S:
         return replace(settings, compiled_layers=True), _(
             "{steps} steps save ~{saved} s of training by plan, for ~{compile:.0f} s of compiling in the first "
-            "step").format(**said)
+            "step").format(**said) + _resumed(settings)
     return off(_("{steps} steps would save ~{saved} s of training by plan: too few to repay ~{compile:.0f} s of "
-                 "compiling in the first step").format(**said))
+                 "compiling in the first step").format(**said) + _resumed(settings))
 
 
 def resolved(settings: Settings, gpu_gib: float | None, calibration: dict | None = None) -> Settings:
