@@ -355,7 +355,7 @@ AUTOTUNE_EXTRA_COMPILE_S = 75.0
 
 
 def _resumed(settings: Settings) -> str:
-    """Where a reason counts a resumed run's steps: which ones."""
+    """What a reason that counts the run's steps adds for a resumed run: the step it resumed at, the steps left."""
     if not settings.steps_done:
         return ""
     return " (" + _("resumed at step {done}: {left} steps left").format(done=settings.steps_done,
