@@ -156,7 +156,7 @@ def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Pl
 
     from . import planning as plan
 
-    value = config.model.get("compile_layers", "auto")
+    value = config.model.get("compile_layers", False)  # absent: off (tables.ModelTable)
     if value != "auto" or backend != "trl":
         if value is True and backend != "trl" and distributed.is_main_process():
             print(_("note: {note}").format(note=_(plan.COMPILE_LAYERS_ON_UNSLOTH)), file=sys.stderr)
