@@ -67,34 +67,29 @@ def _plain_adapter(layer) -> str | None:
     return name
 
 
-def _fused_forward(self, x, *args, **kwargs):
-    """A peft LoRA layer's forward, fused where it is plain (bound to the layer in place of peft's own, which stays
-    the class's: a deep copy of the layer binds this to the copy)."""
-    peft_forward = type(self).forward
-    if args or kwargs or self.disable_adapters or self.merged:
-        return peft_forward(self, x, *args, **kwargs)
-    name = _plain_adapter(self)
-    if name is None:
-        return peft_forward(self, x, *args, **kwargs)
-    import torch
+def _fused_forward(layer, original):
+    def forward(self, x, *args, **kwargs):
+        if args or kwargs or self.disable_adapters or self.merged:
+            return original(x, *args, **kwargs)
+        name = _plain_adapter(self)
+        if name is None:
+            return original(x, *args, **kwargs)
+        import torch
 
-    base, down, up = self.base_layer, self.lora_A[name].weight, self.lora_B[name].weight
-    device = x.device.type
-    if torch.is_autocast_enabled(device):  # what autocast would run each matmul in
-        dtype = torch.get_autocast_dtype(device)
-        x, down, up = x.to(dtype), down.to(dtype), up.to(dtype)
-        weight = base.weight.to(dtype)
-        bias = base.bias.to(dtype) if base.bias is not None else None
-        with torch.autocast(device, enabled=False):
-            return _lora_linear().apply(x, weight, bias, down, up, float(self.scaling[name]))
-    if not (x.dtype == base.weight.dtype == down.dtype == up.dtype):  # peft's mixed-dtype rounding: its own path
-        return peft_forward(self, x, *args, **kwargs)
-    return _lora_linear().apply(x, base.weight, base.bias, down, up, float(self.scaling[name]))
+        base, down, up = self.base_layer, self.lora_A[name].weight, self.lora_B[name].weight
+        device = x.device.type
+        if torch.is_autocast_enabled(device):  # what autocast would run each matmul in
+            dtype = torch.get_autocast_dtype(device)
+            x, down, up = x.to(dtype), down.to(dtype), up.to(dtype)
+            weight = base.weight.to(dtype)
+            bias = base.bias.to(dtype) if base.bias is not None else None
+            with torch.autocast(device, enabled=False):
+                return _lora_linear().apply(x, weight, bias, down, up, float(self.scaling[name]))
+        if not (x.dtype == base.weight.dtype == down.dtype == up.dtype):  # peft's mixed-dtype rounding: its own path
+            return original(x, *args, **kwargs)
+        return _lora_linear().apply(x, base.weight, base.bias, down, up, float(self.scaling[name]))
 
-
-def _is_fused(module) -> bool:
-    forward = module.__dict__.get("forward")
-    return isinstance(forward, MethodType) and forward.__func__ is _fused_forward
+    return MethodType(forward, layer)
 
 
 def fuse(policy) -> int:
@@ -109,8 +104,9 @@ def fuse(policy) -> int:
             continue
         if getattr(module, "fan_in_fan_out", False) or module.base_layer.weight.requires_grad:
             continue
-        if _is_fused(module):
+        if "_grpo_skill_peft_forward" in module.__dict__:
             continue
-        module.forward = MethodType(_fused_forward, module)
+        module._grpo_skill_peft_forward = module.forward
+        module.forward = _fused_forward(module, module._grpo_skill_peft_forward)
         fused += 1
     return fused
