@@ -274,14 +274,6 @@ TRAINING = [
               "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
-# peft's LoRA forward adds the up matmul's output to the base output in two elementwise passes over it (scale, add),
-# forward and back; train.py's fused forward does it in the up matmul itself (runtime/lora_fused.py)
-TRAINING += [
-    Contender("generated default, peft's LoRA layers", case, "generated", "auto", f"the {case} default with each "
-              "LoRA layer through peft's own forward, not the fused one", preset_speed=True, ablate=("peft_lora",),
-              warmup_cycles=1, measure_cycles=cycles, guess_s_per_step=guess, fixed_s=100)
-    for case, guess, cycles in (("standard", 1.0, 2), ("thinking", 3.5, 1))
-]
 # The seed and the thinking preset train in micro-batches of one completion (per_device_train_batch_size 1, 4
 # accumulated), the cases in one of 8: the same optimizer step (TRL's default loss, "dapo", divides by the tokens of
 # the whole accumulated batch), in 8 forward and backward passes of one sequence each. What that costs, where the

@@ -34,8 +34,6 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         (generation_copy.install(window_step=0); the default reads it up to the tokens so far)
   lora_input_casts      peft's casts of LoRA inputs to fp32 kept while training (train.py skips them under autocast on
                         the fast path: model.lora_inputs_uncast)
-  peft_lora             each LoRA layer trains through peft's own forward (up matmul, scale and add apart), not the
-                        fused one train.py gives the uncompiled TRL policy (runtime/lora_fused.py)
   stop_check_each_token the generation copy's generate waits for the GPU at each token to learn whether every
                         sequence ended (generation_copy.install(defer_stop_check=False); the default reads it one step
                         late)
@@ -556,9 +554,6 @@ def main() -> int:
     def on_model(module):
         module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()
 
-    def on_lora_fused(module):
-        module.fuse = lambda policy: 0
-
     hooks = {"transformers.modeling_utils": on_modeling_utils, "transformers.trainer": on_trainer}
     if card_gib is not None:
         hooks["grpo_skill.runtime.planning"] = on_planning
@@ -568,8 +563,6 @@ def main() -> int:
         hooks["rich.progress"] = on_rich_progress
     if "lora_input_casts" in ablate:
         hooks["grpo_skill.runtime.model"] = on_model
-    if "peft_lora" in ablate:
-        hooks["grpo_skill.runtime.lora_fused"] = on_lora_fused
     if {"projections_apart", "whole_cache_reads", "stop_check_each_token", "decode_max_autotune"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))
