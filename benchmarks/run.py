@@ -143,6 +143,9 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
         "profile_generation": profile == "all",  # its decoding's kernels too (many: slow to summarise)
         "env": dict(contender.env), "ablate": list(contender.ablate), "tty": contender.tty,
         "compile_decode": contender.compile_decode, "speed_source": speed_source, "run_steps": contender.run_steps,
+        # the run's length as train.py sees it (the decode step's compile mode and compile_layers follow it): the
+        # contender's own, else the preset's max_steps for a project left to "auto"; the harness stops it early
+        "max_steps": contender.run_steps or (preset.grpo.get("max_steps") if preset else None),
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
         "copy_keeps_cache": True,  # ...and keeps its KV cache through training (plan reads it)
     }
@@ -258,7 +261,8 @@ class Benchmark:
             edit_toml(config, "lora", settings["lora"])
             grpo = settings["grpo"]
             edit_toml(config, "grpo", grpo, remove=tuple(key for key in catalog.SPEED_KEYS if key not in grpo))
-            script_args = [str(project / "train.py"), "--max-steps", str(settings["run_steps"] or steps),
+            run_length = max(settings.get("max_steps") or 0, steps)
+            script_args = [str(project / "train.py"), "--max-steps", str(run_length),
                            "--backend", contender.backend,
                            "--output-dir", str(job.workdir / "outputs")]
             job.cwd = project

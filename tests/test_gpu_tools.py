@@ -265,6 +265,16 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
     assert set(bench_run.catalog.SPEED_KEYS) & set(loaded[1].grpo)
     assert "--max-steps" in equal.command and str(equal.settings["warmup_steps"] + equal.settings["measure_steps"]) \
         in equal.command
+    # the preset as `new` makes it runs as long as the preset says (train.py's choices depend on the run's length)
+    default = bench_run.Job(4, contender("generated default"), bench_run.settings_for(contender("generated default"),
+                                                                                      False))
+    bench.prepare(default, tiny_model, prompts)
+    from grpo_skill import plugins
+
+    preset_steps = plugins.get_preset("standard").grpo["max_steps"]
+    assert default.command[default.command.index("--max-steps") + 1] == str(preset_steps)
+    assert bench_run.catalog.preset_defaults(default.contender)
+    assert "a run of" not in bench_run.reporting.speed_settings({"settings": default.settings})
     # a long run's default: train.py sees the run's length (its choices depend on it), the harness stops it early
     long_run = bench_run.catalog.suite(["generation"])
     [long_run] = [c for c in long_run if c.key == "thinking/generated default, a 2000-step run"]
