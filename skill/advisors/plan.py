@@ -163,6 +163,8 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     settings, compiled_layers_why = resolve_compiled_layers(settings, calibration)
+    if compiled_layers_why is None and settings.backend == "trl":  # set in config.toml: said as set
+        compiled_layers_why = "compile_layers = " + ("true" if requested.compiled_layers is True else "false")
     result = estimate(settings, calibration)
     notes = list(about.get("notes") or [])
     if unsloth is False and settings.backend == "unsloth":  # asked for by name: train.py here would refuse it
