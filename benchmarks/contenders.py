@@ -69,7 +69,7 @@ class Contender:
     tty: bool = False  # run it with a pseudo-terminal as stdout/stderr, as a user's terminal
     compile_decode: bool = False  # plain TRL: let transformers compile the static-cache decode step
     # train.py's --max-steps: a run this long, which the harness stops after its timed steps ("auto" choices that depend
-    # on the run's length see it); None: as many steps as are timed
+    # on the run's length see it); None: the preset's max_steps for a project left to "auto", else as many as are timed
     run_steps: int | None = None
     warmup_cycles: int = 2  # generation cycles left out (the first includes compilation)
     measure_cycles: int = 3

@@ -145,7 +145,7 @@ def settings_for(contender: catalog.Contender, dry_run: bool, profile: str | Non
         "compile_decode": contender.compile_decode, "speed_source": speed_source, "run_steps": contender.run_steps,
         # the run's length as train.py sees it (the decode step's compile mode and compile_layers follow it): the
         # contender's own, else the preset's max_steps for a project left to "auto"; the harness stops it early
-        "max_steps": contender.run_steps or (preset.grpo.get("max_steps") if preset else None),
+        "max_steps": contender.run_steps or grpo.get("max_steps") or (preset.grpo.get("max_steps") if preset else None),
         "copy_shares_frozen": True,  # the fast path's copy holds no second copy of frozen 16-bit weights (plan reads it)
         "copy_keeps_cache": True,  # ...and keeps its KV cache through training (plan reads it)
     }

@@ -602,9 +602,11 @@ def test_a_long_run_compiles_its_decoder_layers_where_the_steps_repay_the_compil
     off = projects.load(project, {**long_run, "model.compile_layers": False}, rewards=False)
     assert decoding.choose(off, "trl", cuda=True).compiled_layers is False
     for value in ("false", "true"):  # plan says a value set by hand as set, on the backend it applies to
+        asked = ("plan", str(project), "--gpu-memory", "141", "--set", "grpo.max_steps=2000", "--set",
+                 f"model.compile_layers={value}")
         assert f"decoder layers compiled for training: {'no' if value == 'false' else 'yes'} (compile_layers = " \
-               f"{value})" in cli("plan", str(project), "--gpu-memory", "141", "--set", "grpo.max_steps=2000",
-                                  "--set", f"model.compile_layers={value}").stdout
+               f"{value})" in cli(*asked).stdout
+        assert json.loads(cli(*asked, "--json").stdout)["compiled_layers_why"] == f"compile_layers = {value}"
     train_py = (project / "train.py").read_text(encoding="utf-8")
     assert "model_loading.compile_decoder_layers(trainer.model)" in train_py
     assert '"compiled_layers": generation.compiled_layers' in train_py

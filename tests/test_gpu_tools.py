@@ -1,5 +1,6 @@
 """The tools that take this repository to the GPU machine: the offline bundle, the reports, the benchmark's set-up."""
 
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -274,7 +275,12 @@ def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, 
     preset_steps = plugins.get_preset("standard").grpo["max_steps"]
     assert default.command[default.command.index("--max-steps") + 1] == str(preset_steps)
     assert bench_run.catalog.preset_defaults(default.contender)
-    assert "a run of" not in bench_run.reporting.speed_settings({"settings": default.settings})
+    # a run shorter than its timed steps would end before them: never shorter
+    short = dataclasses.replace(contender("generated default"), grpo={"max_steps": 3})
+    job = bench_run.Job(5, short, bench_run.settings_for(short, False))
+    bench.prepare(job, tiny_model, prompts)
+    timed = job.settings["warmup_steps"] + job.settings["measure_steps"]
+    assert job.command[job.command.index("--max-steps") + 1] == str(timed) and timed > 3
     # a long run's default: train.py sees the run's length (its choices depend on it), the harness stops it early
     long_run = bench_run.catalog.suite(["generation"])
     [long_run] = [c for c in long_run if c.key == "thinking/generated default, a 2000-step run"]

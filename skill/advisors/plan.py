@@ -163,7 +163,7 @@ def plan(settings: Settings, about: dict, gpu_gib: float | None, calibration: di
     settings, generation_why = resolve_generation(settings, gpu_gib)
     settings, checkpointing_why = resolve_checkpointing(settings, gpu_gib)
     settings, compiled_layers_why = resolve_compiled_layers(settings, calibration)
-    if compiled_layers_why is None and settings.backend == "trl":  # set in config.toml: said as set
+    if compiled_layers_why is None and settings.backend == "trl":  # true or false (a project without the key: off)
         compiled_layers_why = "compile_layers = " + ("true" if requested.compiled_layers is True else "false")
     result = estimate(settings, calibration)
     notes = list(about.get("notes") or [])
@@ -291,7 +291,7 @@ def render_text(result: dict) -> str:
     if result["compiled_layers"] or result.get("compiled_layers_why"):
         lines.append(_("decoder layers compiled for training: {state} ({why})").format(
             state=_("yes") if result["compiled_layers"] else _("no"),
-            why=result.get("compiled_layers_why") or "compile_layers = true"))
+            why=result["compiled_layers_why"]))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
     lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
                    "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
