@@ -11,7 +11,7 @@
 # pytest-xdist when it is there (the tests share one GPU; --workers defaults to one per test), and writes into DIR: gpu-report.json,
 # gpu-report.md, pytest.log and logs.tgz (every command's log). Copy the two reports to docs/ to commit them.
 # --budget stops pytest in time to still write the report (tests not finished then show as missing).
-# Exit status: pytest's (0: all passed), or 3 when the install fails.
+# Exit status: pytest's (0: all passed), 124 when --budget stopped it, or 3 when the install fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +62,10 @@ GRPO_SKILL_GPU_RESULTS="$WORK/results" GRPO_SKILL_GPU_LOGS="$WORK/logs" OMP_NUM_
     "${limit[@]}" $PY -m pytest tests/gpu -m gpu -p no:cacheprovider -ra --durations=0 "${parallel[@]}" "$@" \
     2>&1 | tee "$OUT_DIR/pytest.log" >&2
 status=${PIPESTATUS[0]}
+if [ "$status" = 124 ]; then  # timeout's status: the budget, not a failure of pytest's own
+    echo "gpu-suite: the --budget of $BUDGET s ran out and stopped pytest (the KeyboardInterrupt text above is that" \
+         "stop); the report lists the tests it cut short as not run" >&2
+fi
 
 tar czf "$OUT_DIR/logs.tgz" -C "$WORK" logs results 2>/dev/null
 $PY scripts/gpu_report.py report --env "$WORK/env.json" --results "$WORK/results" \

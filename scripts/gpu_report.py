@@ -63,6 +63,7 @@ def build_report(env: dict, results_dir: Path, wall_seconds: float | None, pytes
     return report_of(env, tests, wall_seconds, pytest_status, expected)
 
 
+BUDGET_STOP = 124  # timeout's status: gpu-suite.sh's --budget interrupted pytest (its KeyboardInterrupt text is that)
 RECIPE_ID = re.compile(r"\[(?P<preset>[^-\]]+)-(?P<backend>[^-\]]+)(?:-(?P<variant>[^\]]+))?\]$")
 # tests/gpu/test_gpu_recipes.py's variants of a recipe run, each its own row: the label after the backend's name
 VARIANT_LABELS = {"scaled": "", "presets": ", presets' lr", "plain": ", plain generation", "reseeded": ", another seed",
@@ -239,7 +240,8 @@ def markdown(report: dict) -> str:
               f"{env.get('cuda')}, Python {env.get('python')}",
               "- versions: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()),
               f"- result: {', '.join(f'{n} {k}' for k, n in sorted(report['counts'].items()))}; pytest exit status "
-              f"{report.get('pytest_exit_status')}",
+              f"{report.get('pytest_exit_status')}" + (" (stopped by gpu-suite.sh --budget)"
+                                                         if report.get("pytest_exit_status") == BUDGET_STOP else ""),
               f"- suite wall time on the machine: {report.get('suite_wall_seconds')} s"]
     cards = Counter(test.get("gpu") for test in report["tests"] if test["outcome"] != "not run" and test.get("gpu"))
     if len(cards) > 1:

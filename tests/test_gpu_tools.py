@@ -575,3 +575,16 @@ def test_the_next_contender_loads_only_once_the_one_before_has_let_go_of_the_gpu
     assert before.process.returncode == 0 and after.row["status"] == "ok"
     ended = before.row["exit_status"] == 0
     assert ended and after.released >= before.result_at + 1.5, "the next contender was let on while the GPU was held"
+
+
+def test_a_suite_its_budget_stops_says_so_and_reports_what_it_cut_short(tmp_path):
+    """gpu-suite.sh --budget interrupts pytest (which prints KeyboardInterrupt): the script says that this was the
+    budget, exits 124, and the report names the stop and lists the tests it cut short as not run."""
+    result = run(["bash", str(REPO / "scripts" / "gpu-suite.sh"), "--no-install", "--workers", "1", "--budget", "1",
+                  "--out", str(tmp_path)], env={"PYTHON": sys.executable}, check=False, timeout=300)
+    assert result.returncode == 124, result.stderr[-2000:]
+    assert "gpu-suite: the --budget of 1 s ran out and stopped pytest" in result.stderr
+    report = json.loads((tmp_path / "gpu-report.json").read_text(encoding="utf-8"))
+    assert report["pytest_exit_status"] == 124 and set(report["counts"]) == {"not run"}
+    assert "pytest exit status 124 (stopped by gpu-suite.sh --budget)" in (tmp_path / "gpu-report.md").read_text(
+        encoding="utf-8")
