@@ -588,3 +588,17 @@ def test_a_suite_its_budget_stops_says_so_and_reports_what_it_cut_short(tmp_path
     assert report["pytest_exit_status"] == 124 and set(report["counts"]) == {"not run"}
     assert "pytest exit status 124 (stopped by gpu-suite.sh --budget)" in (tmp_path / "gpu-report.md").read_text(
         encoding="utf-8")
+
+
+def test_a_call_of_one_contender_starts_it_whatever_its_plan_and_a_longer_call_skips_what_cannot_fit(tmp_path):
+    """A contender planned past the budget is skipped where others may use the time; the call's only contender is
+    started anyway (its plan is a guess: skipping it left a 262 s call with nothing on 2026-12-06)."""
+    bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=100,
+                                                             suite=["default"], dry_run=False))
+    job = bench_run.Job(0, contender("generated default"), bench_run.settings_for(contender("generated default"),
+                                                                                  False))
+    job.planned_s = 1000.0
+    now = bench_run.time.time()
+    assert not bench.fits(job, now)
+    bench.alone = True
+    assert bench.fits(job, now) and not bench.fits(job, bench.deadline)
