@@ -10,7 +10,7 @@
 # It installs this checkout (editable, no deps) and any wheels in .whl/, runs `pytest -m gpu tests/gpu` with
 # pytest-xdist when it is there (the tests share one GPU; --workers defaults to one per test), and writes into DIR: gpu-report.json,
 # gpu-report.md, pytest.log and logs.tgz (every command's log). Copy the two reports to docs/ to commit them.
-# --budget stops pytest in time to still write the report (tests not finished then show as missing).
+# --budget stops pytest in time to still write the report (tests not finished then show as "not run").
 # Exit status: pytest's (0: all passed), 124 when --budget stopped it, or 3 when the install fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
