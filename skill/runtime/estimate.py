@@ -256,12 +256,12 @@ class Settings:
 class Estimate:
     peak_allocated_gib: float
     peak_reserved_gib: float
+    eager_reserved_gib: float  # the reserved peak with the decoder layers uncompiled (needed_gib)
     parts_gib: dict[str, float]
     s_per_step: float
     generation_s_per_cycle: float
     train_s_per_step: float
     communication_s_per_step: float = 0.0
-    eager_reserved_gib: float | None = None  # the reserved peak with the decoder layers uncompiled (needed_gib)
 
 
 def _lora_params(settings: Settings) -> int:
@@ -395,7 +395,7 @@ def checkpointed_layers(settings: Settings) -> int:
 def needed_gib(result: Estimate) -> float:
     """What a run must find free on its GPU: its reserved peak with the decoder layers eager (the same as the peak
     where they are not compiled), and CUDA's context."""
-    return max(result.peak_reserved_gib, result.eager_reserved_gib or 0.0) + CUDA_CONTEXT_GIB
+    return max(result.peak_reserved_gib, result.eager_reserved_gib) + CUDA_CONTEXT_GIB
 
 
 def with_static_cache(grpo: dict, model: dict) -> dict:
