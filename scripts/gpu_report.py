@@ -206,6 +206,11 @@ def rederived(report: dict) -> dict:
                                   report.get("suite_wall_seconds"), report.get("pytest_exit_status"))}
 
 
+def cards_of(report: dict) -> Counter:
+    """How many of the report's results each card gave (tests not run have none)."""
+    return Counter(test.get("gpu") for test in report["tests"] if test["outcome"] != "not run" and test.get("gpu"))
+
+
 def merge(old: dict, new: dict, expected: list[str] | None = None) -> dict:
     """``old`` with ``new``'s results in place of the same tests' (a test ``new`` did not get to, "not run", keeps
     its old result); with ``expected`` (the tests there are now), results of tests that no longer exist are
@@ -243,7 +248,7 @@ def markdown(report: dict) -> str:
               f"{report.get('pytest_exit_status')}" + (" (stopped by gpu-suite.sh --budget)"
                                                          if report.get("pytest_exit_status") == BUDGET_STOP else ""),
               f"- suite wall time on the machine: {report.get('suite_wall_seconds')} s"]
-    cards = Counter(test.get("gpu") for test in report["tests"] if test["outcome"] != "not run" and test.get("gpu"))
+    cards = cards_of(report)
     if len(cards) > 1:
         lines.append("- results from several cards (the GPU above is the latest call's; each test's row names its "
                      "own), tests per card: " + ", ".join(f"{gpu} {count}" for gpu, count in cards.most_common()))
@@ -390,7 +395,7 @@ def parity_verdict(result: dict) -> str:
 
 
 def table(report: dict) -> str:
-    mixed = len({test.get("gpu") for test in report["tests"] if test["outcome"] != "not run"}) > 1
+    mixed = len(cards_of(report)) > 1
     rows = [f"{'test':58} {'result':8} {'seconds':>8}" + ("  GPU" if mixed else "")]
     for test in report["tests"]:
         card = f"  {test.get('gpu') or ''}" if mixed else ""
