@@ -44,6 +44,19 @@ def test_train_reports_where_the_adapter_and_metrics_are(trained):
     assert (project / "outputs" / "reward.png").stat().st_size > 0
 
 
+def test_metrics_redraws_the_plots_it_drew(trained, tmp_path):
+    from click.testing import CliRunner
+
+    from grpo_skill.cli import main
+
+    project, _, _ = trained
+    for target in (tmp_path / "reward.png", tmp_path / "reward.png", project / "outputs" / "reward.png"):
+        result = CliRunner().invoke(main, ["metrics", str(project / "outputs"), "--plot", str(target),
+                                           "--completions", "0"])
+        assert result.exit_code == 0 and f"plot: {target}" in result.output, result.output
+        assert target.read_bytes().startswith(b"\x89PNG")
+
+
 def test_the_preset_saves_checkpoints_and_keeps_the_last_two(trained):
     project, _, _ = trained
     assert sorted(path.name for path in (project / "outputs").glob("checkpoint-*")) == ["checkpoint-40",
@@ -97,6 +110,14 @@ def test_evaluate_samples_before_and_after(trained):
     assert len(samples) == 3
     assert {"prompt", "before", "before_reward", "after", "after_reward"} <= set(samples[0])
     assert summary["mean_reward_after"] == pytest.approx(sum(s["after_reward"] for s in samples) / 3)
+
+
+def test_evaluate_says_when_the_dataset_has_fewer_prompts_than_asked(trained):
+    project, _, _ = trained
+    count = len((project / "data" / "prompts.jsonl").read_text().splitlines())
+    result = run([sys.executable, "evaluate.py", "--prompts", str(count + 5)], cwd=project)
+    assert f"note: --prompts {count + 5}, but the dataset has {count} prompts: sampling all {count}" in result.stderr
+    assert len((project / "outputs" / "samples.jsonl").read_text().splitlines()) == count
 
 
 def test_evaluate_samples_the_prompts_training_saw_with_the_runs_sampling_settings(trained):

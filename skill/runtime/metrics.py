@@ -113,6 +113,33 @@ def reward_trend(rows: list[dict], window: int = 10) -> dict:
     }
 
 
+PLOT_SOFTWARE = "grpo-skill metrics"  # in the PNG's Software text: a plot this command drew may be redrawn
+
+
+def plot_target(png: str | Path) -> Path:
+    """``--plot``'s file, refused before anything is read: not a .png name, or a file there that this command
+    did not draw (the user's own, never overwritten)."""
+    path = Path(png)
+    if path.suffix.lower() != ".png":
+        raise UserError(_("--plot {path}: the plot is a PNG; give a file name ending in .png").format(path=png))
+    if path.exists() and not drawn_by_metrics(path):
+        raise UserError(_("--plot {path}: that file exists and is not a plot grpo-skill metrics drew; give another "
+                          "name, or delete it to draw there").format(path=png))
+    return path
+
+
+def drawn_by_metrics(path: Path) -> bool:
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:  # no matplotlib either: nothing could have drawn it here
+        return False
+    try:
+        with Image.open(path) as image:
+            return image.info.get("Software") == PLOT_SOFTWARE
+    except (UnidentifiedImageError, OSError):
+        return False
+
+
 def plot_metrics(rows: list[dict], png: str | Path) -> Path:
     import matplotlib
 
@@ -136,6 +163,6 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
     second_axis.plot(steps, [row.get(second, float("nan")) for row in steps_logged], color="tab:red")
     second_axis.set(xlabel="step", ylabel=second.split("/")[-1], title=title)
     figure.tight_layout()
-    figure.savefig(png, dpi=100)
+    figure.savefig(png, dpi=100, metadata={"Software": PLOT_SOFTWARE})
     plt.close(figure)
     return Path(png)

@@ -31,7 +31,9 @@ def probe(project, prompts, model, as_json):
 @command(help=N_("Summarise a run's metrics.jsonl: reward at the start and the end, training-health "
                        "warnings, and the latest completions from completions.jsonl."))
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--plot", type=click.Path(dir_okay=False), help=N_("Also draw reward and KL to this PNG."))
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help=N_("Also draw reward and KL to this PNG (a .png name; a file already there is redrawn only if "
+                      "this command drew it)."))
 @click.option("--completions", "show_completions", default=3, show_default=True, type=click.IntRange(min=0),
               help=N_("How many of the latest step's completions to show (0: none)."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
@@ -39,14 +41,15 @@ def metrics(run_dir, plot, show_completions, as_json):
     from ..runtime import health, traces
     from ..runtime import metrics as run_metrics
 
+    plot_path = run_metrics.plot_target(plot) if plot else None
     try:
         rows = run_metrics.read_metrics(run_dir)
     except FileNotFoundError:
         fail(_("{run_dir} has no {file}; pass the run's output folder (e.g. outputs)").format(
             run_dir=run_dir, file=run_metrics.METRICS_FILE))
     summary = run_metrics.reward_trend(rows)
-    if plot:
-        summary["plot"] = str(run_metrics.plot_metrics(rows, plot))
+    if plot_path:
+        summary["plot"] = str(run_metrics.plot_metrics(rows, plot_path))
     summary["health"] = health.warnings_in(rows)
     logged = summary["steps"] > 0  # completions of an earlier run may outlive an emptied metrics.jsonl
     summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions and logged else []
