@@ -192,6 +192,10 @@ def _refuse_users_folder(target: Path) -> None:
 
     if target.exists() and not target.is_dir():
         raise UserError(_("--out {dir} exists and is not a folder; choose a new or empty folder").format(dir=target))
+    if target.is_dir() and (target / BUILD_MARKER).is_file():  # ours, but another shape, template or version
+        raise UserError(_("--out {dir} holds another model built by grpo-skill (another shape, chat template or "
+                          "builder version); choose a new or empty folder (nothing in it was changed)").format(
+            dir=target))
     if target.is_dir() and any(target.iterdir()):
         raise UserError(_("--out {dir} is not empty and holds no model built by grpo-skill; choose a new or empty "
                           "folder (nothing in it was changed)").format(dir=target))
