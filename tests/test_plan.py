@@ -274,6 +274,9 @@ def test_plan_gpus_from_the_flag_or_the_projects_accelerate_config(cli, tmp_path
     assert from_config["data_parallel"] == two["data_parallel"]
     text = cli("plan", str(project), "--gpus", "2").stdout
     assert "on 2 GPUs (data-parallel; memory is per GPU)" in text
+    # the step's line counts one GPU's completions, the data-parallel line all of them: each says which
+    assert "per optimizer step, on each GPU: " in text and "per optimizer step, on each GPU" not in (
+        cli("plan", str(project)).stdout)
     # what train.py takes under several processes: the backend's own generation, checkpointing on
     sized = json.loads(cli("plan", str(project), "--gpus", "2", "--gpu-memory", "141", "--json").stdout)
     assert sized["generation_path"] == "trl" and sized["generation_why"] == (

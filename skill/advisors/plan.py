@@ -293,9 +293,13 @@ def render_text(result: dict) -> str:
             state=_("yes") if result["compiled_layers"] else _("no"),
             why=result["compiled_layers_why"]))
     lines += [_("note: {note}").format(note=note) for note in result.get("notes", [])]
-    lines.append(_("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
-                   "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
-                   "{every} micro-step(s)").format(
+    per_step = (_("per optimizer step, on each GPU: {completions} completions of {length} tokens (batch {batch} x "
+                  "{accumulation} accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a "
+                  "time, for {every} micro-step(s)") if result.get("data_parallel") else
+                _("per optimizer step: {completions} completions of {length} tokens (batch {batch} x {accumulation} "
+                  "accumulation), prompts up to ~{prompt} tokens; {sequences} sequences generated at a time, for "
+                  "{every} micro-step(s)"))
+    lines.append(per_step.format(
         completions=settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"],
         length=settings["max_completion_length"], batch=settings["per_device_train_batch_size"],
         accumulation=settings["gradient_accumulation_steps"], prompt=settings["prompt_tokens"],
