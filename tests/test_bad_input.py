@@ -150,6 +150,8 @@ CLI_CASES = [
          edits=edit("[model]\n", "<<<<<<< before updating\n[model]\n=======\n>>>>>>> after updating\n")),
     Case("rewards-project-missing", "'{tmp}/nowhere' does not exist", code=2,
          args=("rewards", "--project", "{tmp}/nowhere")),
+    Case("rewards-project-without-rewards-py", "{tmp}/empty has no rewards.py",
+         args=("rewards", "--project", "{tmp}/empty"), setup=lambda tmp, project: (tmp / "empty").mkdir()),
     Case("metrics-no-file", "has no metrics.jsonl", args=("metrics", "{project}")),
     Case("metrics-plot-read-only", "choose a folder you can write to", setup=lock,
          args=("metrics", "{project}/outputs", "--plot", read_only_folder() + "/reward.png"),

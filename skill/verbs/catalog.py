@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..core.i18n import N_, _
-from ..console import command, emit, group, table, warn_broken_plugins
+from ..console import command, emit, fail, group, table, warn_broken_plugins
 
 
 @command(help=N_("List the model presets."))
@@ -44,8 +44,9 @@ def rewards(ctx, project, as_json):
         return
     from ..core import plugins
 
-    if project:
-        plugins.register_project(project)
+    if project and plugins.register_project(project) is None:
+        fail(_("{project} has no rewards.py; pass the folder of a project grpo-skill new made").format(
+            project=project))
     rows = [
         {"name": name, "plugin": reg.plugin, "params": dict(reg.item.params), "description": reg.item.description}
         for name, reg in sorted(plugins.rewards().items())
