@@ -131,6 +131,14 @@ def test_install_links_the_skill_into_claude_and_agents(tmp_path):
     assert sorted(p.name for p in (tmp_path / ".claude" / "skills").iterdir()) == ["grpo-skill"]  # no scratch left
 
 
+def test_a_dest_that_did_not_exist_is_named(tmp_path):
+    code, output = install("--dest", str(tmp_path / "projetc"))
+    assert code == 0 and all(entry.is_symlink() for entry in entries(tmp_path / "projetc", "grpo-skill"))
+    assert f"note: {tmp_path / 'projetc'} did not exist and was created; check that it is the --dest you meant" in (
+        output)
+    assert "did not exist" not in install("--dest", str(tmp_path / "projetc"))[1]  # it exists now
+
+
 def test_installing_again_changes_nothing(tmp_path):
     install("--dest", str(tmp_path))
     links = [os.readlink(entry) for entry in entries(tmp_path, "grpo-skill")]

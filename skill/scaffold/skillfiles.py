@@ -233,7 +233,10 @@ def install(dest: str | Path | None = None, lang: str = "en", *, copy: bool = Fa
         if status != "unchanged" and not os.access(existing, os.W_OK):
             raise InstallError(_("cannot write {path}; choose a folder you can write to as --dest").format(path=existing))
 
-    places, note = [], None
+    places, notes, links_failed = [], [], False
+    if not root.exists():  # a typo in --dest would otherwise pass unseen
+        notes.append(_("{path} did not exist and was created; check that it is the --dest you meant").format(
+            path=root))
     try:
         for entry, status in plan:
             if status == "unchanged":
@@ -241,9 +244,7 @@ def install(dest: str | Path | None = None, lang: str = "en", *, copy: bool = Fa
                 continue
             entry.parent.mkdir(parents=True, exist_ok=True)
             mode = _place(entry, source, files, copy)
-            if mode == "copy" and not copy:
-                note = _("symbolic links cannot be made here, so the skill was copied; run this again after "
-                         "upgrading grpo-skill")
+            links_failed = links_failed or (mode == "copy" and not copy)
             places.append(Placed(entry, mode, status))
         for entry in stale:
             entry.unlink()
@@ -252,7 +253,10 @@ def install(dest: str | Path | None = None, lang: str = "en", *, copy: bool = Fa
             _("cannot write {path}: {error}; choose a folder you can write to as --dest").format(
                 path=getattr(error, "filename", None) or root, error=error.strerror or error)
         ) from None
-    return Installed(name, lang, source, sorted(files), places, stale, note)
+    if links_failed:
+        notes.append(_("symbolic links cannot be made here, so the skill was copied; run this again after "
+                       "upgrading grpo-skill"))
+    return Installed(name, lang, source, sorted(files), places, stale, "; ".join(notes) or None)
 
 
 # --- the copies inside a generated project ---------------------------------------------------------------
