@@ -170,6 +170,10 @@ def test_the_dataset_gold_column_adds_a_correctness_reward_and_says_so(cli, tmp_
     (["--set", "model.max_seq_length=128", "--set", "grpo.max_completion_length=4096"],
      "grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt"),
     (["--set", "nope=1"], "--set 'nope=1': write SECTION.KEY=VALUE"),
+    (["--set", "grpo.max_steps=5", "--set", "grpo.max_steps = 6"], "--set 'grpo.max_steps = 6': grpo.max_steps is "
+                                                                  "given twice (also --set 'grpo.max_steps=5')"),
+    (["-r", "cosine_length", "--param", "cosine_length.max_len=3", "--param", "cosine_length.max_len=4"],
+     "--param 'cosine_length.max_len=4': cosine_length.max_len is given twice"),
     (["--set", "model.preset=standard"], "use --preset for it"),
     (["--set", "rewards.name=x"], "rewards are chosen with --reward"),
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
