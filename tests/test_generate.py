@@ -87,13 +87,20 @@ def test_bad_input_is_one_line_exit_nonzero_and_writes_nothing(cli, tmp_path, ar
 
 def test_a_project_that_would_not_run_is_named_where_it_was_to_go_and_leaves_nothing(cli, tmp_path):
     """`new` renders beside the target and moves the project in whole: a refusal after rendering names the
-    project's own path and leaves no trace; a project that runs is all there is afterwards."""
+    project's own path (never the scratch folder, nor a line of a config.toml that was not written) and leaves no
+    trace; a project that runs is all there is afterwards."""
     for cwd in (tmp_path, tmp_path.parent):
         result = cli("new", "run", "--preset", "tiny", "--set", "model.max_seq_length=16", "-o", str(tmp_path),
                      check=False, cwd=cwd)
         assert result.returncode == 1
+        assert result.stderr.startswith("Error: the project would not run with --set model.max_seq_length=16: "
+                                        "grpo.max_completion_length: 32 leaves no room for the prompt in "
+                                        "model.max_seq_length (16)"), result.stderr
+        result = cli("new", "run", "--preset", "tiny", "--set", 'dataset.path="prompts.csv"', "-o", str(tmp_path),
+                     check=False, cwd=cwd)
         shown = Path("run") if cwd == tmp_path else Path(tmp_path.name) / "run"
-        assert result.stderr.startswith(f"Error: the project would not run: {shown / 'config.toml'}:"), result.stderr
+        assert result.returncode == 1 and f"{shown / 'prompts.csv'} does not exist" in result.stderr, result.stderr
+        assert ".grpo-skill-new-" not in result.stderr
         assert list(tmp_path.iterdir()) == []
     cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
     assert [path.name for path in tmp_path.iterdir()] == ["run"]

@@ -226,6 +226,20 @@ def test_plan_of_a_project_with_set_touches_no_file(cli, tmp_path):
     assert refused.returncode != 0 and "(given on the command line)" in refused.stderr
 
 
+@pytest.mark.parametrize("setting, message", [
+    ("dataset.path=\"missing.jsonl\"", "the project would not run: dataset.path (given on the command line): "
+                                       "missing.jsonl does not exist"),
+    ("grpo.per_device_train_batch_size=3", "the project would not run with --set grpo.per_device_train_batch_size=3: "
+                                           "grpo.num_generations: per_device_train_batch_size x "),
+])
+def test_a_what_if_that_would_not_run_names_no_temporary_file(cli, tmp_path, english, setting, message):
+    """plan --preset renders the project in a temporary folder: a refusal names the setting, not that folder."""
+    refused = cli("plan", "--preset", "tiny", "--set", setting, cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and message in refused.stderr, refused.stderr
+    assert tempfile.gettempdir() not in refused.stderr and "config.toml" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
 def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny_tokenizer, english):
     plain = plan_json(cli, "--preset", "tiny", "--set", "grpo.beta=0.04", cwd=tmp_path)
     system = "You are a careful assistant. Show each step of the arithmetic before the answer."

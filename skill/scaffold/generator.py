@@ -166,12 +166,14 @@ def _writable_ancestor(target: Path) -> None:
             target=target, folder=existing))
 
 
-def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> Rendered:
+def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
+                   **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
-    left alone."""
+    left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
+    names its files relative to the project, for a target in a temporary folder)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     data = answers(name, **options, notes=notes)
@@ -200,20 +202,40 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
-        except UserError as error:  # named where the project was to go, not in the scratch folder
-            message = str(error)
-            for scratch_path, target_path in ((rendered, target), (shown_path(rendered), shown_path(target))):
-                message = message.replace(str(scratch_path), str(target_path))
-            raise GenerateError(_("the project would not run: {error}").format(error=message)) from None
+        except UserError as error:
+            folder = target if shown_as is None else shown_as
+            raise GenerateError(_would_not_run(str(error), rendered, folder, options.get("settings"))) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes)
         if target.is_dir():
-            _back_up_changed(result, rendered, Path(scratch) / "previous")
+            _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _would_not_run(message: str, rendered: Path, folder: Path, settings) -> str:
+    """A refusal of the rendered project, its paths named as the project's (never the scratch folder's). One at
+    a line of its config.toml, a file the user cannot open, says instead which --set settings went into it."""
+    config_file = rendered / config.CONFIG_FILE
+    positioned = False
+    for name in (str(config_file), shown_path(config_file)):
+        message, count = re.subn(re.escape(name) + r"(?::\d+)?: ", "", message)
+        positioned = positioned or count > 0
+    for scratch_path, shown in ((str(rendered), str(folder)), (shown_path(rendered), shown_path(folder))):
+        if folder == Path():  # named relative to the project
+            message = message.replace(scratch_path + os.sep, "").replace(scratch_path, ".")
+        else:
+            message = message.replace(scratch_path, shown)
+    given = settings.dotted() if settings is not None else {}
+    if given and positioned:
+        from ..core.schema import toml_text
+
+        items = ", ".join(f"--set {key}={toml_text(value)}" for key, value in given.items())
+        return _("the project would not run with {settings}: {error}").format(settings=items, error=message)
+    return _("the project would not run: {error}").format(error=message)
 
 
 def _put_in_place(rendered: Path, target: Path) -> None:
