@@ -255,18 +255,46 @@ def _copy_template(destination: Path, data: dict) -> None:
                                  unsafe=True)
 
 
-def _previous_generation(target: Path, scratch: Path) -> Path | None:
-    """The project as `new` makes it (this template, this skill) from the answers recorded in ``target``, with
-    the template version it recorded: what the user got."""
+def _recorded_answers(target: Path) -> dict | None:
+    """The answers ``target``'s answers file records (``_commit`` and ``_src_path`` among them), if it can be read."""
     import yaml
-
-    from . import history
 
     try:
         recorded = yaml.safe_load((target / updates.ANSWERS_FILE).read_text(encoding="utf-8"))
-        data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+    except Exception:  # no answers file, or not YAML
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def _in_preset_order(data: dict) -> dict | None:
+    """``data`` with [grpo], [lora] and the chat template's kwargs in the preset's order, then the keys given
+    with --set: as `new` rendered a project whose answers file sorted the keys (one made before the answers kept
+    their order). None when that changes nothing, or the preset is not installed."""
+    preset_name = data.get("preset")
+    try:
+        preset = plugins.get_preset(preset_name) if isinstance(preset_name, str) else None
+    except RegistryError:
+        preset = None
+    if preset is None:
+        return None
+    defaults = {"grpo": preset.grpo, "lora": asdict(preset.lora), "chat_template_kwargs": preset.chat_template_kwargs}
+    ordered = dict(data)
+    for answer, default in defaults.items():
+        given = data.get(answer)
+        if isinstance(given, dict):
+            ordered[answer] = {**{key: given[key] for key in default if key in given}, **given}
+    return ordered if any(list(ordered[answer]) != list(data[answer]) for answer in defaults
+                          if isinstance(data.get(answer), dict)) else None
+
+
+def _previous_generation(recorded: dict, data: dict, scratch: Path) -> Path | None:
+    """The project as `new` makes it (this template, this skill) from ``data``, the answers recorded in the
+    project, with the template version it recorded: what the user got."""
+    from . import history
+
+    try:
         _copy_template(scratch, data)
-    except Exception:  # no answers, or answers this template cannot use: every differing file is backed up
+    except Exception:  # answers this template cannot use: every differing file is backed up
         return None
     skillfiles.add_to_project(scratch, data.get("lang", "en"))
     commit = recorded.get("_commit") if recorded.get("_src_path") == history.SOURCE else None
@@ -274,19 +302,23 @@ def _previous_generation(target: Path, scratch: Path) -> Path | None:
     return scratch
 
 
+def _same(path: Path, other: Path) -> bool:
+    return other.is_file() and path.read_bytes() == other.read_bytes()
+
+
 def _back_up_changed(result: Rendered, rendered: Path, scratch: Path) -> None:
-    previous = _previous_generation(result.target, scratch)
-    changed = []
-    for relative in result.files:
-        existing = result.target / relative
-        if not existing.is_file():
-            continue
-        content = existing.read_bytes()
-        if content == (rendered / relative).read_bytes():
-            continue
-        if previous is not None and (previous / relative).is_file() and content == (previous / relative).read_bytes():
-            continue  # as generated: nothing of the user's is lost
-        changed.append(relative)
+    changed = [relative for relative in result.files
+               if (result.target / relative).is_file() and not _same(result.target / relative, rendered / relative)]
+    recorded = _recorded_answers(result.target)
+    if recorded is not None:
+        data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+        # a file as either generation made it holds nothing of the user's; the second is rendered only when the
+        # first leaves a file that differs (a project whose answers file sorted the keys)
+        candidates = [answers for answers in (data, _in_preset_order(data)) if answers is not None]
+        for number, answers in enumerate(candidates):
+            previous = _previous_generation(recorded, answers, scratch / f".previous-{number}") if changed else None
+            if previous is not None:
+                changed = [relative for relative in changed if not _same(result.target / relative, previous / relative)]
     if not changed:
         return
     stamp = time.strftime("%Y%m%d-%H%M%S")
