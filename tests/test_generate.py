@@ -87,13 +87,20 @@ def test_bad_input_is_one_line_exit_nonzero_and_writes_nothing(cli, tmp_path, ar
 
 def test_a_project_that_would_not_run_is_named_where_it_was_to_go_and_leaves_nothing(cli, tmp_path):
     """`new` renders beside the target and moves the project in whole: a refusal after rendering names the
-    project's own path and leaves no trace; a project that runs is all there is afterwards."""
+    project's own path (never the scratch folder, nor a line of a config.toml that was not written) and leaves no
+    trace; a project that runs is all there is afterwards."""
     for cwd in (tmp_path, tmp_path.parent):
         result = cli("new", "run", "--preset", "tiny", "--set", "model.max_seq_length=16", "-o", str(tmp_path),
                      check=False, cwd=cwd)
         assert result.returncode == 1
+        assert result.stderr.startswith("Error: the project would not run with --set model.max_seq_length=16: "
+                                        "grpo.max_completion_length: 32 leaves no room for the prompt in "
+                                        "model.max_seq_length (16)"), result.stderr
+        result = cli("new", "run", "--preset", "tiny", "--set", 'dataset.path="prompts.csv"', "-o", str(tmp_path),
+                     check=False, cwd=cwd)
         shown = Path("run") if cwd == tmp_path else Path(tmp_path.name) / "run"
-        assert result.stderr.startswith(f"Error: the project would not run: {shown / 'config.toml'}:"), result.stderr
+        assert result.returncode == 1 and f"{shown / 'prompts.csv'} does not exist" in result.stderr, result.stderr
+        assert ".grpo-skill-new-" not in result.stderr
         assert list(tmp_path.iterdir()) == []
     cli("new", "run", "--preset", "tiny", "-o", str(tmp_path))
     assert [path.name for path in tmp_path.iterdir()] == ["run"]
@@ -148,6 +155,48 @@ def test_force_over_a_generated_project_backs_up_only_what_the_user_changed(cli,
     # once more with nothing changed since: nothing is backed up
     cli("new", "run", "--preset", "tiny", "-r", "thinking:0.5", "-o", str(tmp_path), "--force")
     assert len(list((project / ".grpo-skill-backup").iterdir())) == 1
+
+
+@pytest.mark.parametrize("options", [
+    (),
+    # keys given in an order of their own: the answers file keeps it
+    ("--set", "grpo.top_p=0.9", "--set", "grpo.temperature=0.8", "--set", "model.generation=\"plain\"",
+     "--set", "model.compile_decoding=true", "-r", "repetition", "--param", "repetition.max_penalty=-0.5",
+     "--param", "repetition.ngram_size=2"),
+])
+def test_force_over_an_unedited_project_backs_up_nothing(cli, tmp_path, options):
+    cli("new", "run", "--preset", "tiny", *options, "-o", str(tmp_path))
+    result = cli("new", "run", "--preset", "standard", "-o", str(tmp_path), "--force", "--json")
+    assert json.loads(result.stdout)["backed_up"] == [] and "you had changed" not in result.stderr
+    assert not (tmp_path / "run" / ".grpo-skill-backup").exists()
+
+
+def sort_the_answers(project):
+    """The answers file as grpo-skill wrote it before it kept the order of the answers: keys sorted."""
+    from grpo_skill import update
+
+    path = project / update.ANSWERS_FILE
+    recorded = yaml.safe_load(path.read_text())
+    path.write_text(path.read_text().splitlines(keepends=True)[0] + yaml.dump(
+        {key: value for key, value in recorded.items() if not key.startswith("_")}, indent=4, allow_unicode=True,
+        default_flow_style=False, sort_keys=True))
+    update.write_origin(project, recorded.get("_commit"))
+
+
+def test_force_over_a_project_whose_answers_file_sorted_the_keys_backs_up_only_what_the_user_changed(cli, tmp_path):
+    """[grpo] is in the preset's order, which such an answers file does not keep."""
+    project = tmp_path / "run"
+    cli("new", "run", "--preset", "standard", "-o", str(tmp_path))
+    sort_the_answers(project)
+    result = cli("new", "run", "--preset", "tiny", "-o", str(tmp_path), "--force", "--json")
+    assert json.loads(result.stdout)["backed_up"] == []
+
+    cli("new", "run", "--preset", "standard", "-o", str(tmp_path), "--force")
+    sort_the_answers(project)
+    edit(project, "seed = 42", "seed = 7")
+    result = json.loads(cli("new", "run", "--preset", "tiny", "-o", str(tmp_path), "--force", "--json").stdout)
+    assert result["backed_up"] == ["config.toml"]
+    assert "seed = 7" in (Path(result["backup_dir"]) / "config.toml").read_text()
 
 
 @pytest.mark.parametrize("path, where", [

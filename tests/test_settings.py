@@ -1,9 +1,13 @@
 """`new` and `plan` take settings up front: --set, --param, --answer-column (issue 22, item 1)."""
 
 import json
+import re
+import tempfile
 import tomllib
 
 import pytest
+
+from grpo_skill.schema import toml_text
 
 DATA = '{"question": "What is 2 + 3?", "final": "5"}\n{"question": "What is 4 + 4?", "final": "8"}\n'
 
@@ -73,6 +77,65 @@ def test_set_writes_into_every_table(cli, tmp_path):
     cli("check", "p", cwd=tmp_path)
 
 
+def test_settings_the_template_writes_itself_take_the_value_given(cli, tmp_path):
+    """output_dir, seed and report_to are written by the template, not the preset: a --set one replaces it."""
+    cli("new", "p", "--preset", "tiny", "--set", "grpo.seed=1", "--set", "grpo.output_dir=\"runs\"",
+        "--set", "grpo.report_to=[\"none\"]", cwd=tmp_path)
+    grpo = config_of(tmp_path / "p")["grpo"]
+    assert (grpo["seed"], grpo["output_dir"], grpo["report_to"]) == (1, "runs", ["none"])
+    cli("check", "p", cwd=tmp_path)
+    assert plan_json(cli, "--preset", "tiny", "--set", "grpo.output_dir=\"runs\"", cwd=tmp_path)["set"] == {
+        "grpo.output_dir": "runs"}
+
+
+def another(dotted, value):
+    """A value of the same kind as ``value``, unlike it."""
+    if dotted == "model.backend":  # `new` keeps the preset's backend where the given one is not a backend
+        return "trl"
+    if isinstance(value, bool) or value == "auto":
+        return not value if isinstance(value, bool) else True
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "-given"
+    return [*value, "given"] if isinstance(value, list) else {**value, "given": 1}
+
+
+def written_keys(text):
+    """(table, key, value) of every key config.toml writes, or shows commented out ("# adapter = ..."), outside
+    [[rewards]]."""
+    found, table = [], None
+    for line in text.splitlines():
+        if line.startswith("[") and not line.startswith("[["):
+            table = line.strip("[").split("]")[0]
+        elif line.startswith("[["):
+            table = None
+        elif table and re.match(r"(# )?[a-z_0-9]+ = ", line):
+            key, value = next(iter(tomllib.loads(line.removeprefix("# ")).items()))
+            found.append((table, key, value))
+    return found
+
+
+@pytest.mark.parametrize("preset", ["tiny", "standard", "thinking"])
+def test_every_key_the_template_writes_can_be_set_and_is_written_once_with_the_value_given(tmp_path, preset):
+    from grpo_skill.scaffold import copying, generator, settings
+
+    def render(folder, items=()):
+        data = generator.answers("run", preset, settings=settings.parse(items))
+        copying.load().run_copy(str(generator.template_dir()), tmp_path / folder, data=data, defaults=True,
+                                quiet=True, overwrite=True, unsafe=True)
+        return (tmp_path / folder / "config.toml").read_text()
+
+    # preset and prompt_column have options of their own (--preset, --prompt-column)
+    keys = [(table, key, value) for table, key, value in written_keys(render("default"))
+            if f"{table}.{key}" not in settings.OWN_OPTIONS]
+    given = {(table, key): another(f"{table}.{key}", value) for table, key, value in keys}
+    assert {"grpo", "sft", "model", "lora", "dataset"} <= {table for table, _key in given}
+    text = render("given", [f"{table}.{key}={toml_text(value)}" for (table, key), value in given.items()])
+    config = tomllib.loads(text)  # a key written twice is not TOML
+    assert {(table, key): config[table][key] for table, key in given} == given
+
+
 def test_a_bare_word_is_text_only_where_the_key_takes_text_and_that_is_said(cli, tmp_path, english):
     made = cli("new", "p", "--preset", "tiny", "--set", "grpo.optim=adamw_torch", cwd=tmp_path)
     assert "note: --set 'grpo.optim=adamw_torch': taken as the text \"adamw_torch\"" in made.stdout
@@ -107,6 +170,10 @@ def test_the_dataset_gold_column_adds_a_correctness_reward_and_says_so(cli, tmp_
     (["--set", "model.max_seq_length=128", "--set", "grpo.max_completion_length=4096"],
      "grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt"),
     (["--set", "nope=1"], "--set 'nope=1': write SECTION.KEY=VALUE"),
+    (["--set", "grpo.max_steps=5", "--set", "grpo.max_steps = 6"], "--set 'grpo.max_steps = 6': grpo.max_steps is "
+                                                                  "given twice (also --set 'grpo.max_steps=5')"),
+    (["-r", "cosine_length", "--param", "cosine_length.max_len=3", "--param", "cosine_length.max_len=4"],
+     "--param 'cosine_length.max_len=4': cosine_length.max_len is given twice"),
     (["--set", "model.preset=standard"], "use --preset for it"),
     (["--set", "rewards.name=x"], "rewards are chosen with --reward"),
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
@@ -157,6 +224,20 @@ def test_plan_of_a_project_with_set_touches_no_file(cli, tmp_path):
     assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
     refused = cli("plan", "p", "--set", "grpo.num_generations=3", cwd=tmp_path, check=False)
     assert refused.returncode != 0 and "(given on the command line)" in refused.stderr
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("dataset.path=\"missing.jsonl\"", "the project would not run: dataset.path (given on the command line): "
+                                       "missing.jsonl does not exist"),
+    ("grpo.per_device_train_batch_size=3", "the project would not run with --set grpo.per_device_train_batch_size=3: "
+                                           "grpo.num_generations: per_device_train_batch_size x "),
+])
+def test_a_what_if_that_would_not_run_names_no_temporary_file(cli, tmp_path, english, setting, message):
+    """plan --preset renders the project in a temporary folder: a refusal names the setting, not that folder."""
+    refused = cli("plan", "--preset", "tiny", "--set", setting, cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and message in refused.stderr, refused.stderr
+    assert tempfile.gettempdir() not in refused.stderr and "config.toml" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny_tokenizer, english):

@@ -384,7 +384,8 @@ def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int |
     from ..scaffold import generator
 
     with tempfile.TemporaryDirectory() as scratch:
-        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings)
+        rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings,
+                                            shown_as=Path())  # its files named as the project's, not the scratch's
         planned, about = from_project(rendered.target, backend, prompt_tokens, processes, unsloth=unsloth)
     about.pop("project", None)
     about["set"] = settings.dotted()

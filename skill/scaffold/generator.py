@@ -166,12 +166,14 @@ def _writable_ancestor(target: Path) -> None:
             target=target, folder=existing))
 
 
-def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> Rendered:
+def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
+                   **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
-    left alone."""
+    left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
+    names its files relative to the project, for a target in a temporary folder)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     data = answers(name, **options, notes=notes)
@@ -200,20 +202,40 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
-        except UserError as error:  # named where the project was to go, not in the scratch folder
-            message = str(error)
-            for scratch_path, target_path in ((rendered, target), (shown_path(rendered), shown_path(target))):
-                message = message.replace(str(scratch_path), str(target_path))
-            raise GenerateError(_("the project would not run: {error}").format(error=message)) from None
+        except UserError as error:
+            folder = target if shown_as is None else shown_as
+            raise GenerateError(_would_not_run(str(error), rendered, folder, options.get("settings"))) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes)
         if target.is_dir():
-            _back_up_changed(result, rendered, Path(scratch) / "previous")
+            _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _would_not_run(message: str, rendered: Path, folder: Path, settings) -> str:
+    """A refusal of the rendered project, its paths named as the project's (never the scratch folder's). One at
+    a line of its config.toml, a file the user cannot open, says instead which --set settings went into it."""
+    config_file = rendered / config.CONFIG_FILE
+    positioned = False
+    for name in (str(config_file), shown_path(config_file)):
+        message, count = re.subn(re.escape(name) + r"(?::\d+)?: ", "", message)
+        positioned = positioned or count > 0
+    for scratch_path, shown in ((str(rendered), str(folder)), (shown_path(rendered), shown_path(folder))):
+        if folder == Path():  # named relative to the project
+            message = message.replace(scratch_path + os.sep, "").replace(scratch_path, ".")
+        else:
+            message = message.replace(scratch_path, shown)
+    given = settings.dotted() if settings is not None else {}
+    if given and positioned:
+        from ..core.schema import toml_text
+
+        items = ", ".join(f"--set {key}={toml_text(value)}" for key, value in given.items())
+        return _("the project would not run with {settings}: {error}").format(settings=items, error=message)
+    return _("the project would not run: {error}").format(error=message)
 
 
 def _put_in_place(rendered: Path, target: Path) -> None:
@@ -233,18 +255,46 @@ def _copy_template(destination: Path, data: dict) -> None:
                                  unsafe=True)
 
 
-def _previous_generation(target: Path, scratch: Path) -> Path | None:
-    """The project as `new` makes it (this template, this skill) from the answers recorded in ``target``, with
-    the template version it recorded: what the user got."""
+def _recorded_answers(target: Path) -> dict | None:
+    """The answers ``target``'s answers file records (``_commit`` and ``_src_path`` among them), if it can be read."""
     import yaml
-
-    from . import history
 
     try:
         recorded = yaml.safe_load((target / updates.ANSWERS_FILE).read_text(encoding="utf-8"))
-        data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+    except Exception:  # no answers file, or not YAML
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def _in_preset_order(data: dict) -> dict | None:
+    """``data`` with [grpo], [lora] and the chat template's kwargs in the preset's order, then the keys given
+    with --set: as `new` rendered a project whose answers file sorted the keys (one made before the answers kept
+    their order). None when that changes nothing, or the preset is not installed."""
+    preset_name = data.get("preset")
+    try:
+        preset = plugins.get_preset(preset_name) if isinstance(preset_name, str) else None
+    except RegistryError:
+        preset = None
+    if preset is None:
+        return None
+    defaults = {"grpo": preset.grpo, "lora": asdict(preset.lora), "chat_template_kwargs": preset.chat_template_kwargs}
+    ordered = dict(data)
+    for answer, default in defaults.items():
+        given = data.get(answer)
+        if isinstance(given, dict):
+            ordered[answer] = {**{key: given[key] for key in default if key in given}, **given}
+    return ordered if any(list(ordered[answer]) != list(data[answer]) for answer in defaults
+                          if isinstance(data.get(answer), dict)) else None
+
+
+def _previous_generation(recorded: dict, data: dict, scratch: Path) -> Path | None:
+    """The project as `new` makes it (this template, this skill) from ``data``, the answers recorded in the
+    project, with the template version it recorded: what the user got."""
+    from . import history
+
+    try:
         _copy_template(scratch, data)
-    except Exception:  # no answers, or answers this template cannot use: every differing file is backed up
+    except Exception:  # answers this template cannot use: every differing file is backed up
         return None
     skillfiles.add_to_project(scratch, data.get("lang", "en"))
     commit = recorded.get("_commit") if recorded.get("_src_path") == history.SOURCE else None
@@ -252,19 +302,23 @@ def _previous_generation(target: Path, scratch: Path) -> Path | None:
     return scratch
 
 
+def _same(path: Path, other: Path) -> bool:
+    return other.is_file() and path.read_bytes() == other.read_bytes()
+
+
 def _back_up_changed(result: Rendered, rendered: Path, scratch: Path) -> None:
-    previous = _previous_generation(result.target, scratch)
-    changed = []
-    for relative in result.files:
-        existing = result.target / relative
-        if not existing.is_file():
-            continue
-        content = existing.read_bytes()
-        if content == (rendered / relative).read_bytes():
-            continue
-        if previous is not None and (previous / relative).is_file() and content == (previous / relative).read_bytes():
-            continue  # as generated: nothing of the user's is lost
-        changed.append(relative)
+    changed = [relative for relative in result.files
+               if (result.target / relative).is_file() and not _same(result.target / relative, rendered / relative)]
+    recorded = _recorded_answers(result.target)
+    if recorded is not None:
+        data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+        # a file as either generation made it holds nothing of the user's; the second is rendered only when the
+        # first leaves a file that differs (a project whose answers file sorted the keys)
+        candidates = [answers for answers in (data, _in_preset_order(data)) if answers is not None]
+        for number, answers in enumerate(candidates):
+            previous = _previous_generation(recorded, answers, scratch / f".previous-{number}") if changed else None
+            if previous is not None:
+                changed = [relative for relative in changed if not _same(result.target / relative, previous / relative)]
     if not changed:
         return
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -77,6 +77,7 @@ def parse_sets(items) -> CliSettings:
     """``--set SECTION.KEY=VALUE`` items, each key checked against the schema's tables and keys."""
     found = CliSettings()
     keys = schema.table_keys()
+    given: dict[str, str] = {}  # TABLE.KEY -> its item
     for item in items:
         dotted, sep, text = item.partition("=")
         table, dot, key = dotted.strip().partition(".")
@@ -92,10 +93,19 @@ def parse_sets(items) -> CliSettings:
         if table not in keys or key not in keys[table]:
             loc = (table,) if table not in keys else (table, key)
             raise SettingError(f"--set {item!r}: " + schemamessages.unknown_key_message(loc))
+        if f"{table}.{key}" in given:
+            raise _given_twice("--set", item, f"{table}.{key}", given[f"{table}.{key}"])
+        given[f"{table}.{key}"] = item
         annotation = schemamessages.field_at((table, key))[1]
         value = parse_value("--set", item, text.strip(), _accepts_text(annotation), found.notes)
         found.tables.setdefault(table, {})[key] = value
     return found
+
+
+def _given_twice(option: str, item: str, key: str, other: str) -> SettingError:
+    """A key given twice: the last would win silently."""
+    return SettingError(_("{option} {item!r}: {key} is given twice (also {option} {other!r}); give it once").format(
+        option=option, item=item, key=key, other=other))
 
 
 def parse_params(items, settings: CliSettings) -> CliSettings:
@@ -103,12 +113,19 @@ def parse_params(items, settings: CliSettings) -> CliSettings:
     from ..core import plugins
     from ..core.registry import RegistryError
 
+    given: dict[tuple[str, ...], str] = {}  # REWARD.PARAM(.KEY...) -> its item
     for item in items:
         path, sep, text = item.partition("=")
         names = path.strip().split(".")
         if not sep or len(names) < 2 or not all(names):
             raise SettingError(_("--param {item!r}: write REWARD.PARAM=VALUE, e.g. --param cosine_length.max_len=300"
                                  ).format(item=item))
+        # the same param, or a table param and a key inside it: one would replace the other
+        other = next((earlier for path_given, earlier in given.items()
+                      if path_given[:len(names)] == tuple(names)[:len(path_given)]), None)
+        if other is not None:
+            raise _given_twice("--param", item, ".".join(names), other)
+        given[tuple(names)] = item
         try:
             declared = plugins.get_reward(names[0]).params
         except RegistryError as error:
