@@ -254,6 +254,10 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("output-dir-above", 'output_dir = "outputs"', 'output_dir = "outputs/../.."',
      'grpo.output_dir = "outputs/../..": is the project folder or a folder above it'),
     ("sft-output-dir-dot", 'output_dir = "outputs/sft"', 'output_dir = "./"', 'sft.output_dir = "./": is the project'),
+    ("output-dir-file", 'output_dir = "outputs"', 'output_dir = "rewards.py"',
+     'grpo.output_dir = "rewards.py": proj/rewards.py is a file, not a folder; name a new or empty folder'),
+    ("sft-output-dir-in-a-file", 'output_dir = "outputs/sft"', 'output_dir = "data/prompts.jsonl/sft"',
+     'sft.output_dir = "data/prompts.jsonl/sft": proj/data/prompts.jsonl is a file, not a folder'),
     ("report-to-unknown", "report_to = []", 'report_to = ["wandbb"]',
      "grpo.report_to: 'wandbb' is not a logger transformers knows; did you mean 'wandb'?"),
     ("eval-strategy", "seed = 42", 'seed = 42\neval_strategy = "steps"',
@@ -723,6 +727,8 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
     Case("script-train-output-dir-dot", 'error: grpo.output_dir = "." (given on the command line): is the project '
          "folder", mode="script", args=("train.py", "--output-dir", ".")),
+    Case("script-train-output-dir-file", 'error: grpo.output_dir = "config.toml" (given on the command line): '
+         "config.toml is a file, not a folder", mode="script", args=("train.py", "--output-dir", "config.toml")),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded
