@@ -729,6 +729,17 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          "folder", mode="script", args=("train.py", "--output-dir", ".")),
     Case("script-train-output-dir-file", 'error: grpo.output_dir = "config.toml" (given on the command line): '
          "config.toml is a file, not a folder", mode="script", args=("train.py", "--output-dir", "config.toml")),
+    # a folder of the user's: the trainer's model card would replace their README.md, and --overwrite, which removes
+    # a run's files by name, their summary.json
+    Case("script-train-output-dir-users-folder", "error: {project}/mine is not empty and holds no run (README.md); "
+         "a run writes its files there", mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine"),
+         files={"proj/mine/README.md": "my notes\n"}),
+    Case("script-train-overwrite-users-summary", "error: {project}/mine is not empty and holds no run (summary.json)",
+         mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine", "--overwrite"),
+         files={"proj/mine/summary.json": '{"accuracy": 0.9}'}),
+    Case("script-train-resume-users-folder", "error: {project}/mine is not empty and holds no run (metrics.jsonl)",
+         mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine", "--resume"),
+         files={"proj/mine/metrics.jsonl": '{"epoch": 1, "loss": 0.5}\n'}),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded
