@@ -740,6 +740,13 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-train-resume-users-folder", "error: {project}/mine is not empty and holds no run (metrics.jsonl)",
          mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine", "--resume"),
          files={"proj/mine/metrics.jsonl": '{"epoch": 1, "loss": 0.5}\n'}),
+    Case("script-sft-output-dir-users-folder", "error: {project}/mine is not empty and holds no run (notes.txt); a run "
+         "writes its files there (README.md, adapter, ...) over any of the same name: choose a new or empty folder "
+         "with sft.output_dir in config.toml", mode="script", args=("sft.py", "--max-steps", "1"),
+         edits=edit('output_dir = "outputs/sft"', 'output_dir = "mine"'), files={"proj/mine/notes.txt": "mine\n"}),
+    Case("script-evaluate-users-samples", "error: {tmp}/elsewhere/samples.jsonl is not evaluate.py's", mode="script",
+         args=("evaluate.py", "--adapter", "{tmp}/elsewhere/adapter"),
+         files={"elsewhere/adapter/adapter_config.json": "{}", "elsewhere/samples.jsonl": "my samples\n"}),
     Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
          args=("train.py", "--backend", "unsloth")),
     # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded

@@ -480,6 +480,19 @@ def test_a_fresh_start_takes_a_folder_holding_only_what_runs_leave_there(tmp_pat
         resume.prepare(tmp_path, max_steps=10)
 
 
+def test_evaluate_writes_its_samples_over_its_own_only(tmp_path):
+    adapter = tmp_path / resume.ADAPTER_DIR
+    assert resume.samples_file(adapter) == tmp_path / resume.SAMPLES_FILE  # none yet
+    write_rows(tmp_path / resume.SAMPLES_FILE, [{"prompt": "2+2?", "before": "5", "after": "4"}])
+    assert resume.samples_file(adapter) == tmp_path / resume.SAMPLES_FILE  # evaluate.py's own, from before
+    (tmp_path / resume.SAMPLES_FILE).write_text("my samples\n")
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.samples_file(adapter)
+    assert str(refused.value) == (f"{tmp_path / resume.SAMPLES_FILE} is not evaluate.py's, which writes its samples "
+                                  "there (beside the adapter): move it, or pass --adapter a copy of the adapter in "
+                                  "another folder")
+
+
 def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path):
     (tmp_path / "checkpoint-4").mkdir()
     (tmp_path / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")

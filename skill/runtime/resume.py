@@ -32,9 +32,10 @@ PLOT_FILE = "reward.png"
 ADAPTER_DIR = "adapter"
 SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
 MODEL_CARD = "README.md"  # TRL's, written at each save
-# How each row of a run's JSON-lines files opens (callbacks.JsonlMetrics and traces): what tells them from a
-# user's files of the same name.
+# How each row of a run's JSON-lines files opens (callbacks.JsonlMetrics and traces: its step; evaluate.py: its
+# prompt): what tells them from a user's files of the same name.
 RUN_ROW_START = b'{"step": '
+SAMPLES_ROW_START = b'{"prompt": '
 # What a run (and evaluate.py) writes into its output folder, besides the checkpoints: --overwrite removes
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
@@ -194,6 +195,17 @@ def refuse_others_folder(output_dir: Path, choose: str) -> None:
         raise ResumeError(_("{dir} is not empty and holds no run ({names}); a run writes its files there (README.md, "
                             "adapter, ...) over any of the same name: choose a new or empty folder with {choose}")
                           .format(dir=output_dir, names=names, choose=choose))
+
+
+def samples_file(adapter_dir: Path) -> Path:
+    """Where evaluate.py writes its samples: beside the adapter, over an earlier samples.jsonl of its own but
+    never over a file of the user's (checked before the model loads)."""
+    path = Path(adapter_dir).parent / SAMPLES_FILE
+    if path.is_dir() or (path.exists() and path.stat().st_size
+                         and _head(path, len(SAMPLES_ROW_START)) != SAMPLES_ROW_START):
+        raise ResumeError(_("{path} is not evaluate.py's, which writes its samples there (beside the adapter): move "
+                            "it, or pass --adapter a copy of the adapter in another folder").format(path=path))
+    return path
 
 
 def lora_shape(config) -> dict:
