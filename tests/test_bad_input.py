@@ -747,8 +747,12 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-evaluate-users-samples", "error: {tmp}/elsewhere/samples.jsonl is not evaluate.py's", mode="script",
          args=("evaluate.py", "--adapter", "{tmp}/elsewhere/adapter"),
          files={"elsewhere/adapter/adapter_config.json": "{}", "elsewhere/samples.jsonl": "my samples\n"}),
-    Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
-         args=("train.py", "--backend", "unsloth")),
+    Case("script-train-unsloth-on-cpu", "error: --backend unsloth needs a CUDA GPU; use --backend trl (or auto)",
+         mode="script", args=("train.py", "--backend", "unsloth")),
+    Case("script-train-unsloth-in-config-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
+         args=("train.py",), edits=edit('backend = "auto"', 'backend = "unsloth"')),
+    Case("script-sft-unsloth-on-cpu", "error: --backend unsloth needs a CUDA GPU", mode="script",
+         args=("sft.py", "--backend", "unsloth")),
     # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded
     Case("script-train-tf32-without-gpu", "grpo.tf32: needs an Ampere or newer NVIDIA GPU (compute capability 8.0 or "
          "more), which this machine does not have; remove it to train here", mode="script", args=("train.py",),
