@@ -266,6 +266,10 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("output-dir-above", 'output_dir = "outputs"', 'output_dir = "outputs/../.."',
      'grpo.output_dir = "outputs/../..": is the project folder or a folder above it'),
     ("sft-output-dir-dot", 'output_dir = "outputs/sft"', 'output_dir = "./"', 'sft.output_dir = "./": is the project'),
+    ("output-dir-file", 'output_dir = "outputs"', 'output_dir = "rewards.py"',
+     'grpo.output_dir = "rewards.py": proj/rewards.py is a file, not a folder; name a new or empty folder'),
+    ("sft-output-dir-in-a-file", 'output_dir = "outputs/sft"', 'output_dir = "data/prompts.jsonl/sft"',
+     'sft.output_dir = "data/prompts.jsonl/sft": proj/data/prompts.jsonl is a file, not a folder'),
     ("report-to-unknown", "report_to = []", 'report_to = ["wandbb"]',
      "grpo.report_to: 'wandbb' is not a logger transformers knows; did you mean 'wandb'?"),
     ("eval-strategy", "seed = 42", 'seed = 42\neval_strategy = "steps"',
@@ -735,8 +739,32 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          env={"HF_ENDPOINT": "{hub}", "HF_HUB_OFFLINE": None, "HF_HOME": "{tmp}/hf-home"}),
     Case("script-train-output-dir-dot", 'error: grpo.output_dir = "." (given on the command line): is the project '
          "folder", mode="script", args=("train.py", "--output-dir", ".")),
-    Case("script-train-unsloth-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
-         args=("train.py", "--backend", "unsloth")),
+    Case("script-train-output-dir-file", 'error: grpo.output_dir = "config.toml" (given on the command line): '
+         "config.toml is a file, not a folder", mode="script", args=("train.py", "--output-dir", "config.toml")),
+    # a folder of the user's: the trainer's model card would replace their README.md, and --overwrite, which removes
+    # a run's files by name, their summary.json
+    Case("script-train-output-dir-users-folder", "error: {project}/mine is not empty and holds no run (README.md); "
+         "a run writes its files there", mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine"),
+         files={"proj/mine/README.md": "my notes\n"}),
+    Case("script-train-overwrite-users-summary", "error: {project}/mine is not empty and holds no run (summary.json)",
+         mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine", "--overwrite"),
+         files={"proj/mine/summary.json": '{"accuracy": 0.9}'}),
+    Case("script-train-resume-users-folder", "error: {project}/mine is not empty and holds no run (metrics.jsonl)",
+         mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "mine", "--resume"),
+         files={"proj/mine/metrics.jsonl": '{"epoch": 1, "loss": 0.5}\n'}),
+    Case("script-sft-output-dir-users-folder", "error: {project}/mine is not empty and holds no run (notes.txt); a run "
+         "writes its files there (README.md, adapter, ...) over any of the same name: choose a new or empty folder "
+         "with sft.output_dir in config.toml", mode="script", args=("sft.py", "--max-steps", "1"),
+         edits=edit('output_dir = "outputs/sft"', 'output_dir = "mine"'), files={"proj/mine/notes.txt": "mine\n"}),
+    Case("script-evaluate-users-samples", "error: {tmp}/elsewhere/samples.jsonl is not evaluate.py's", mode="script",
+         args=("evaluate.py", "--adapter", "{tmp}/elsewhere/adapter"),
+         files={"elsewhere/adapter/adapter_config.json": "{}", "elsewhere/samples.jsonl": "my samples\n"}),
+    Case("script-train-unsloth-on-cpu", "error: --backend unsloth needs a CUDA GPU; use --backend trl (or auto)",
+         mode="script", args=("train.py", "--backend", "unsloth")),
+    Case("script-train-unsloth-in-config-on-cpu", "error: model.backend = 'unsloth' needs a CUDA GPU", mode="script",
+         args=("train.py",), edits=edit('backend = "auto"', 'backend = "unsloth"')),
+    Case("script-sft-unsloth-on-cpu", "error: --backend unsloth needs a CUDA GPU", mode="script",
+         args=("sft.py", "--backend", "unsloth")),
     # `check` takes it (test_schema); GRPOConfig would refuse it after the model has loaded
     Case("script-train-tf32-without-gpu", "grpo.tf32: needs an Ampere or newer NVIDIA GPU (compute capability 8.0 or "
          "more), which this machine does not have; remove it to train here", mode="script", args=("train.py",),

@@ -123,8 +123,8 @@ def test_unsloth_is_refused_before_anything_loads(project):
     result = launch(project, "--max-steps", "2", "--output-dir", "unsloth", "--backend", "unsloth", check=False)
     assert result.returncode != 0
     assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
-        "error: model.backend = 'unsloth' trains on one GPU only; to train on 2 processes, add --backend trl (or "
-        "set backend = 'trl'), or run python train.py on one GPU"]
+        "error: --backend unsloth trains on one GPU only; to train on 2 processes, use --backend trl, or run "
+        "python train.py on one GPU"]
     assert "Loading weights" not in result.stderr and not (project / "unsloth").exists()
 
 

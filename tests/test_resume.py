@@ -422,6 +422,77 @@ def write_rows(path, rows, tail=""):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows) + tail)
 
 
+def users_folder(folder):
+    """A folder of the user's whose files bear names a run writes: none of it is a run."""
+    folder.mkdir()
+    (folder / "README.md").write_text("# my notes\n")
+    (folder / resume.SUMMARY_FILE).write_text('{"accuracy": 0.9}')
+    (folder / metrics.METRICS_FILE).write_text('{"epoch": 1, "loss": 0.5}\n')
+    (folder / resume.ADAPTER_DIR).mkdir()
+    (folder / resume.ADAPTER_DIR / resume.ADAPTER_CONFIG).write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize("mode", [{}, {"overwrite": True}, {"resume": True}], ids=["fresh", "overwrite", "resume"])
+def test_a_folder_of_the_users_is_refused_whatever_the_flag_and_left_alone(tmp_path, mode):
+    folder = users_folder(tmp_path / "mine")
+    before = tree_digest(folder)
+    assert resume.finished_step(folder) is None and not resume.has_run(folder)
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(folder, max_steps=10, **mode)
+    assert str(refused.value) == (
+        f"{folder} is not empty and holds no run (README.md, adapter, metrics.jsonl, ...); a run writes its files "
+        "there (README.md, adapter, ...) over any of the same name: choose a new or empty folder with --output-dir")
+    assert tree_digest(folder) == before
+
+
+def test_a_finished_runs_summary_is_told_from_a_users(tmp_path):
+    # what train.py writes, and the summaries from before it wrote global_step
+    (tmp_path / resume.SUMMARY_FILE).write_text(json.dumps(
+        {"backend": "trl", "adapter": "outputs/adapter", "metrics": "outputs/metrics.jsonl", "global_step": 12,
+         "steps": 12}))
+    assert resume.finished_step(tmp_path) == 12 and resume.has_run(tmp_path)
+    (tmp_path / resume.SUMMARY_FILE).write_text(json.dumps(
+        {"adapter": "outputs/adapter", "metrics": "outputs/metrics.jsonl", "steps": 5}))
+    assert resume.finished_step(tmp_path) == 5
+    with pytest.raises(resume.ResumeError, match=r"holds a finished run \(5 steps\)"):
+        resume.prepare(tmp_path, max_steps=10)
+    for users in ({"steps": 5}, {"global_step": 5}, [5], {"adapter": "a", "metrics": "m", "global_step": True}):
+        (tmp_path / resume.SUMMARY_FILE).write_text(json.dumps(users))
+        assert resume.finished_step(tmp_path) is None and not resume.has_run(tmp_path), users
+
+
+def test_a_fresh_start_takes_a_folder_holding_only_what_runs_leave_there(tmp_path, capsys):
+    """sft.py's outputs/sft and --smoke's outputs/smoke inside grpo.output_dir, a hidden file, and TRL's model card
+    of a run that --overwrite removed before it stopped: no files of the user's, and no run to bury."""
+    for sub in ("sft", "smoke"):
+        (tmp_path / sub).mkdir()
+        write_rows(tmp_path / sub / metrics.METRICS_FILE, [{"step": 1, "loss": 0.1}])
+    (tmp_path / ".gitkeep").write_text("")
+    (tmp_path / "README.md").write_text("---\nlibrary_name: transformers\nmodel_name: outputs\ntags:\n"
+                                        "- generated_from_trainer\n- grpo\n- trl\nlicence: license\n---\n")
+    assert not resume.has_run(tmp_path)
+    assert resume.prepare(tmp_path, max_steps=10) == resume.Start()
+    assert resume.prepare(tmp_path, overwrite=True, max_steps=10) == resume.Start()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".gitkeep", "README.md", "sft", "smoke"]
+    (tmp_path / "notes.txt").write_text("mine")  # a file of the user's beside them: refused
+    with pytest.raises(resume.ResumeError, match=r"holds no run \(notes.txt\)"):
+        resume.prepare(tmp_path, max_steps=10)
+
+
+def test_evaluate_writes_its_samples_over_its_own_only(tmp_path):
+    adapter = tmp_path / resume.ADAPTER_DIR
+    assert resume.samples_file(adapter) == tmp_path / resume.SAMPLES_FILE  # none yet
+    write_rows(tmp_path / resume.SAMPLES_FILE, [{"prompt": "2+2?", "before": "5", "after": "4"}])
+    assert resume.samples_file(adapter) == tmp_path / resume.SAMPLES_FILE  # evaluate.py's own, from before
+    (tmp_path / resume.SAMPLES_FILE).write_text("my samples\n")
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.samples_file(adapter)
+    assert str(refused.value) == (f"{tmp_path / resume.SAMPLES_FILE} is not evaluate.py's, which writes its samples "
+                                  "there (beside the adapter): move it, or pass --adapter a copy of the adapter in "
+                                  "another folder")
+
+
 def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path):
     (tmp_path / "checkpoint-4").mkdir()
     (tmp_path / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")

@@ -207,7 +207,8 @@ def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> P
 
 def check_output_dirs(config: ProjectConfig) -> None:
     """grpo.output_dir (or --output-dir) and sft.output_dir must not be the project folder or one above it: a run
-    there would replace the project's README.md with the trainer's model card, and --overwrite clear it."""
+    there would replace the project's README.md with the trainer's model card, and --overwrite clear it; nor a
+    file (or inside one)."""
     project = config.project_dir.resolve()
     wanted = [(("grpo", "output_dir"), config.grpo.get("output_dir"))]
     if config.sft is not None:
@@ -220,6 +221,11 @@ def check_output_dirs(config: ProjectConfig) -> None:
             raise config.error(loc, _("= {value}: is the project folder or a folder above it, where a run would write over "
                                       "the project's own files (README.md); use a folder inside it, like \"outputs\"").format(
                 value=schema.toml_value(value)))
+        # the trainer would make it only after the model has loaded, and fail with "File exists"
+        file = next((path for path in (folder, *folder.parents) if path.exists()), None)
+        if file is not None and not file.is_dir():
+            raise config.error(loc, _("= {value}: {file} is a file, not a folder; name a new or empty folder, like "
+                                      "\"outputs\"").format(value=schema.toml_value(value), file=shown_path(file)))
 
 
 def check_train_py_compiles_layers(config: ProjectConfig) -> None:

@@ -33,9 +33,10 @@ def attention_without_cudnn() -> None:
         torch.backends.cuda.enable_cudnn_sdp(False)
 
 
-def choose_backend(requested: str) -> str:
+def choose_backend(requested: str, from_flag: bool = False) -> str:
     """"unsloth" or "trl": auto takes Unsloth when a CUDA GPU and the unsloth package are both there, and the run
-    is one process; several processes (accelerate launch) train with TRL."""
+    is one process; several processes (accelerate launch) train with TRL. ``from_flag``: ``requested`` came from
+    --backend, not config.toml, and a refusal says so."""
     from .planning import unsloth_installed  # the same answer plan gives
 
     has_unsloth = unsloth_installed()
@@ -45,17 +46,22 @@ def choose_backend(requested: str) -> str:
         if requested == "unsloth":
             # Unsloth documents DDP through accelerate, but its GRPO under several processes is reported to hang
             # (unslothai/unsloth#4559) and is not tested here: refused before anything loads.
-            raise ConfigError(_("model.backend = 'unsloth' trains on one GPU only; to train on {n} processes, add "
-                                "--backend trl (or set backend = 'trl'), or run python train.py on one GPU").format(
+            raise ConfigError((_("--backend unsloth trains on one GPU only; to train on {n} processes, use --backend "
+                                 "trl, or run python train.py on one GPU") if from_flag else
+                               _("model.backend = 'unsloth' trains on one GPU only; to train on {n} processes, add "
+                                 "--backend trl (or set backend = 'trl'), or run python train.py on one GPU")).format(
                 n=distributed.world_size()))
         return "trl"
     if requested == "unsloth":
         if not cuda_available():
-            raise ConfigError(_("model.backend = 'unsloth' needs a CUDA GPU; set backend = 'trl' (or 'auto') here"))
+            raise ConfigError(_("--backend unsloth needs a CUDA GPU; use --backend trl (or auto) on this machine")
+                              if from_flag else
+                              _("model.backend = 'unsloth' needs a CUDA GPU; set backend = 'trl' (or 'auto') here"))
         if not has_unsloth:
-            raise ConfigError(
-                _("model.backend = 'unsloth' but unsloth is not installed; pip install 'grpo-skill[unsloth]'")
-            )
+            raise ConfigError(_("--backend unsloth but unsloth is not installed; pip install 'grpo-skill[unsloth]', "
+                                "or use --backend trl") if from_flag else
+                              _("model.backend = 'unsloth' but unsloth is not installed; pip install "
+                                "'grpo-skill[unsloth]'"))
         return "unsloth"
     return "unsloth" if has_unsloth and cuda_available() else "trl"
 

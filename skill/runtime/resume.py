@@ -31,6 +31,11 @@ SUMMARY_FILE = "summary.json"
 PLOT_FILE = "reward.png"
 ADAPTER_DIR = "adapter"
 SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
+MODEL_CARD = "README.md"  # TRL's, written at each save
+# How each row of a run's JSON-lines files opens (callbacks.JsonlMetrics and traces: its step; evaluate.py: its
+# prompt): what tells them from a user's files of the same name.
+RUN_ROW_START = b'{"step": '
+SAMPLES_ROW_START = b'{"prompt": '
 # What a run (and evaluate.py) writes into its output folder, besides the checkpoints: --overwrite removes
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
@@ -129,13 +134,24 @@ def steps_done(output_dir: Path) -> int:
 
 
 def finished_step(output_dir: Path) -> int | None:
-    """The step at which a run ended and wrote its summary, or None."""
+    """The step at which a run ended and wrote its summary, or None (no summary.json, or one that is not
+    train.py's: every one of those names its adapter and metrics file, and its steps)."""
     try:
         summary = json.loads((output_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    step = summary.get("global_step", summary.get("steps")) if isinstance(summary, dict) else None
-    return step if isinstance(step, int) else 0
+    if not (isinstance(summary, dict) and {"adapter", "metrics"} <= summary.keys()):
+        return None
+    step = summary.get("global_step", summary.get("steps"))  # "steps": from before global_step was written
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def _head(path: Path, size: int) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(size)
+    except OSError:  # missing, or a folder
+        return b""
 
 
 def is_main_process() -> bool:
@@ -145,7 +161,51 @@ def is_main_process() -> bool:
 
 
 def has_run(output_dir: Path) -> bool:
-    return bool(checkpoint_dirs(output_dir)) or any((output_dir / name).exists() for name in RUN_FILES)
+    """Whether ``output_dir`` holds a run (train.py's, or sft.py's, whose metrics are alike): told by what a run
+    writes there, not by a file's name alone, so that a folder of the user's with a summary.json is not one."""
+    rows = (output_dir / metrics.METRICS_FILE, output_dir / traces.TRACES_FILE)
+    return (bool(checkpoint_dirs(output_dir)) or finished_step(output_dir) is not None
+            or any(_head(path, len(RUN_ROW_START)) == RUN_ROW_START for path in rows))
+
+
+def _left_to_a_run(entry: Path) -> bool:
+    """An entry of a folder without a run that a run there leaves alone, or may write over as its own."""
+    if entry.name.startswith("."):  # a run writes nothing hidden (.gitkeep, .DS_Store; --overwrite's scratch folder)
+        return True
+    if entry.is_dir():
+        return has_run(entry)  # a run of its own, such as sft.py's outputs/sft or --smoke's outputs/smoke
+    # TRL's model card, left behind by a run that --overwrite removed and that stopped before its first step
+    return entry.name == MODEL_CARD and b"\n- trl\n" in _head(entry, 512)
+
+
+def others_files(output_dir: Path) -> list[str]:
+    """What a folder that holds no run holds besides what a run leaves alone: files of the user's, which a run
+    there would be written among, and over where their names are a run's (README.md, adapter, summary.json)."""
+    if not output_dir.is_dir() or has_run(output_dir):
+        return []
+    return sorted(entry.name for entry in output_dir.iterdir() if not _left_to_a_run(entry))
+
+
+def refuse_others_folder(output_dir: Path, choose: str) -> None:
+    """Refuse to write a run into a folder that is not empty and holds no run: it is someone's own, and nothing
+    there (not --overwrite either) may be written over. ``choose``: the setting that picks another folder."""
+    others = others_files(Path(output_dir))
+    if others:
+        names = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise ResumeError(_("{dir} is not empty and holds no run ({names}); a run writes its files there (README.md, "
+                            "adapter, ...) over any of the same name: choose a new or empty folder with {choose}")
+                          .format(dir=output_dir, names=names, choose=choose))
+
+
+def samples_file(adapter_dir: Path) -> Path:
+    """Where evaluate.py writes its samples: beside the adapter, over an earlier samples.jsonl of its own but
+    never over a file of the user's (checked before the model loads)."""
+    path = Path(adapter_dir).parent / SAMPLES_FILE
+    if path.is_dir() or (path.exists() and path.stat().st_size
+                         and _head(path, len(SAMPLES_ROW_START)) != SAMPLES_ROW_START):
+        raise ResumeError(_("{path} is not evaluate.py's, which writes its samples there (beside the adapter): move "
+                            "it, or pass --adapter a copy of the adapter in another folder").format(path=path))
+    return path
 
 
 def lora_shape(config) -> dict:
@@ -262,6 +322,8 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
     - ``resume``: from the newest complete checkpoint; metrics.jsonl and completions.jsonl are rewound to that step;
     - ``overwrite``: removes what the earlier run wrote (RUN_FILES and checkpoints), nothing else.
 
+    None of them writes into a folder that is not empty and holds no run: its files are someone's own.
+
     ``lora`` (from :func:`lora_shape`): the adapter this run trains; a checkpoint of another shape is refused.
     ``settings`` (from :func:`run_settings`): compared with the checkpoint's; see :func:`_compare_settings`.
     """
@@ -271,6 +333,8 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
                             "python train.py --resume (it takes the last checkpoint in grpo.output_dir)"))
     if resume and overwrite:
         raise ResumeError(_("--resume and --overwrite: choose one (continue the run, or start it over)"))
+    if is_main_process() or not overwrite:  # under a launch the main process may be removing the run already
+        refuse_others_folder(output_dir, "--output-dir")
     last = last_checkpoint(output_dir)
     finished = finished_step(output_dir)
     if overwrite:
