@@ -384,6 +384,10 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("chat-kwargs-number", 'system_prompt = ""', 'system_prompt = ""\nchat_template_kwargs = 3',
      "dataset.chat_template_kwargs = 3: must be a table"),
     ("sft-unknown-key", "[sft]\n", "[sft]\nepochs = 1\n", "sft.epochs = 1: unknown key"),
+    ("sft-set-by-sft-py", "[sft]\n", '[sft]\nsave_strategy = "steps"\n',
+     "sft.save_strategy: set by sft.py (it saves the adapter once, at the end); remove it from [sft]"),
+    ("epochs-and-steps", "seed = 42", "seed = 42\nnum_train_epochs = 2",
+     "grpo.num_train_epochs: max_steps (set too) decides the run's length and transformers ignores num_train_epochs"),
     ("toml-syntax", "[lora]", "[lora", "not valid TOML"),
     ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
 ]

@@ -136,6 +136,26 @@ def test_a_missing_examples_file_stops_sft_py_in_one_line_before_the_model_loads
         f"error: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your worked examples"]
 
 
+def test_sftconfig_fields_in_sft_reach_the_trainer(tmp_path):
+    """The generated config.toml says other [sft] keys are SFTConfig fields: sft.py passes them on."""
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "fields", "--preset", "tiny", "-o", str(tmp_path)])
+    project = tmp_path / "fields"
+    config = project / "config.toml"
+    text = config.read_text()
+    assert "max_steps = 30\n" in text and "per_device_train_batch_size = 4\nlogging_steps = 5" in text  # [sft]'s
+    # one epoch of the 24 examples in batches of 8, at a constant rate, each cut to 80 tokens (all are longer; their
+    # prompts, at most 72, shorter)
+    text = text.replace("max_steps = 30\n", 'num_train_epochs = 1\nlr_scheduler_type = "constant"\nmax_length = 80\n')
+    config.write_text(text.replace("per_device_train_batch_size = 4\nlogging_steps = 5",
+                                   "per_device_train_batch_size = 8\nlogging_steps = 1"))
+    summary = json.loads(run([sys.executable, "sft.py"], cwd=project, env=ONE_THREAD).stdout)
+    assert summary["steps"] == 3  # the epoch decides, not a default max_steps
+    logged = [json.loads(line) for line in (project / "outputs" / "sft" / "metrics.jsonl").read_text().splitlines()]
+    steps = [row for row in logged if "loss" in row]
+    assert [row["learning_rate"] for row in steps] == [2e-3] * 3
+    assert steps[0]["num_tokens"] == 8 * 80  # the first batch's 8 examples, cut to max_length
+
+
 def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_tokenizer):
     from grpo_skill import project as projects
 
