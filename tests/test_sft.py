@@ -129,11 +129,25 @@ def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
 
 def test_a_missing_examples_file_stops_sft_py_in_one_line_before_the_model_loads(warmed):
     project, _, _, _ = warmed
+    line = (project / "config.toml").read_text().splitlines().index('path = "data/sft.jsonl"') + 1
     result = run_with_config_edit(project, 'path = "data/sft.jsonl"', 'path = "data/none.jsonl"',
                                   "sft.py", "--max-steps", "1")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your worked examples"]
+        f"error: config.toml:{line}: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your "
+        "worked examples"]
+
+
+def test_check_refuses_an_examples_column_the_file_lacks_as_sft_py_does(warmed):
+    """`grpo-skill check` reads [sft]'s examples as sft.py does before its model loads: the same one line."""
+    project, _, _, _ = warmed
+    with config_edited(project, 'response_column = "response"', 'response_column = "answer"'):
+        checked = run([sys.executable, "-m", "grpo_skill.cli", "check", str(project)], check=False)
+        trained = run([sys.executable, "sft.py", "--max-steps", "1"], cwd=project, check=False, env=ONE_THREAD)
+    message = ("sft.response_column: column 'answer' is not in sft.jsonl (it has: prompt, response, thinking); fix "
+               "the name or the file")
+    assert checked.returncode == 1 and checked.stderr.strip() == f"Error: {message}"
+    assert trained.returncode == 1 and trained.stderr.strip().splitlines() == [f"error: {message}"]
 
 
 def test_sftconfig_fields_in_sft_reach_the_trainer(tmp_path):

@@ -142,6 +142,10 @@ def check(project, run_rewards, gpus, as_json):
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
+    if loaded.sft is not None:
+        from ..runtime import warmstart
+
+        warmstart.examples_file(loaded)  # sft.py's own check of its examples
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     unchecked = []
     if loaded.unchecked_rewards:
