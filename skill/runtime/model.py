@@ -195,7 +195,7 @@ def add_lora(model, config: ProjectConfig, backend: str):
     lora = config.lora
     if isinstance(model, PeftModel):
         return model, None
-    _check_targets(model, config)
+    check_targets(model, config)
     if backend == "unsloth":
         from unsloth import FastLanguageModel
 
@@ -275,9 +275,10 @@ def compile_decoder_layers(policy) -> int:
     return len(layers)
 
 
-def _check_targets(model, config: ProjectConfig) -> None:
+def check_targets(model, config: ProjectConfig) -> None:
     """Each [lora] target_modules name matches a module of this model, as peft matches them (the name's last
-    parts): refused in one line with the model's own linear layers, not in peft's page of text."""
+    parts): refused in one line with the model's own linear layers, not in peft's page of text. ``model`` may hold
+    no weights (`grpo-skill check` builds it on the meta device)."""
     import torch
 
     names = [name for name, _module in model.named_modules()]

@@ -108,8 +108,9 @@ def load_examples(config, tokenizer):
     import datasets
 
     from ..core.datafile import missing_column
-    from .data import chat_prompt, load_file
+    from .data import chat_prompt, check_chat_template_kwargs, load_file
 
+    check_chat_template_kwargs(config, tokenizer)  # before every example goes through the template
     settings = sft_settings(config)
     path = examples_file(config)
     if path is not None:
