@@ -991,6 +991,20 @@ def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_pr
     assert not (project / "outputs").exists()
 
 
+def test_all_linear_passes_check_and_reaches_peft_as_its_word(template_project, tmp_path):
+    """lora.target_modules = "all-linear" is peft's own choice of layers: not a list of letters to look for."""
+    from grpo_skill.runtime import model as model_loading, modelfiles
+
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace(LORA_TARGETS, 'target_modules = "all-linear"'))
+    loaded = projects.load(config, rewards=False)
+    assert modelfiles.check(loaded)  # its model is here (built), and nothing is refused
+    empty = modelfiles.empty_model(modelfiles.model_folder(loaded))
+    assert model_loading.add_lora(empty, loaded, "trl")[1].target_modules == "all-linear"
+
+
 def test_train_py_refuses_a_chat_template_kwarg_its_template_never_reads_before_the_model_loads(template_project,
                                                                                                  tmp_path):
     project = tmp_path / "proj"

@@ -89,7 +89,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
         max_seq_length=int(model.get("max_seq_length", 512)),
         load_in_4bit=_load_in_4bit(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
-        lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
+        lora_targets=_lora_targets(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
         checkpoint_every_n_layers=every_n_layers(grpo),
         num_generations=int(grpo.get("num_generations", 8)),
@@ -109,6 +109,11 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         num_iterations=int(grpo.get("num_iterations") or 1),
         compiled_layers=model.get("compile_layers", "auto"), whole_model_compiled=bool(grpo.get("torch_compile")),
     )
+
+
+def _lora_targets(targets) -> tuple[str, ...]:
+    """[lora] target_modules as names; "all-linear" is peft's every linear layer but lm_head: the decoder's seven."""
+    return Settings.lora_targets if targets == "all-linear" else tuple(targets)
 
 
 def checkpointing_kwargs(grpo: dict) -> dict:
