@@ -396,6 +396,8 @@ TYPE_CASES = [  # (id, old, new, fact)
      "sft.response_column: column 'answer' is not in sft.jsonl (it has: prompt, response, thinking); fix the name"),
     ("epochs-and-steps", "seed = 42", "seed = 42\nnum_train_epochs = 2",
      "grpo.num_train_epochs: max_steps (set too) decides the run's length and transformers ignores num_train_epochs"),
+    ("weights-all-zero", "weight = 1.0", "weight = 0.0", "rewards[0].weight: every [[rewards]] weight is 0, so every "
+     "completion scores 0 and GRPO has nothing to learn from"),
     # read from the model's files (the tiny preset's, built here), as train.py reads them before or after it loads
     ("chat-kwargs-typo", CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }",
      "dataset.chat_template_kwargs: the model's chat template never reads 'enable_thinkin', so it would change "
@@ -448,6 +450,9 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
          edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'), files={"proj/accel.json": "[]"}),
     Case("config-chat-kwargs-the-template-reads", "", code=0, stdout_fact="OK",
          edits=edit(CHAT_KWARGS, "chat_template_kwargs = { enable_thinking = false }")),
+    Case("config-learning-rate-far-too-high", "grpo.learning_rate = 50.0: far above what LoRA runs use, and likely to "
+         "diverge (a NaN loss) within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4", code=0, stdout_fact="OK",
+         edits=edit("learning_rate = 0.005", "learning_rate = 50.0")),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]

@@ -100,6 +100,36 @@ def test_sft_refuses_what_sftconfig_or_sft_py_would(sft, message):
     assert message in str(refused.value)
 
 
+def test_a_reward_at_weight_0_beside_one_that_counts_is_kept():
+    """TRL still logs a reward at weight 0: a way to watch it without training on it."""
+    data = sft_data()
+    raw = {**{key: data[key] for key in ("model", "lora", "dataset", "grpo")},
+           "rewards": [{"name": "thinking", "weight": 0.0}, {"name": "length"}]}
+    assert [entry["weight"] for entry in schema.validate(raw, schema.Source("config.toml"))["rewards"]] == [0.0, 1.0]
+
+
+def test_a_learning_rate_far_above_the_usual_is_named_in_either_table():
+    data = sft_data(learning_rate=0.5)
+    assert data["warnings"] == [
+        "config.toml: sft.learning_rate = 0.5: far above what LoRA runs use, and likely to diverge (a NaN loss) within "
+        "a few steps; SFT with LoRA trains at 1e-5 to 1e-3 (sft.py's default 2e-4)"]
+    raw = {key: data[key] for key in ("model", "lora", "dataset", "rewards", "grpo")}
+    raw["grpo"] = {**raw["grpo"], "learning_rate": 50.0}
+    assert schema.validate(raw, schema.Source("config.toml"))["warnings"] == [
+        "config.toml: grpo.learning_rate = 50.0: far above what LoRA runs use, and likely to diverge (a NaN loss) "
+        "within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4 (the Qwen3-4B presets at 1e-5)"]
+    raw["grpo"]["learning_rate"] = 5e-3  # the tiny preset's, for its 64-wide model
+    assert schema.validate(raw, schema.Source("config.toml"))["warnings"] == []
+
+
+@pytest.mark.parametrize("preset", ["tiny", "standard", "thinking"])
+def test_the_presets_projects_raise_no_warning(tmp_path, preset):
+    from grpo_skill import generator, project
+
+    generator.render("p", tmp_path, preset_name=preset)
+    assert project.load(tmp_path / "p", rewards=False).warnings == []
+
+
 def test_the_keys_of_our_own_tables():
     keys = schema.table_keys()
     assert keys["model"] == ["preset", "name", "backend", "max_seq_length", "load_in_4bit", "compile_decoding", "generation",

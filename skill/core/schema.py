@@ -86,7 +86,8 @@ def parse(text: str, path: str | Path) -> dict:
 def validate(raw: dict, source: Source, processes: int = 1) -> dict:
     """Check ``raw`` (config.toml parsed, overrides applied) against the schema for a run on ``processes``
     processes; return plain data: model/lora/dataset with their defaults filled in, rewards as a list of tables,
-    and [grpo] with only the keys the file sets (GRPOConfig supplies the rest)."""
+    and [grpo] with only the keys the file sets (GRPOConfig supplies the rest); "warnings": values that can run but
+    are surely not what was meant, each a line naming its key."""
     try:
         checked = project_schema().model_validate(raw)
     except ValidationError as error:
@@ -104,6 +105,7 @@ def validate(raw: dict, source: Source, processes: int = 1) -> dict:
         if isinstance(text, str) and (key in JSON_STRING_TABLES or text.lstrip().startswith("{")):
             data["grpo"][key] = _json_table(text, key, source)
     _check_together(data, source, processes)
+    data["warnings"] = _surprises(data, source)
     return data
 
 
@@ -140,9 +142,31 @@ def _sft_plain(checked: SftTable, raw: dict) -> dict:
             **{key: raw[key] for key in checked.model_fields_set}}
 
 
+# Above this a LoRA learning rate is surely a mistake: GRPO with LoRA trains at 1e-6 to 1e-4 (the 4B presets 1e-5),
+# SFT at up to a few 1e-4; only the tiny preset's 64-wide model takes 5e-3 (at 1e-2 its runs collapsed).
+HIGHEST_USUAL_LEARNING_RATE = 1e-2
+
+
+def _surprises(data: dict, source: Source) -> list[str]:
+    """Values that run, and are surely not what was meant: a line for each."""
+    found = []
+    for table, usual in (("grpo", N_("GRPO with LoRA trains at 1e-6 to 1e-4 (the Qwen3-4B presets at 1e-5)")),
+                         ("sft", N_("SFT with LoRA trains at 1e-5 to 1e-3 (sft.py's default 2e-4)"))):
+        rate = (data[table] or {}).get("learning_rate")
+        if isinstance(rate, (int, float)) and rate > HIGHEST_USUAL_LEARNING_RATE:
+            found.append(source.said((table, "learning_rate"), _(
+                "= {rate}: far above what LoRA runs use, and likely to diverge (a NaN loss) within a few steps; {usual}"
+            ).format(rate=toml_value(rate), usual=_(usual))))
+    return found
+
+
 def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     """Checks that span keys: what TRL would refuse only after the model has loaded."""
     model, grpo = data["model"], data["grpo"]
+    if not any(entry["weight"] for entry in data["rewards"]):
+        raise source.error(("rewards", 0, "weight"), _(
+            "every [[rewards]] weight is 0, so every completion scores 0 and GRPO has nothing to learn from; give at "
+            "least one reward a weight other than 0"))
     for key in grpo:
         if key in SET_BY_TRAIN_PY:
             raise source.error(("grpo", key), _("set by train.py ({why}); remove it from [grpo]").format(

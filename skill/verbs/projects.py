@@ -170,7 +170,7 @@ def check(project, run_rewards, gpus, as_json):
             "model": loaded.model["name"], "backend": loaded.model.get("backend", "auto"),
             "processes": gpus or launch.world_size(),
             "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
-            "rewards_run": run_rewards, "unchecked": unchecked}
+            "rewards_run": run_rewards, "unchecked": unchecked, "warnings": loaded.warnings}
 
     def text(data):
         click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
@@ -178,6 +178,8 @@ def check(project, run_rewards, gpus, as_json):
             rewards=", ".join(f"{r['name']}:{r['weight']:g}" for r in data["rewards"])))
         for line in data["unchecked"]:
             click.echo(line, err=True)
+        for line in data["warnings"]:
+            click.echo(_("warning: {problem}").format(problem=line), err=True)
 
     emit(data, as_json, text)
 
