@@ -398,6 +398,9 @@ TYPE_CASES = [  # (id, old, new, fact)
      "grpo.num_train_epochs: max_steps (set too) decides the run's length and transformers ignores num_train_epochs"),
     ("weights-all-zero", "weight = 1.0", "weight = 0.0", "rewards[0].weight: every [[rewards]] weight is 0, so every "
      "completion scores 0 and GRPO has nothing to learn from"),
+    ("grpo-chat-template-kwargs", "seed = 42", "seed = 42\nchat_template_kwargs = { enable_thinking = false }",
+     "grpo.chat_template_kwargs: train.py gives TRL its prompts already rendered by the chat template, so TRL never "
+     "reads these; move them to [dataset] chat_template_kwargs"),
     # read from the model's files (the tiny preset's, built here), as train.py reads them before or after it loads
     ("chat-kwargs-typo", CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }",
      "dataset.chat_template_kwargs: the model's chat template never reads 'enable_thinkin', so it would change "

@@ -181,6 +181,10 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
     _check_refused_late(grpo, source)
+    if grpo.get("chat_template_kwargs"):  # TRL reads it only for prompts given as chat messages
+        raise source.error(("grpo", "chat_template_kwargs"), _(
+            "train.py gives TRL its prompts already rendered by the chat template, so TRL never reads these; move "
+            "them to [dataset] chat_template_kwargs"))
     _check_epochs_and_steps("grpo", grpo, source)
     if data["sft"] is not None:
         _check_sft(data["sft"], source)
