@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.server
+import json
 import os
 import re
 import shutil
@@ -196,6 +197,9 @@ CLI_CASES = [
          files={"proj/.copier-answers.yml": b"\xff\xfe\x00"}),
 ]
 
+CHAT_KWARGS = "# chat_template_kwargs = { enable_thinking = false }"
+LORA_TARGETS = ('target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", '
+                '"lm_head"]')
 TYPE_CASES = [  # (id, old, new, fact)
     ("grpo-typo", "learning_rate = 0.005", "learnin_rate = 0.005", "unknown key in [grpo]; did you mean `learning_rate`?"),
     ("model-typo", "load_in_4bit = false", "load_in_4bits = false", "did you mean `load_in_4bit`?"),
@@ -400,6 +404,28 @@ TYPE_CASES = [  # (id, old, new, fact)
     ("chat-kwargs-number", 'system_prompt = ""', 'system_prompt = ""\nchat_template_kwargs = 3',
      "dataset.chat_template_kwargs = 3: must be a table"),
     ("sft-unknown-key", "[sft]\n", "[sft]\nepochs = 1\n", "sft.epochs = 1: unknown key"),
+    ("sft-set-by-sft-py", "[sft]\n", '[sft]\nsave_strategy = "steps"\n',
+     "sft.save_strategy: set by sft.py (it saves the adapter once, at the end); remove it from [sft]"),
+    ("sft-examples-missing", 'path = "data/sft.jsonl"', 'path = "data/none.jsonl"',
+     "sft.path: {project}/data/none.jsonl does not exist; point it at your worked examples"),
+    ("sft-response-column", 'response_column = "response"', 'response_column = "answer"',
+     "sft.response_column: column 'answer' is not in sft.jsonl (it has: prompt, response, thinking); fix the name"),
+    ("epochs-and-steps", "seed = 42", "seed = 42\nnum_train_epochs = 2",
+     "grpo.num_train_epochs: max_steps (set too) decides the run's length and transformers ignores num_train_epochs"),
+    ("weights-all-zero", "weight = 1.0", "weight = 0.0", "rewards[0].weight: every [[rewards]] weight is 0, so every "
+     "completion scores 0 and GRPO has nothing to learn from"),
+    ("grpo-chat-template-kwargs", "seed = 42", "seed = 42\nchat_template_kwargs = { enable_thinking = false }",
+     "grpo.chat_template_kwargs: train.py gives TRL its prompts already rendered by the chat template, so TRL never "
+     "reads these; move them to [dataset] chat_template_kwargs"),
+    # read from the model's files (the tiny preset's, built here), as train.py reads them before or after it loads
+    ("chat-kwargs-typo", CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }",
+     "dataset.chat_template_kwargs: the model's chat template never reads 'enable_thinkin', so it would change "
+     "nothing; did you mean 'enable_thinking'? It reads: enable_thinking"),
+    ("chat-kwargs-render-argument", CHAT_KWARGS, "chat_template_kwargs = { add_generation_prompt = false }",
+     "dataset.chat_template_kwargs: add_generation_prompt is set by grpo-skill when it renders each prompt"),
+    ("lora-target-missing", LORA_TARGETS, 'target_modules = ["q_proj", "nonexistent_proj"]',
+     "lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear layers: down_proj, "
+     "gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj"),
     ("toml-syntax", "[lora]", "[lora", "not valid TOML"),
     ("toml-duplicate-key", "r = 16", "r = 16\nr = 8", "not valid TOML: Cannot overwrite a value"),
 ]
@@ -441,6 +467,11 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
     Case("config-accelerator-config-file-not-json", "grpo.accelerator_config: {project}/accel.json is not a JSON "
          "object (a JSON list, not an object); fix the file",
          edits=edit("seed = 42", 'seed = 42\naccelerator_config = "accel.json"'), files={"proj/accel.json": "[]"}),
+    Case("config-chat-kwargs-the-template-reads", "", code=0, stdout_fact="OK",
+         edits=edit(CHAT_KWARGS, "chat_template_kwargs = { enable_thinking = false }")),
+    Case("config-learning-rate-far-too-high", "grpo.learning_rate = 50.0: far above what LoRA runs use, and likely to "
+         "diverge (a NaN loss) within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4", code=0, stdout_fact="OK",
+         edits=edit("learning_rate = 0.005", "learning_rate = 50.0")),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]
@@ -468,6 +499,9 @@ MODEL_CASES = [
          edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "adapter"'), setup=adapter_folder),
     Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set)",
          edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL), env=offline()),
+    Case("check-model-not-here", "the model is not on this machine, so the prompts' lengths, "
+         "dataset.chat_template_kwargs and lora.target_modules were not checked against it", code=0,
+         stdout_fact="OK", edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL)),
 ]
 
 DATASET_CASES = [
@@ -479,6 +513,9 @@ DATASET_CASES = [
          edits=edit('path = "data/prompts.jsonl"', 'path = "data"')),
     Case("train-dataset-folder", "is a folder; give a .jsonl, .json, .csv or .parquet file", mode="load",
          edits=edit('path = "data/prompts.jsonl"', 'path = "data/"')),
+    # train.py counts each prompt with the model's tokenizer before the model loads (the tiny preset's, built here)
+    Case("check-prompt-too-long", "model.max_seq_length (256) is below the longest prompt (",
+         files=jsonl('{"prompt": "Hi"}', json.dumps({"prompt": "word " * 400}))),
     Case("jsonl-row-without-prompt", "data/prompts.jsonl:3: this row has no 'prompt'",
          files=jsonl('{"prompt": "a"}', "", '{"question": "b"}')),
     Case("jsonl-prompt-empty", "data/prompts.jsonl:2: 'prompt' is empty; give every row a prompt",
@@ -1000,6 +1037,36 @@ def test_a_lora_target_the_model_lacks_is_one_line_naming_its_layers(template_pr
         "error: config.toml:19: lora.target_modules: 'nonexistent_proj' matches no module of this model; its linear "
         "layers: down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj")
     assert not (project / "outputs").exists()
+
+
+def test_all_linear_passes_check_and_reaches_peft_as_its_word(template_project, tmp_path):
+    """lora.target_modules = "all-linear" is peft's own choice of layers: not a list of letters to look for."""
+    from grpo_skill.runtime import model as model_loading, modelfiles
+
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace(LORA_TARGETS, 'target_modules = "all-linear"'))
+    loaded = projects.load(config, rewards=False)
+    assert modelfiles.check(loaded)  # its model is here (built), and nothing is refused
+    empty = modelfiles.empty_model(modelfiles.model_folder(loaded))
+    assert model_loading.add_lora(empty, loaded, "trl")[1].target_modules == "all-linear"
+
+
+def test_train_py_refuses_a_chat_template_kwarg_its_template_never_reads_before_the_model_loads(template_project,
+                                                                                                 tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace(CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }"))
+    result = run_process([sys.executable, "train.py"], cwd=project, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    line = next(number for number, text in enumerate(config.read_text().splitlines(), start=1)
+                if text.startswith("chat_template_kwargs = { enable_thinkin"))
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: config.toml:{line}: dataset.chat_template_kwargs: the model's chat template never reads "
+        "'enable_thinkin', so it would change nothing; did you mean 'enable_thinking'? It reads: enable_thinking")
+    assert "Loading weights" not in result.stderr and not (project / "outputs").exists()
 
 
 @pytest.mark.parametrize("model", ["local-folder", "built-here"])

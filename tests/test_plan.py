@@ -222,6 +222,33 @@ def test_plan_reads_the_shape_of_a_local_model_folder(cli, tmp_path):
     assert result["parts_gib"]["weights"] < big["parts_gib"]["weights"] / 3
 
 
+def add_prompt(project, text):
+    with (project / "data" / "prompts.jsonl").open("a") as prompts:
+        prompts.write(json.dumps({"prompt": text}) + "\n")
+
+
+def test_prompts_that_leave_no_room_for_a_completion_are_refused_as_train_py_refuses_them(cli, tmp_path):
+    """Given with --prompt-tokens, or measured with the model's tokenizer (the tiny preset's, built here)."""
+    project = new_project(cli, tmp_path, model="grpo-skill/tiny-qwen3", preset="tiny")
+    given = cli("plan", str(project), "--prompt-tokens", "100000", check=False)
+    assert given.returncode == 1 and given.stderr.strip() == (
+        "Error: model.max_seq_length (256) is below the longest prompt (100000 tokens) + grpo.max_completion_length "
+        "(32); raise max_seq_length to 100032 or shorten the prompts")
+    add_prompt(project, "word " * 400)
+    measured = cli("plan", str(project), check=False)
+    assert measured.returncode == 1 and len(measured.stderr.strip().splitlines()) == 1
+    assert measured.stderr.startswith("Error: model.max_seq_length (256) is below the longest prompt (")
+
+
+def test_a_guessed_prompt_length_that_leaves_no_room_is_a_note(cli, tmp_path):
+    """No tokenizer here (a hub model not downloaded): the guess may be wrong, so plan plans it and says so."""
+    project = new_project(cli, tmp_path)
+    add_prompt(project, "word " * 2000)
+    done = cli("plan", str(project), "--gpu-memory", "80", env={"HF_HOME": str(tmp_path / "hf-home")})
+    assert "note: prompts guessed at up to ~2512 tokens and a full completion (512) pass max_seq_length (1024): " \
+           "train.py refuses prompts that long" in done.stdout
+
+
 def test_an_unknown_model_is_a_one_line_error(cli, tmp_path):
     project = new_project(cli, tmp_path, model="someone/mystery-model")
     done = cli("plan", str(project), check=False)

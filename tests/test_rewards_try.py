@@ -143,6 +143,11 @@ def test_params_and_presets_change_how_a_reward_is_built():
     (["length", "length:2", "-c", "x"], "a reward is named twice"),
     (["length", "-c", "x", "--file", "samples.jsonl"], "give the completions one way, not both"),
     (["length", "-c", "x", "--param", "length.too_short=abc"], "too_short = 'abc' must be a whole number"),
+    # bands no completion can fall in: the reward would never score what its params say
+    (["length", "-c", "x", "--param", "length.too_short=-3"], "params.too_short = -3 is below 0, and no completion "
+                                                              "is shorter than 0; give 0 or more"),
+    (["length", "-c", "x", "--param", "length.long_from=5"], "params: long_from = 5 is not above too_short = 5, so "
+                                                             "no completion scores 1.0"),
 ])
 def test_bad_input_gets_one_line(args, message):
     code, output = invoke(*args)

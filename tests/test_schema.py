@@ -23,6 +23,7 @@ def test_the_committed_grpo_fields_are_the_installed_trls():
     assert grpofields.lr_schedulers() == committed["lr_schedulers"]
     assert {name: grpofields.table_fields(name) for name in committed["tables"]} == committed["tables"]
     assert {name: grpofields.table_choices(name) for name in committed["table_choices"]} == committed["table_choices"]
+    assert grpofields.sft_fields() == committed["sft_fields"]
 
 
 def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
@@ -36,6 +37,97 @@ def test_every_grpoconfig_field_that_toml_can_express_is_a_grpo_key():
     fields = schema.grpo_fields()
     assert fields["optim"]["choices"][:2] == ["adamw_torch", "adamw_torch_fused"]
     assert fields["learning_rate"] == {"type": ["float"], "default": 1e-06}
+
+
+def test_sft_takes_every_sftconfig_field_that_toml_can_express_beside_its_own_keys():
+    """[sft] says where sft.py's examples are; its other keys go to SFTConfig, as the generated config.toml says."""
+    import dataclasses
+
+    from trl import SFTConfig
+
+    settable = {spec.name for spec in dataclasses.fields(SFTConfig) if spec.init} - {"parallelism_config"}
+    own = {"path", "split", "prompt_column", "thinking_column", "response_column"}  # output_dir: SFTConfig's too
+    assert set(schema.table_keys()["sft"]) == settable | own
+
+
+def sft_data(source=None, **sft):
+    raw = {
+        "model": {"preset": "tiny", "name": "m", "max_seq_length": 256},
+        "lora": {"r": 16, "alpha": 16, "target_modules": ["q_proj"]},
+        "dataset": {"path": "data/p.jsonl"},
+        "rewards": [{"name": "thinking"}],
+        "grpo": {"output_dir": "out", "num_generations": 8, "max_completion_length": 32},
+        "sft": sft,
+    }
+    return schema.validate(raw, source or schema.Source("config.toml"))
+
+
+def test_a_max_steps_on_the_command_line_is_a_quick_run_of_a_file_that_counts_epochs():
+    """sft.py --max-steps 5 (or train.py's) over num_train_epochs in config.toml: what was asked for, not a clash."""
+    quick = sft_data(schema.Source("config.toml", overridden={"sft.max_steps"}), num_train_epochs=2, max_steps=5)
+    assert quick["sft"]["max_steps"] == 5
+    with pytest.raises(schema.ConfigError, match="max_steps \\(set too\\) decides the run's length"):
+        sft_data(schema.Source("config.toml", overridden={"sft.max_steps", "sft.num_train_epochs"}),
+                 num_train_epochs=2, max_steps=5)
+
+
+def test_sft_keeps_the_sftconfig_fields_it_is_given_and_fills_in_only_its_own():
+    data = sft_data(warmup_steps=0.1, num_train_epochs=2, optim="adamw_torch", max_length=128, weight_decay=0.01)
+    assert data["sft"] == {"path": "data/sft.jsonl", "split": "train", "prompt_column": "prompt",
+                           "thinking_column": "thinking", "response_column": "response", "output_dir": "outputs/sft",
+                           "warmup_steps": 0.1, "num_train_epochs": 2, "optim": "adamw_torch", "max_length": 128,
+                           "weight_decay": 0.01}
+
+
+@pytest.mark.parametrize("sft, message", [
+    ({"warmup_ratio": 0.1}, "sft.warmup_ratio = 0.1: unknown key in [sft]; did you mean `warmup_steps`?"),
+    ({"max_length": "long"}, 'sft.max_length = "long": must be a whole number'),
+    ({"max_length": 0}, "sft.max_length = 0: must be at least 1"),
+    ({"optim": "adamw_torh"}, 'did you mean "adamw_torch"?'),
+    ({"beta": 0.1}, "sft.beta = 0.1: not a [sft] key: it belongs in [grpo]"),
+    ({"zzz": 1}, "unknown key in [sft]: neither one of its own (path, split, prompt_column, thinking_column, "
+                 "response_column, output_dir) nor a field of SFTConfig (TRL 1.14.2)"),
+    ({"bf16": True}, "sft.bf16: set by sft.py (from what the GPU supports); remove it from [sft]"),
+    ({"completion_only_loss": False}, "sft.completion_only_loss: set by sft.py (it trains on the completions only)"),
+    ({"save_steps": 10}, "sft.save_steps: sft.py saves no checkpoints (only the adapter, at the end)"),
+    ({"eval_strategy": "steps"}, "sft.eval_strategy: sft.py trains without an eval dataset"),
+    ({"max_steps": 30, "num_train_epochs": 2}, "sft.num_train_epochs: max_steps (set too) decides the run's length "
+                                               "and transformers ignores num_train_epochs; remove one of the two"),
+])
+def test_sft_refuses_what_sftconfig_or_sft_py_would(sft, message):
+    with pytest.raises(schema.ConfigError) as refused:
+        sft_data(**sft)
+    assert message in str(refused.value)
+
+
+def test_a_reward_at_weight_0_beside_one_that_counts_is_kept():
+    """TRL still logs a reward at weight 0: a way to watch it without training on it."""
+    data = sft_data()
+    raw = {**{key: data[key] for key in ("model", "lora", "dataset", "grpo")},
+           "rewards": [{"name": "thinking", "weight": 0.0}, {"name": "length"}]}
+    assert [entry["weight"] for entry in schema.validate(raw, schema.Source("config.toml"))["rewards"]] == [0.0, 1.0]
+
+
+def test_a_learning_rate_far_above_the_usual_is_named_in_either_table():
+    data = sft_data(learning_rate=0.5)
+    assert data["warnings"] == [
+        "config.toml: sft.learning_rate = 0.5: far above what LoRA runs use, and likely to diverge (a NaN loss) within "
+        "a few steps; SFT with LoRA trains at 1e-5 to 1e-3 (sft.py's default 2e-4)"]
+    raw = {key: data[key] for key in ("model", "lora", "dataset", "rewards", "grpo")}
+    raw["grpo"] = {**raw["grpo"], "learning_rate": 50.0}
+    assert schema.validate(raw, schema.Source("config.toml"))["warnings"] == [
+        "config.toml: grpo.learning_rate = 50.0: far above what LoRA runs use, and likely to diverge (a NaN loss) "
+        "within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4 (the Qwen3-4B presets at 1e-5)"]
+    raw["grpo"]["learning_rate"] = 5e-3  # the tiny preset's, for its 64-wide model
+    assert schema.validate(raw, schema.Source("config.toml"))["warnings"] == []
+
+
+@pytest.mark.parametrize("preset", ["tiny", "standard", "thinking"])
+def test_the_presets_projects_raise_no_warning(tmp_path, preset):
+    from grpo_skill import generator, project
+
+    generator.render("p", tmp_path, preset_name=preset)
+    assert project.load(tmp_path / "p", rewards=False).warnings == []
 
 
 def test_the_keys_of_our_own_tables():

@@ -136,6 +136,17 @@ def test_every_key_the_template_writes_can_be_set_and_is_written_once_with_the_v
     assert {(table, key): config[table][key] for table, key in given} == given
 
 
+def test_set_sft_epochs_writes_no_default_max_steps_that_would_override_them(cli, tmp_path):
+    cli("new", "p", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.warmup_steps=0.1",
+        cwd=tmp_path)
+    sft = config_of(tmp_path / "p")["sft"]
+    assert sft["num_train_epochs"] == 2 and sft["warmup_steps"] == 0.1 and "max_steps" not in sft
+    both = cli("new", "q", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.max_steps=5",
+               cwd=tmp_path, check=False)
+    assert both.returncode == 1 and "sft.num_train_epochs (given on the command line): max_steps (set too) decides " \
+        "the run's length" in both.stderr and not (tmp_path / "q").exists()
+
+
 def test_a_bare_word_is_text_only_where_the_key_takes_text_and_that_is_said(cli, tmp_path, english):
     made = cli("new", "p", "--preset", "tiny", "--set", "grpo.optim=adamw_torch", cwd=tmp_path)
     assert "note: --set 'grpo.optim=adamw_torch': taken as the text \"adamw_torch\"" in made.stdout

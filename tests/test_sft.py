@@ -129,11 +129,45 @@ def test_a_missing_adapter_stops_train_py_with_one_line(warmed):
 
 def test_a_missing_examples_file_stops_sft_py_in_one_line_before_the_model_loads(warmed):
     project, _, _, _ = warmed
+    line = (project / "config.toml").read_text().splitlines().index('path = "data/sft.jsonl"') + 1
     result = run_with_config_edit(project, 'path = "data/sft.jsonl"', 'path = "data/none.jsonl"',
                                   "sft.py", "--max-steps", "1")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your worked examples"]
+        f"error: config.toml:{line}: sft.path: {project / 'data' / 'none.jsonl'} does not exist; point it at your "
+        "worked examples"]
+
+
+def test_check_refuses_an_examples_column_the_file_lacks_as_sft_py_does(warmed):
+    """`grpo-skill check` reads [sft]'s examples as sft.py does before its model loads: the same one line."""
+    project, _, _, _ = warmed
+    with config_edited(project, 'response_column = "response"', 'response_column = "answer"'):
+        checked = run([sys.executable, "-m", "grpo_skill.cli", "check", str(project)], check=False)
+        trained = run([sys.executable, "sft.py", "--max-steps", "1"], cwd=project, check=False, env=ONE_THREAD)
+    message = ("sft.response_column: column 'answer' is not in sft.jsonl (it has: prompt, response, thinking); fix "
+               "the name or the file")
+    assert checked.returncode == 1 and checked.stderr.strip() == f"Error: {message}"
+    assert trained.returncode == 1 and trained.stderr.strip().splitlines() == [f"error: {message}"]
+
+
+def test_sftconfig_fields_in_sft_reach_the_trainer(tmp_path):
+    """The generated config.toml says other [sft] keys are SFTConfig fields: sft.py passes them on."""
+    run([sys.executable, "-m", "grpo_skill.cli", "new", "fields", "--preset", "tiny", "-o", str(tmp_path)])
+    project = tmp_path / "fields"
+    config = project / "config.toml"
+    text = config.read_text()
+    assert "max_steps = 30\n" in text and "per_device_train_batch_size = 4\nlogging_steps = 5" in text  # [sft]'s
+    # one epoch of the 24 examples in batches of 8, at a constant rate, each cut to 80 tokens (all are longer; their
+    # prompts, at most 72, shorter)
+    text = text.replace("max_steps = 30\n", 'num_train_epochs = 1\nlr_scheduler_type = "constant"\nmax_length = 80\n')
+    config.write_text(text.replace("per_device_train_batch_size = 4\nlogging_steps = 5",
+                                   "per_device_train_batch_size = 8\nlogging_steps = 1"))
+    summary = json.loads(run([sys.executable, "sft.py"], cwd=project, env=ONE_THREAD).stdout)
+    assert summary["steps"] == 3  # the epoch decides, not a default max_steps
+    logged = [json.loads(line) for line in (project / "outputs" / "sft" / "metrics.jsonl").read_text().splitlines()]
+    steps = [row for row in logged if "loss" in row]
+    assert [row["learning_rate"] for row in steps] == [2e-3] * 3
+    assert steps[0]["num_tokens"] == 8 * 80  # the first batch's 8 examples, cut to max_length
 
 
 def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_tokenizer):

@@ -30,6 +30,14 @@ def length_factory(context):
     if count not in COUNTS:
         raise UserError(_("params.count = {count!r}: use \"words\" (split at spaces), \"cjk\" (each CJK character "
                           "a word) or \"tokens\"").format(count=count))
+    for key in ("too_short", "long_from"):  # a completion never has fewer than 0 words or tokens
+        if context.params[key] < 0:
+            raise UserError(_("params.{key} = {value} is below 0, and no completion is shorter than 0; give 0 or "
+                              "more").format(key=key, value=context.params[key]))
+    if long_from <= too_short:
+        raise UserError(_("params: long_from = {long} is not above too_short = {short}, so no completion scores 1.0 "
+                          "(the band from too_short to long_from); give long_from above too_short").format(
+            short=too_short, long=long_from))
 
     def length(completions, prompts=None, completion_ids=None, **kwargs):
         texts = [completion_text(completion) for completion in completions]

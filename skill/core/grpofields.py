@@ -1,6 +1,6 @@
-"""[grpo]'s keys from TRL's GRPOConfig: its init fields, types, defaults and choices, derived from the installed TRL
-into ``data/grpo_config.json`` (``python -m grpo_skill.schema --write``) and read back from there, so that checking a
-config imports no TRL."""
+"""[grpo]'s keys from TRL's GRPOConfig (and [sft]'s from its SFTConfig): their init fields, types, defaults and
+choices, derived from the installed TRL into ``data/grpo_config.json`` (``python -m grpo_skill.schema --write``) and
+read back from there, so that checking a config imports no TRL."""
 
 from __future__ import annotations
 
@@ -225,19 +225,12 @@ def _item_choices(annotation) -> list[str] | None:
     return None
 
 
-def derive_grpo_fields() -> dict:
-    """GRPOConfig's init fields from the installed TRL: name -> type names, default, choices; and what the
-    libraries it hands tables to accept in them. Imports TRL, transformers, accelerate and torch."""
-    import importlib.metadata
-
-    from trl import GRPOConfig
-
-    hints = typing.get_type_hints(GRPOConfig)
-    checked_late = {**_choices_in_trainer_errors(), "cache_implementation": _cache_implementations(),
-                    **_compile_choices()}
-    bool_aliased = _bool_aliased_fields()
+def _init_fields(cls, checked_late: dict[str, list[str]], bool_aliased: set[str]) -> dict[str, dict]:
+    """A TRL config class's init fields: name -> type names, default, choices (``checked_late``: choices its
+    trainer or another library checks only while training; ``bool_aliased``: str fields it also takes as a bool)."""
+    hints = typing.get_type_hints(cls)
     fields = {}
-    for spec in dataclasses.fields(GRPOConfig):
+    for spec in dataclasses.fields(cls):
         if not spec.init:
             continue
         names, choices = _describe_type(hints[spec.name])
@@ -259,8 +252,24 @@ def derive_grpo_fields() -> dict:
         if item_choices is not None:
             entry["item_choices"] = item_choices
         fields[spec.name] = entry
-    return {"trl": importlib.metadata.version("trl"), "fields": fields, "lr_schedulers": _lr_schedulers(),
-            "tables": _table_fields(), "table_choices": _table_choices()}
+    return fields
+
+
+def derive_grpo_fields() -> dict:
+    """GRPOConfig's init fields from the installed TRL: name -> type names, default, choices; and what the
+    libraries it hands tables to accept in them; and SFTConfig's fields, for [sft]. Imports TRL, transformers,
+    accelerate and torch."""
+    import importlib.metadata
+
+    from trl import GRPOConfig, SFTConfig
+
+    compile_choices = _compile_choices()
+    checked_late = {**_choices_in_trainer_errors(), "cache_implementation": _cache_implementations(),
+                    **compile_choices}
+    return {"trl": importlib.metadata.version("trl"),
+            "fields": _init_fields(GRPOConfig, checked_late, _bool_aliased_fields()),
+            "lr_schedulers": _lr_schedulers(), "tables": _table_fields(), "table_choices": _table_choices(),
+            "sft_fields": _init_fields(SFTConfig, compile_choices, set())}
 
 
 def grpo_fields_json(derived: dict) -> str:
@@ -271,11 +280,17 @@ def grpo_fields_json(derived: dict) -> str:
         return f'"{name}": {{\n' + ",\n".join(lines) + "\n}"
 
     return ('{\n"trl": ' + json.dumps(derived["trl"]) + ",\n"
-            + ",\n".join(block(name) for name in ("fields", "lr_schedulers", "tables", "table_choices")) + "}\n")
+            + ",\n".join(block(name) for name in ("fields", "lr_schedulers", "tables", "table_choices", "sft_fields"))
+            + "}\n")
 
 
 def grpo_fields() -> dict[str, dict]:
     return _grpo_data()["fields"]
+
+
+def sft_fields() -> dict[str, dict]:
+    """SFTConfig's init fields, as ``grpo_fields`` GRPOConfig's: what [sft] takes besides where its examples are."""
+    return _grpo_data()["sft_fields"]
 
 
 def lr_schedulers() -> dict[str, dict]:

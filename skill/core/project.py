@@ -66,6 +66,8 @@ class ProjectConfig:
     unchecked_rewards: list[str] = field(default_factory=list)
     # rewards of config.toml that rewards.py, read but not run, registers: their params are not checked
     unrun_rewards: list[str] = field(default_factory=list)
+    # values that run but are surely not what was meant (schema's), each a line naming its key
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def project_dir(self) -> Path:
@@ -162,7 +164,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
-        grpo=data["grpo"], sft=data["sft"], source=source,
+        grpo=data["grpo"], sft=data["sft"], source=source, warnings=data["warnings"],
     )
     check_output_dirs(config)
     check_train_py_compiles_layers(config)
@@ -199,8 +201,15 @@ def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> P
     if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
         for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
+        print_warnings(config)
     check_hub_access(config)
     return config
+
+
+def print_warnings(config: ProjectConfig) -> None:
+    """The config's surprising values, a "warning:" line each on stderr."""
+    for problem in config.warnings:
+        print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
 
 
 # ---- output folders -------------------------------------------------------------------------------------

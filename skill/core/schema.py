@@ -31,7 +31,7 @@ from .grpocontents import check_contents
 from .grpofields import GRPO_FIELDS_FILE, derive_grpo_fields, grpo_fields_json, grpo_value
 from .i18n import N_, _
 from .schemamessages import describe
-from .tables import project_schema, table_keys
+from .tables import SftTable, project_schema, table_keys
 from .tomlsource import ConfigError, Source
 
 # The names this module had before it was split by job, importable from here (``grpo_skill.schema.toml_text``, ...).
@@ -58,6 +58,17 @@ SET_BY_TRAIN_PY = {
 NEEDS_EVAL_DATASET = {"eval_strategy": "no", "eval_on_start": False, "load_best_model_at_end": False,
                       "bf16_full_eval": False, "fp16_full_eval": False}
 
+# SFTConfig fields that sft.py sets itself: in [sft] too they would clash (a TypeError once the model has loaded)
+SET_BY_SFT_PY = {
+    "completion_only_loss": N_("it trains on the completions only"),
+    "bf16": N_("from what the GPU supports"),
+    "fp16": N_("from what the GPU supports"),
+    "save_strategy": N_("it saves the adapter once, at the end"),
+    "disable_tqdm": N_("it draws its own progress bar"),
+}
+# ... and those that cannot act in its run: it saves no checkpoint and resumes none
+SAVES_NO_CHECKPOINT = ("save_steps", "save_total_limit", "resume_from_checkpoint")
+
 
 # ---- validation -----------------------------------------------------------------------------------------
 
@@ -75,7 +86,8 @@ def parse(text: str, path: str | Path) -> dict:
 def validate(raw: dict, source: Source, processes: int = 1) -> dict:
     """Check ``raw`` (config.toml parsed, overrides applied) against the schema for a run on ``processes``
     processes; return plain data: model/lora/dataset with their defaults filled in, rewards as a list of tables,
-    and [grpo] with only the keys the file sets (GRPOConfig supplies the rest)."""
+    and [grpo] with only the keys the file sets (GRPOConfig supplies the rest); "warnings": values that can run but
+    are surely not what was meant, each a line naming its key."""
     try:
         checked = project_schema().model_validate(raw)
     except ValidationError as error:
@@ -86,13 +98,14 @@ def validate(raw: dict, source: Source, processes: int = 1) -> dict:
         "dataset": _plain(checked.dataset, raw["dataset"]),
         "rewards": [_plain(entry, table) for entry, table in zip(checked.rewards, raw["rewards"])],
         "grpo": {key: raw["grpo"][key] for key in checked.grpo.model_fields_set},
-        "sft": _plain(checked.sft, raw["sft"]) if checked.sft is not None else None,
+        "sft": _sft_plain(checked.sft, raw["sft"]) if checked.sft is not None else None,
     }
     for key in JSON_STRING_TABLES + JSON_OR_PATH_TABLES:
         text = data["grpo"].get(key)
         if isinstance(text, str) and (key in JSON_STRING_TABLES or text.lstrip().startswith("{")):
             data["grpo"][key] = _json_table(text, key, source)
     _check_together(data, source, processes)
+    data["warnings"] = _surprises(data, source)
     return data
 
 
@@ -123,9 +136,37 @@ def _plain(model: BaseModel, raw: dict) -> dict:
 
 
 
+def _sft_plain(checked: SftTable, raw: dict) -> dict:
+    # where the examples are, with its defaults; of SFTConfig's fields only what the file sets (sft.py has defaults)
+    return {**{key: getattr(checked, key) for key in SftTable.model_fields},
+            **{key: raw[key] for key in checked.model_fields_set}}
+
+
+# Above this a LoRA learning rate is surely a mistake: GRPO with LoRA trains at 1e-6 to 1e-4 (the 4B presets 1e-5),
+# SFT at up to a few 1e-4; only the tiny preset's 64-wide model takes 5e-3 (at 1e-2 its runs collapsed).
+HIGHEST_USUAL_LEARNING_RATE = 1e-2
+
+
+def _surprises(data: dict, source: Source) -> list[str]:
+    """Values that run, and are surely not what was meant: a line for each."""
+    found = []
+    for table, usual in (("grpo", N_("GRPO with LoRA trains at 1e-6 to 1e-4 (the Qwen3-4B presets at 1e-5)")),
+                         ("sft", N_("SFT with LoRA trains at 1e-5 to 1e-3 (sft.py's default 2e-4)"))):
+        rate = (data[table] or {}).get("learning_rate")
+        if isinstance(rate, (int, float)) and rate > HIGHEST_USUAL_LEARNING_RATE:
+            found.append(source.said((table, "learning_rate"), _(
+                "= {rate}: far above what LoRA runs use, and likely to diverge (a NaN loss) within a few steps; {usual}"
+            ).format(rate=toml_value(rate), usual=_(usual))))
+    return found
+
+
 def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     """Checks that span keys: what TRL would refuse only after the model has loaded."""
     model, grpo = data["model"], data["grpo"]
+    if not any(entry["weight"] for entry in data["rewards"]):
+        raise source.error(("rewards", 0, "weight"), _(
+            "every [[rewards]] weight is 0, so every completion scores 0 and GRPO has nothing to learn from; give at "
+            "least one reward a weight other than 0"))
     for key in grpo:
         if key in SET_BY_TRAIN_PY:
             raise source.error(("grpo", key), _("set by train.py ({why}); remove it from [grpo]").format(
@@ -140,6 +181,13 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
                 "train.py trains without an eval dataset, so there is nothing to evaluate; remove it from "
                 "[grpo] (evaluate.py scores the trained adapter)"))
     _check_refused_late(grpo, source)
+    if grpo.get("chat_template_kwargs"):  # TRL reads it only for prompts given as chat messages
+        raise source.error(("grpo", "chat_template_kwargs"), _(
+            "train.py gives TRL its prompts already rendered by the chat template, so TRL never reads these; move "
+            "them to [dataset] chat_template_kwargs"))
+    _check_epochs_and_steps("grpo", grpo, source)
+    if data["sft"] is not None:
+        _check_sft(data["sft"], source)
     _check_vllm(grpo, source)
     _check_generation_kwargs(grpo, source)
     check_contents(grpo, source, processes)
@@ -184,15 +232,50 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
         raise source.error(("grpo", "num_generations"), problem)
 
 
+def _check_step_counts(table: str, values: dict, source: Source) -> None:
+    for key in ("logging_steps", "save_steps"):  # transformers: a share of the run below 1, whole steps above
+        value = values.get(key)
+        if isinstance(value, float) and value > 1 and not value.is_integer():
+            raise source.error((table, key), _(
+                "{value:g} is neither a share of the run's steps (below 1) nor a whole number of steps").format(
+                value=value))
+
+
+def _check_epochs_and_steps(table: str, values: dict, source: Source) -> None:
+    """transformers runs max_steps steps whatever num_train_epochs says: both given, the epochs are ignored (a
+    --max-steps on the command line over the file's epochs is meant to win: a quick run)."""
+    quick_run = f"{table}.max_steps" in source.overridden and f"{table}.num_train_epochs" not in source.overridden
+    if "num_train_epochs" in values and "max_steps" in values and not quick_run:
+        raise source.error((table, "num_train_epochs"), _(
+            "max_steps (set too) decides the run's length and transformers ignores num_train_epochs; remove one of "
+            "the two"))
+
+
+def _check_sft(sft: dict, source: Source) -> None:
+    """[sft] values that sft.py sets itself or that cannot act in its run (SFTConfig or the trainer would refuse them
+    after the model has loaded, or ignore them)."""
+    for key in sft:
+        if key in SET_BY_SFT_PY:
+            raise source.error(("sft", key), _("set by sft.py ({why}); remove it from [sft]").format(
+                why=_(SET_BY_SFT_PY[key])))
+        if key in SAVES_NO_CHECKPOINT:
+            raise source.error(("sft", key), _(
+                "sft.py saves no checkpoints (only the adapter, at the end) and resumes none; remove it from [sft]"))
+        if key in NEEDS_EVAL_DATASET and sft[key] != NEEDS_EVAL_DATASET[key]:
+            raise source.error(("sft", key), _(
+                "sft.py trains without an eval dataset, so there is nothing to evaluate; remove it from [sft]"))
+    if sft.get("lr_scheduler_type") in ("reduce_lr_on_plateau", "greedy"):
+        raise source.error(("sft", "lr_scheduler_type"), _(
+            "{name!r} follows evaluation results, and sft.py runs no evaluation; choose another schedule, e.g. "
+            "'constant' or 'cosine'").format(name=sft["lr_scheduler_type"]))
+    _check_step_counts("sft", sft, source)
+    _check_epochs_and_steps("sft", sft, source)
+
+
 def _check_refused_late(grpo: dict, source: Source) -> None:
     """[grpo] values that transformers or TRL refuse in GRPOConfig or GRPOTrainer (after the model has loaded), or
     that cannot act in train.py's run."""
-    for key in ("logging_steps", "save_steps"):  # transformers: a share of the run below 1, whole steps above
-        value = grpo.get(key)
-        if isinstance(value, float) and value > 1 and not value.is_integer():
-            raise source.error(("grpo", key), _(
-                "{value:g} is neither a share of the run's steps (below 1) nor a whole number of steps").format(
-                value=value))
+    _check_step_counts("grpo", grpo, source)
     if grpo.get("dataloader_prefetch_factor") is not None and not grpo.get("dataloader_num_workers"):
         raise source.error(("grpo", "dataloader_prefetch_factor"), _(
             "only applies with dataloader_num_workers above 0; set that too, or remove it"))

@@ -10,9 +10,9 @@ import types
 
 from pydantic import BaseModel, ValidationError
 
-from .grpofields import grpo_fields, trl_version
+from .grpofields import grpo_fields, sft_fields, trl_version
 from .i18n import N_, _
-from .tables import HINTS, model_of, project_schema, table_keys
+from .tables import HINTS, SftTable, model_of, project_schema, table_keys
 from .tomlsource import ConfigError, Source, root_key, toml_value
 
 
@@ -92,6 +92,11 @@ def unknown_key_message(loc: tuple) -> str:
     if table == "grpo":
         return _("unknown key in [grpo]: GRPOConfig (TRL {version}) has no such field; see references/grpo-config.md"
                  ).format(version=trl_version())
+    if table == "sft" and key in sft_fields():
+        return _("cannot be set in config.toml (SFTConfig takes a Python object for it)")
+    if table == "sft":
+        return _("unknown key in [sft]: neither one of its own ({keys}) nor a field of SFTConfig (TRL {version}); "
+                 "see references/grpo-config.md").format(keys=", ".join(SftTable.model_fields), version=trl_version())
     if not valid:
         return _("unknown key: [{table}] takes no keys yet").format(table=table)
     return _("unknown key in [{table}]; the keys are: {keys}").format(table=table, keys=", ".join(valid))

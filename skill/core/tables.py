@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .errors import UserError
-from .grpofields import grpo_fields
+from .grpofields import grpo_fields, sft_fields
 from .i18n import N_, _
 
 
@@ -91,7 +91,8 @@ class RewardEntry(Table):
 
 
 class SftTable(Table):
-    """[sft]: the supervised warm start (sft.py): its examples, and the SFTConfig values it may change."""
+    """[sft]: the supervised warm start (sft.py): where its examples are, and where it writes; its other keys are
+    SFTConfig's fields (data/grpo_config.json), see sft_table()."""
 
     path: NonEmptyStr = "data/sft.jsonl"
     split: NonEmptyStr = "train"
@@ -99,10 +100,6 @@ class SftTable(Table):
     thinking_column: str = "thinking"  # "": the examples hold no thinking
     response_column: NonEmptyStr = "response"
     output_dir: NonEmptyStr = "outputs/sft"
-    max_steps: Annotated[int, Field(ge=1)] = 60
-    learning_rate: Annotated[float, Field(gt=0)] = 2e-4
-    per_device_train_batch_size: Annotated[int, Field(ge=1)] = 4
-    logging_steps: Annotated[int, Field(ge=1)] = 5
 
 
 class GrpoBase(Table):
@@ -115,7 +112,7 @@ class ProjectSchema(Table):
     dataset: DatasetTable
     rewards: Annotated[list[RewardEntry], Field(min_length=1)]
     grpo: GrpoBase  # replaced by the model built from GRPOConfig's fields, see project_schema()
-    sft: SftTable | None = None
+    sft: SftTable | None = None  # likewise, with SFTConfig's
 
 
 # Hints for a missing key: what to write.
@@ -169,6 +166,8 @@ GRPO_LIMITS: dict[str, dict[str, float]] = {
     "top_entropy_quantile": {"ge": 0, "le": 1},
 }
 REQUIRED_GRPO = ("output_dir", "max_completion_length", "num_generations")
+# SFTConfig's fields share TrainingArguments' ranges with GRPOConfig's
+SFT_LIMITS: dict[str, dict[str, float]] = {"max_length": {"ge": 1}}
 
 
 _models: dict[str, Any] = {}
@@ -179,7 +178,7 @@ _SIMPLE_TYPES = {
 }
 
 
-def _grpo_annotation(name: str, entry: dict):
+def _field_annotation(entry: dict, limits: dict | None):
     members = []
     for type_name in entry["type"]:
         if type_name == "null":
@@ -191,7 +190,6 @@ def _grpo_annotation(name: str, entry: dict):
     if not members:
         return None  # e.g. parallelism_config (an accelerate object): not settable from a TOML file
     annotation = members[0] if len(members) == 1 else Union[tuple(members)]
-    limits = GRPO_LIMITS.get(name)
     return Annotated[annotation, Field(**limits)] if limits else annotation
 
 
@@ -199,16 +197,29 @@ def grpo_table() -> type[Table]:
     if "grpo_table" not in _models:
         definitions = {}
         for name, entry in grpo_fields().items():
-            annotation = _grpo_annotation(name, entry)
+            annotation = _field_annotation(entry, GRPO_LIMITS.get(name))
             if annotation is not None:
                 definitions[name] = (annotation, ... if name in REQUIRED_GRPO else None)
         _models["grpo_table"] = create_model("GrpoTable", __base__=GrpoBase, **definitions)
     return _models["grpo_table"]
 
 
+def sft_table() -> type[SftTable]:
+    """[sft]: SftTable's own keys, and SFTConfig's fields (output_dir stays SftTable's, with its default)."""
+    if "sft_table" not in _models:
+        definitions = {}
+        for name, entry in sft_fields().items():
+            annotation = _field_annotation(entry, SFT_LIMITS.get(name, GRPO_LIMITS.get(name)))
+            if annotation is not None and name not in SftTable.model_fields:
+                definitions[name] = (annotation, None)
+        _models["sft_table"] = create_model("SftConfigTable", __base__=SftTable, **definitions)
+    return _models["sft_table"]
+
+
 def project_schema() -> type[ProjectSchema]:
     if "schema" not in _models:
-        _models["schema"] = create_model("Project", __base__=ProjectSchema, grpo=(grpo_table(), ...))
+        _models["schema"] = create_model("Project", __base__=ProjectSchema, grpo=(grpo_table(), ...),
+                                         sft=(Optional[sft_table()], None))
     return _models["schema"]
 
 

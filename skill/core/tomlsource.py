@@ -69,15 +69,19 @@ class Source:
     overridden: set[str] = field(default_factory=set)  # dotted keys set on the command line
 
     def error(self, loc: tuple, message: str) -> ConfigError:
+        return ConfigError(self.said(loc, message))
+
+    def said(self, loc: tuple, message: str) -> str:
+        """``message`` about the key at ``loc``, after its file and line (or "given on the command line")."""
         where = dotted(loc)
         if root_key(loc) in self.overridden:
             if message.startswith("= "):
                 value, message = message[2:].split(": ", 1)
                 where = f"{where} = {value}"
-            return ConfigError(_("{where} (given on the command line): {message}").format(where=where, message=message))
+            return _("{where} (given on the command line): {message}").format(where=where, message=message)
         line = locate(self.text, loc)
         prefix = f"{self.path}:{line}" if line else str(self.path)
-        return ConfigError(f"{prefix}: {where}{' ' if message.startswith('= ') else ': '}{message}")
+        return f"{prefix}: {where}{' ' if message.startswith('= ') else ': '}{message}"
 
 
 def root_key(loc: tuple) -> str:

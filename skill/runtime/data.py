@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.i18n import _
 from ..core.datafile import LOCAL_DATA_SUFFIXES, read_jsonl
 from ..core.project import ConfigError, ProjectConfig
+from ..core.schemamessages import suggest
 
 
 def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> None:
@@ -28,16 +29,79 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
         model_config = model_config_json(config, config.model_path())
         check_positions(config, model_positions(config, model_config=model_config))
         check_against_model(config, model_config)
-    longest = max(prompt_lengths)
-    completion = config.grpo["max_completion_length"]
-    limit = config.model["max_seq_length"]
-    if longest + completion > limit:
-        raise ConfigError(
-            _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
-              "grpo.max_completion_length ({completion}); raise max_seq_length to {needed} "
-              "or shorten the prompts").format(limit=limit, longest=longest, completion=completion,
-                                               needed=longest + completion)
-        )
+    problem = prompt_room_problem(max(prompt_lengths), config.grpo["max_completion_length"],
+                                  config.model["max_seq_length"])
+    if problem:
+        raise ConfigError(problem)
+
+
+def prompt_room_problem(longest: int, completion: int, limit: int) -> str | None:
+    """What is wrong when a prompt of ``longest`` tokens and a full completion do not fit ``limit`` (train.py
+    refuses such a run; `plan` too)."""
+    if longest + completion <= limit:
+        return None
+    return _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
+             "grpo.max_completion_length ({completion}); raise max_seq_length to {needed} "
+             "or shorten the prompts").format(limit=limit, longest=longest, completion=completion,
+                                              needed=longest + completion)
+
+
+# apply_chat_template's own arguments that chat_prompt passes: in chat_template_kwargs too they would clash
+RENDER_ARGUMENTS = ("conversation", "tokenize", "add_generation_prompt")
+# what transformers itself gives every chat template besides the messages and the special tokens
+TEMPLATE_GLOBALS = ("messages", "tools", "documents", "add_generation_prompt", "raise_exception", "strftime_now")
+
+
+def template_variables(template: str) -> set[str] | None:
+    """The names a chat template (Jinja) reads from outside itself; None where it cannot be parsed here."""
+    import jinja2
+    from jinja2 import meta, nodes
+    from jinja2.ext import Extension, loopcontrols
+
+    class Generation(Extension):  # transformers' {% generation %} block (assistant masks)
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.Scope(body, lineno=lineno)
+
+    try:
+        return set(meta.find_undeclared_variables(jinja2.Environment(extensions=[loopcontrols, Generation]).parse(
+            template)))
+    except jinja2.TemplateError:
+        return None
+
+
+def check_chat_template_kwargs(config: ProjectConfig, tokenizer) -> None:
+    """``dataset.chat_template_kwargs`` go to the chat template as variables: one it never reads changes nothing (a
+    typo such as enable_thinkin would leave thinking on without a word), so it is refused, naming those it reads."""
+    given = config.dataset.get("chat_template_kwargs") or {}
+    template = getattr(tokenizer, "chat_template", None)
+    if not given or not template:
+        return
+    where = ("dataset", "chat_template_kwargs")
+    for key in given:
+        if key in RENDER_ARGUMENTS:
+            raise config.error(where, _("{key} is set by grpo-skill when it renders each prompt; remove it").format(
+                key=key))
+    if "chat_template" in given:  # another template than the tokenizer's: its names are not known here
+        return
+    templates = template.values() if isinstance(template, dict) else [template]  # named templates: any of them
+    read: set[str] = set()
+    for text in templates:
+        names = template_variables(text)
+        if names is None:
+            return  # a template this Jinja cannot parse: transformers says so when it renders
+        read |= names
+    settings = sorted(read - set(TEMPLATE_GLOBALS) - set(getattr(tokenizer, "special_tokens_map", {})))
+    for key in given:
+        if key not in read:
+            close, names = suggest(key, settings), ", ".join(settings) or _("no such settings")
+            reads = (_("did you mean {close!r}? It reads: {names}") if close else _("it reads: {names}")).format(
+                close=close, names=names)
+            raise config.error(where, _("the model's chat template never reads {key!r}, so it would change nothing; "
+                                        "{reads}").format(key=key, reads=reads))
 
 
 def load_dataset(config: ProjectConfig):
@@ -117,6 +181,7 @@ def chat_prompt(config: ProjectConfig, tokenizer, question: str) -> str:
 def chat_dataset(config: ProjectConfig, tokenizer, dataset):
     """``dataset`` as GRPOTrainer gets it: the prompt column rendered by ``chat_prompt`` as ``prompt``, every other
     column as it is (the rewards receive them)."""
+    check_chat_template_kwargs(config, tokenizer)
     column = config.dataset["prompt_column"]
     if column not in dataset.column_names:  # a hub dataset: its columns are known only now
         raise ConfigError(_("dataset.prompt_column: no column {prompt_column!r} (columns: {columns})").format(

@@ -195,7 +195,9 @@ def add_lora(model, config: ProjectConfig, backend: str):
     lora = config.lora
     if isinstance(model, PeftModel):
         return model, None
-    _check_targets(model, config)
+    check_targets(model, config)
+    targets = lora["target_modules"]  # "all-linear" as it is: peft's own word, not a list of letters
+    targets = targets if targets == "all-linear" else list(targets)
     if backend == "unsloth":
         from unsloth import FastLanguageModel
 
@@ -204,7 +206,7 @@ def add_lora(model, config: ProjectConfig, backend: str):
             r=lora["r"],
             lora_alpha=lora["alpha"],
             lora_dropout=lora["dropout"],
-            target_modules=list(lora["target_modules"]),
+            target_modules=targets,
             use_gradient_checkpointing=unsloth_checkpointing(lora),
             random_state=config.grpo.get("seed", 42),
         )
@@ -213,7 +215,7 @@ def add_lora(model, config: ProjectConfig, backend: str):
         r=lora["r"],
         lora_alpha=lora["alpha"],
         lora_dropout=lora["dropout"],
-        target_modules=list(lora["target_modules"]),
+        target_modules=targets,
         task_type="CAUSAL_LM",
     )
 
@@ -275,13 +277,17 @@ def compile_decoder_layers(policy) -> int:
     return len(layers)
 
 
-def _check_targets(model, config: ProjectConfig) -> None:
+def check_targets(model, config: ProjectConfig) -> None:
     """Each [lora] target_modules name matches a module of this model, as peft matches them (the name's last
-    parts): refused in one line with the model's own linear layers, not in peft's page of text."""
+    parts): refused in one line with the model's own linear layers, not in peft's page of text. ``model`` may hold
+    no weights (`grpo-skill check` builds it on the meta device)."""
     import torch
 
+    targets = config.lora["target_modules"]
+    if targets == "all-linear":  # peft picks the linear layers itself
+        return
     names = [name for name, _module in model.named_modules()]
-    missing = [target for target in config.lora["target_modules"]
+    missing = [target for target in targets
                if not any(name == target or name.endswith("." + target) for name in names)]
     if missing:
         linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()

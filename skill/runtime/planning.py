@@ -89,7 +89,7 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         shape=shape, backend=backend, processes=processes, compiled_decoding=compiled, generation=generation,
         max_seq_length=int(model.get("max_seq_length", 512)),
         load_in_4bit=_load_in_4bit(model.get("load_in_4bit", True)), lora_r=int(lora.get("r", 16)),
-        lora_targets=tuple(lora.get("target_modules", Settings.lora_targets)),
+        lora_targets=_lora_targets(lora.get("target_modules", Settings.lora_targets)),
         gradient_checkpointing=gradient_checkpointing,
         checkpoint_every_n_layers=every_n_layers(grpo),
         num_generations=int(grpo.get("num_generations", 8)),
@@ -109,6 +109,11 @@ def _grpo_settings(grpo: dict, lora: dict, model: dict, backend: str, shape: Mod
         num_iterations=int(grpo.get("num_iterations") or 1),
         compiled_layers=model.get("compile_layers", "auto"), whole_model_compiled=bool(grpo.get("torch_compile")),
     )
+
+
+def _lora_targets(targets) -> tuple[str, ...]:
+    """[lora] target_modules as names; "all-linear" is peft's every linear layer but lm_head: the decoder's seven."""
+    return Settings.lora_targets if targets == "all-linear" else tuple(targets)
 
 
 def checkpointing_kwargs(grpo: dict) -> dict:
@@ -141,26 +146,43 @@ def from_config(config, backend: str | None = None, prompt_tokens: int | None = 
     asked for (``backend``, else the config's)."""
     local = config.local_model_dir()
     shape, source = shape_for(str(local) if local is not None else config.model["name"])
-    tokens, how = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
-                                 config.model_path() if config.builds_its_model() or local else None)
+    found = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
+                           config.model_path() if config.builds_its_model() or local else None)
+    notes = _prompt_room(found, config.grpo["max_completion_length"], config.model["max_seq_length"])
     requested = backend or config.model.get("backend", "auto")
-    settings = _grpo_settings(config.grpo, config.lora, config.model, requested, shape, tokens, processes, unsloth)
+    settings = _grpo_settings(config.grpo, config.lora, config.model, requested, shape, found.tokens, processes,
+                              unsloth)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
                       "model": config.model["name"], "shape_source": source,
-                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": how,
-                      "backend_requested": requested}
+                      "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": found.how,
+                      "backend_requested": requested, "notes": notes}
 
 
 def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, model: str,
-                   tokenizer_folder: str | None) -> tuple[int, str]:
-    """(the longest prompt in tokens, how that was found): given, measured with the model's tokenizer, or guessed."""
+                   tokenizer_folder: str | None):
+    """The longest prompt in tokens (promptlength.PromptLength), and how that was found: given, measured with the
+    model's tokenizer, or guessed."""
     from . import promptlength
 
     if given:
-        return given, _("given with --prompt-tokens")
-    found = promptlength.longest(data_file, dataset.get("prompt_column", "prompt"), dataset.get("system_prompt", ""),
-                                 dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
-    return found.tokens, found.how
+        return promptlength.PromptLength(given, _("given with --prompt-tokens"), measured=True)
+    return promptlength.longest(data_file, dataset.get("prompt_column", "prompt"), dataset.get("system_prompt", ""),
+                                dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
+
+
+def _prompt_room(found, completion: int, limit: int) -> list[str]:
+    """A run whose longest prompt (given or measured) and a full completion pass max_seq_length is one train.py
+    refuses: so is its plan. A guessed length that passes it is a note."""
+    from .data import prompt_room_problem
+
+    problem = prompt_room_problem(found.tokens, completion, limit)
+    if problem and found.measured:
+        raise PlanError(problem)
+    if problem:
+        return [_("prompts guessed at up to ~{longest} tokens and a full completion ({completion}) pass "
+                  "max_seq_length ({limit}): train.py refuses prompts that long; --prompt-tokens N plans their real "
+                  "length").format(longest=found.tokens, completion=completion, limit=limit)]
+    return []
 
 
 def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None = None,
@@ -174,14 +196,15 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
     preset = plugins.get_preset(name)
     shape, source = shape_for(preset.model_id)
     sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
-    tokens, how = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
-                                 preset.model_id, preset.build_model() if preset.build_model else None)
+    found = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
+                           preset.model_id, preset.build_model() if preset.build_model else None)
+    notes = _prompt_room(found, int(preset.grpo.get("max_completion_length", 256)), preset.max_seq_length)
     model = {"load_in_4bit": preset.load_in_4bit, "max_seq_length": preset.max_seq_length}
-    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, tokens,
+    settings = _grpo_settings(dict(preset.grpo), as_dict(preset.lora), model, backend or "auto", shape, found.tokens,
                               processes, unsloth)
     return settings, {"preset": preset.name, "model": preset.model_id, "shape_source": source,
-                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": how,
-                      "backend_requested": backend or "auto"}
+                      "max_seq_length": preset.max_seq_length, "prompt_tokens_source": found.how,
+                      "backend_requested": backend or "auto", "notes": notes}
 
 
 def ran_on_report_gpu(row: dict, report: dict) -> bool:

@@ -29,6 +29,9 @@ FALLBACK_CHARS = 160  # a prompt file that cannot be read here (parquet without 
 class PromptLength:
     tokens: int
     how: str  # said in `plan`'s output
+    # counted with the model's tokenizer: the longest prompt has at least these tokens (only the longest by characters
+    # are counted), so a run they do not fit is refused; else a guess
+    measured: bool = False
 
 
 def prompts(data_file: Path | None, column: str) -> list[str] | None:
@@ -101,7 +104,7 @@ def longest(data_file: Path | None, column: str, system_prompt: str = "", chat_t
             tokens = max(length(text) for text in candidates)
             return PromptLength(tokens, _("measured with {model}'s tokenizer and chat template{system}").format(
                 model=shown_model or tokenizer_source,
-                system=_(", system prompt included") if system_prompt else ""))
+                system=_(", system prompt included") if system_prompt else ""), measured=True)
         except Exception:  # a template this prompt cannot go through: the guess below
             pass
     chars = max((len(text) for text in candidates), default=0) if candidates else FALLBACK_CHARS

@@ -77,15 +77,29 @@ def _raw_table(config, section: str) -> dict:
 
 
 def examples_file(config) -> Path | None:
-    """``[sft]`` path as a local file, checked to exist (light: sft.py calls it before the model loads); None for a
-    hub dataset id."""
-    from ..core.datafile import LOCAL_DATA_SUFFIXES
+    """``[sft]`` path as a local file, checked to exist and to hold the example columns in every row (light: sft.py
+    and `grpo-skill check` call it before any model loads); None for a hub dataset id."""
+    from ..core.datafile import LOCAL_DATA_SUFFIXES, missing_column, scan
+    from ..core.errors import shown_path
 
-    path = config.project_dir / sft_settings(config)["path"]
+    settings = sft_settings(config)
+    path = config.project_dir / settings["path"]
     if path.suffix not in LOCAL_DATA_SUFFIXES:
         return None
     if not path.is_file():
-        raise ExamplesError(_("sft.path: {path} does not exist; point it at your worked examples").format(path=path))
+        raise config.error(("sft", "path"), _("{path} does not exist; point it at your worked examples").format(
+            path=path))
+    shown = shown_path(path)
+    # every row needs a prompt (the first wanted: it must be text) and a response; a row may lack its thinking
+    wanted = [(f"sft.{key}", settings[key]) for key in ("prompt_column", "response_column")]
+    try:
+        info = scan(path, shown, wanted)
+    except UnicodeDecodeError as error:
+        raise ExamplesError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            file=shown, position=error.start)) from None
+    thinking = settings["thinking_column"]
+    if thinking and info.columns and thinking not in info.columns:
+        raise missing_column(shown, "sft.thinking_column", thinking, info.columns)
     return path
 
 
@@ -93,8 +107,10 @@ def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
 
-    from .data import chat_prompt, load_file
+    from ..core.datafile import missing_column
+    from .data import chat_prompt, check_chat_template_kwargs, load_file
 
+    check_chat_template_kwargs(config, tokenizer)  # before every example goes through the template
     settings = sft_settings(config)
     path = examples_file(config)
     if path is not None:
@@ -104,11 +120,8 @@ def load_examples(config, tokenizer):
     prompt, thinking, response = (settings[key] for key in EXAMPLE_COLUMNS)
     for key, column in (("prompt_column", prompt), ("response_column", response)) + (
             (("thinking_column", thinking),) if thinking else ()):
-        if column not in rows.column_names:
-            raise ExamplesError(
-                _("sft.{key}: column {column!r} is not in {path} (it has: {columns}); fix the name or the file").format(
-                    key=key, column=column, path=settings["path"], columns=", ".join(rows.column_names))
-            )
+        if column not in rows.column_names:  # a hub dataset's columns are known only now
+            raise missing_column(settings["path"], f"sft.{key}", column, rows.column_names)
     if thinking and _has_thinking(rows[thinking]) and not knows_think_end(tokenizer):
         raise ExamplesError(
             _("sft: the examples have thinking but the model's tokenizer has no {token} token; "

@@ -139,7 +139,8 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
     unsloth = planner.unsloth_installed()  # what train.py's backend = "auto" asks on this machine
     settings, about = planned(unsloth, prompt_tokens)
     # the same run where the unsloth package is (is not) installed: plan often runs on another machine than train.py
-    other = (planned(not unsloth, settings.prompt_tokens)[0]
+    # (its prompts measured again: a guessed length given as --prompt-tokens would be refused, not noted, there)
+    other = (planned(not unsloth, prompt_tokens)[0]
              if about.get("backend_requested") == "auto" and processes == 1 else None)
     card = card or (cards.find(detected) if detected else None)
     if gpu_memory is None:

@@ -142,6 +142,13 @@ def check(project, run_rewards, gpus, as_json):
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
+    if loaded.sft is not None:
+        from ..runtime import warmstart
+
+        warmstart.examples_file(loaded)  # sft.py's own check of its examples
+    from ..runtime import modelfiles
+
+    model_here = modelfiles.check(loaded)  # what train.py checks with the tokenizer, and once the model has loaded
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     unchecked = []
     if loaded.unchecked_rewards:
@@ -155,11 +162,15 @@ def check(project, run_rewards, gpus, as_json):
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
             "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
             names=", ".join(map(repr, loaded.unrun_rewards))))
+    if not model_here:
+        unchecked.append(_("the model is not on this machine, so the prompts' lengths, dataset.chat_template_kwargs "
+                           "and lora.target_modules were not checked against it; train.py checks them once it has "
+                           "the model"))
     data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"],
             "model": loaded.model["name"], "backend": loaded.model.get("backend", "auto"),
             "processes": gpus or launch.world_size(),
             "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
-            "rewards_run": run_rewards, "unchecked": unchecked}
+            "rewards_run": run_rewards, "unchecked": unchecked, "warnings": loaded.warnings}
 
     def text(data):
         click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
@@ -167,6 +178,8 @@ def check(project, run_rewards, gpus, as_json):
             rewards=", ".join(f"{r['name']}:{r['weight']:g}" for r in data["rewards"])))
         for line in data["unchecked"]:
             click.echo(line, err=True)
+        for line in data["warnings"]:
+            click.echo(_("warning: {problem}").format(problem=line), err=True)
 
     emit(data, as_json, text)
 

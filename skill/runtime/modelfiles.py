@@ -1,0 +1,84 @@
+"""What `grpo-skill check` checks against the model's files, without its weights: the prompts' lengths and the chat
+template's kwargs with its tokenizer (as train.py renders and counts the prompts before the model loads), and
+lora.target_modules against the modules of an empty model built from its config.json (train.py finds a wrong name
+only once the model has loaded). Each raises the error train.py would.
+
+The model's files are read where they are on this machine: a local folder, the tiny preset's build (made on first
+use, as `plan` makes it) or the Hugging Face cache; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.project import ProjectConfig
+
+
+def model_folder(config: ProjectConfig) -> Path | None:
+    """The model's folder on this machine, or None where it is not here (a hub model not downloaded)."""
+    if config.builds_its_model():
+        return Path(config.model_path())
+    local = config.local_model_dir()
+    if local is not None:
+        return local if (local / "config.json").is_file() else None
+    try:
+        import huggingface_hub
+    except ImportError:
+        return None
+    cached = huggingface_hub.try_to_load_from_cache(config.model["name"], "config.json")
+    return Path(cached).parent if isinstance(cached, str) else None
+
+
+def check(config: ProjectConfig) -> bool:
+    """Check the project against its model's files; False where they are not on this machine (nothing checked)."""
+    folder = model_folder(config)
+    if folder is None:
+        return False
+    tokenizer = _tokenizer(folder)
+    if tokenizer is not None:
+        from . import data
+
+        data.check_chat_template_kwargs(config, tokenizer)
+        check_prompt_lengths(config, tokenizer)
+    if config.adapter_dir() is None:  # an adapter keeps its own target modules
+        model = empty_model(folder)
+        if model is not None:
+            from .model import check_targets
+
+            check_targets(model, config)
+    return True
+
+
+def _tokenizer(folder: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(folder))
+    except Exception:  # a snapshot without its tokenizer files: train.py loads (or downloads) them itself
+        return None
+
+
+def check_prompt_lengths(config: ProjectConfig, tokenizer) -> None:
+    """train.py's check of the longest prompt against max_seq_length, on a local prompts file (a hub dataset is
+    counted by train.py once it has it)."""
+    from .data import chat_prompt, check_prompt_lengths as check_lengths
+    from .promptlength import prompts
+
+    texts = prompts(config.dataset_file(), config.dataset["prompt_column"])
+    if not texts:
+        return
+    rendered = [chat_prompt(config, tokenizer, text) for text in texts]
+    check_lengths([len(ids) for ids in tokenizer(rendered).input_ids], config)
+
+
+def empty_model(folder: Path):
+    """The model of ``folder``'s config.json on the meta device (its modules, no weights); None where transformers
+    cannot build it from its config alone."""
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        with init_empty_weights():
+            return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
+    except Exception:  # an architecture this transformers does not know: train.py says so when it loads it
+        return None
