@@ -136,6 +136,20 @@ def test_every_key_the_template_writes_can_be_set_and_is_written_once_with_the_v
     assert {(table, key): config[table][key] for table, key in given} == given
 
 
+def test_set_grpo_epochs_leaves_out_the_presets_max_steps_and_says_so(cli, tmp_path):
+    result = cli("new", "p", "--preset", "tiny", "--set", "grpo.num_train_epochs=2", cwd=tmp_path)
+    assert "grpo.max_steps (60, the preset's) left out: grpo.num_train_epochs decides the run's length" in (
+        result.stdout + result.stderr)
+    grpo = config_of(tmp_path / "p")["grpo"]
+    assert grpo["num_train_epochs"] == 2 and "max_steps" not in grpo
+    cli("check", "p", cwd=tmp_path)
+    # both given: the user's max_steps stays and the config check refuses the pair, naming it
+    both = cli("new", "q", "--preset", "tiny", "--set", "grpo.num_train_epochs=2", "--set", "grpo.max_steps=5",
+               cwd=tmp_path, check=False)
+    assert both.returncode == 1 and "max_steps (set too) decides the run's length" in both.stderr
+    assert not (tmp_path / "q").exists()
+
+
 def test_set_sft_epochs_writes_no_default_max_steps_that_would_override_them(cli, tmp_path):
     cli("new", "p", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.warmup_steps=0.1",
         cwd=tmp_path)

@@ -235,6 +235,19 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
             else:  # keys the template writes literally (model.compile_decoding, dataset.system_prompt, [sft])
                 extra.setdefault(table, {})[key] = value
     _room_for_the_prompt(data, settings, prompt_room, notes)
+    _epochs_over_the_presets_steps(data, settings, notes)
+
+
+def _epochs_over_the_presets_steps(data: dict, settings: CliSettings, notes: list[str]) -> None:
+    """grpo.num_train_epochs given without max_steps: the preset's max_steps left out, else it would decide the
+    run's length (transformers ignores the epochs beside it, and the config check refuses both), and said."""
+    given = settings.tables.get("grpo", {})
+    if "num_train_epochs" not in given or "max_steps" in given or "max_steps" not in data["grpo"]:
+        return
+    steps = data["grpo"]["max_steps"]
+    data["grpo"] = {key: value for key, value in data["grpo"].items() if key != "max_steps"}
+    notes.append(_("grpo.max_steps ({steps}, the preset's) left out: grpo.num_train_epochs decides the run's "
+                   "length").format(steps=steps))
 
 
 def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:
