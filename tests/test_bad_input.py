@@ -418,9 +418,6 @@ TYPE_CASES = [  # (id, old, new, fact)
      "grpo.chat_template_kwargs: train.py gives TRL its prompts already rendered by the chat template, so TRL never "
      "reads these; move them to [dataset] chat_template_kwargs"),
     # read from the model's files (the tiny preset's, built here), as train.py reads them before or after it loads
-    ("chat-kwargs-typo", CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }",
-     "dataset.chat_template_kwargs: the model's chat template never reads 'enable_thinkin', so it would change "
-     "nothing; did you mean 'enable_thinking'? It reads: enable_thinking"),
     ("chat-kwargs-render-argument", CHAT_KWARGS, "chat_template_kwargs = { add_generation_prompt = false }",
      "dataset.chat_template_kwargs: add_generation_prompt is set by grpo-skill when it renders each prompt"),
     ("lora-target-missing", LORA_TARGETS, 'target_modules = ["q_proj", "nonexistent_proj"]',
@@ -431,6 +428,11 @@ TYPE_CASES = [  # (id, old, new, fact)
 ]
 COMPILE_LAYERS = ('compile_layers = "auto"', "compile_layers = true")
 CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old, new, fact in TYPE_CASES] + [
+    # read from the model's files: named, not refused (a preset's kwargs may meet another model's template)
+    Case("config-chat-kwargs-typo", "warning: proj/config.toml:27: dataset.chat_template_kwargs: the model's chat "
+         "template never reads 'enable_thinkin', so it changes nothing; did you mean 'enable_thinking'? It reads: "
+         "enable_thinking", code=0, stdout_fact="OK",
+         edits=edit(CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }")),
     Case("config-compile-layers-unsloth", "model.compile_layers: Unsloth trains with its own kernels; compile_layers "
          "is for backend = 'trl' or 'auto'", edits=(COMPILE_LAYERS, ('backend = "auto"', 'backend = "unsloth"'))),
     Case("config-compile-layers-and-whole-model", "model.compile_layers: [grpo] torch_compile already compiles the "
@@ -1048,25 +1050,22 @@ def test_all_linear_passes_check_and_reaches_peft_as_its_word(template_project, 
     config = project / "config.toml"
     config.write_text(config.read_text().replace(LORA_TARGETS, 'target_modules = "all-linear"'))
     loaded = projects.load(config, rewards=False)
-    assert modelfiles.check(loaded)  # its model is here (built), and nothing is refused
+    assert modelfiles.check(loaded) is None  # its model is here (built): checked, and nothing is refused
     empty = modelfiles.empty_model(modelfiles.model_folder(loaded))
     assert model_loading.add_lora(empty, loaded, "trl")[1].target_modules == "all-linear"
 
 
-def test_train_py_refuses_a_chat_template_kwarg_its_template_never_reads_before_the_model_loads(template_project,
-                                                                                                 tmp_path):
+def test_train_py_names_a_chat_template_kwarg_its_template_never_reads(template_project, tmp_path):
     project = tmp_path / "proj"
     shutil.copytree(template_project, project)
     config = project / "config.toml"
     config.write_text(config.read_text().replace(CHAT_KWARGS, "chat_template_kwargs = { enable_thinkin = false }"))
-    result = run_process([sys.executable, "train.py"], cwd=project, check=False)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
+    result = run_process([sys.executable, "train.py", "--max-steps", "1"], cwd=project)
     line = next(number for number, text in enumerate(config.read_text().splitlines(), start=1)
                 if text.startswith("chat_template_kwargs = { enable_thinkin"))
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"error: config.toml:{line}: dataset.chat_template_kwargs: the model's chat template never reads "
-        "'enable_thinkin', so it would change nothing; did you mean 'enable_thinking'? It reads: enable_thinking")
-    assert "Loading weights" not in result.stderr and not (project / "outputs").exists()
+    assert (f"warning: config.toml:{line}: dataset.chat_template_kwargs: the model's chat template never reads "
+            "'enable_thinkin', so it changes nothing; did you mean 'enable_thinking'? It reads: enable_thinking"
+            ) in result.stderr.splitlines()
 
 
 @pytest.mark.parametrize("model", ["local-folder", "built-here"])

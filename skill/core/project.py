@@ -84,6 +84,10 @@ class ProjectConfig:
     def error(self, loc: tuple, message: str) -> ConfigError:
         return (self.source or Source(self.path)).error(loc, message)
 
+    def said(self, loc: tuple, message: str) -> str:
+        """``message`` after the file and line of the key at ``loc`` (a warning's text)."""
+        return (self.source or Source(self.path)).said(loc, message)
+
     def dataset_file(self) -> Path | None:
         """The local data file, or None when ``dataset.path`` names a hub dataset."""
         candidate = self.project_dir / Path(self.dataset["path"]).expanduser()

@@ -73,35 +73,48 @@ def template_variables(template: str) -> set[str] | None:
         return None
 
 
-def check_chat_template_kwargs(config: ProjectConfig, tokenizer) -> None:
+def unread_chat_template_kwargs(config: ProjectConfig, tokenizer) -> list[str]:
     """``dataset.chat_template_kwargs`` go to the chat template as variables: one it never reads changes nothing (a
-    typo such as enable_thinkin would leave thinking on without a word), so it is refused, naming those it reads."""
+    typo such as enable_thinkin would leave thinking on without a word; a preset's enable_thinking with another
+    model's template), so each is named, with the names it reads. A render argument of grpo-skill's is refused."""
     given = config.dataset.get("chat_template_kwargs") or {}
     template = getattr(tokenizer, "chat_template", None)
     if not given or not template:
-        return
+        return []
     where = ("dataset", "chat_template_kwargs")
     for key in given:
         if key in RENDER_ARGUMENTS:
             raise config.error(where, _("{key} is set by grpo-skill when it renders each prompt; remove it").format(
                 key=key))
     if "chat_template" in given:  # another template than the tokenizer's: its names are not known here
-        return
+        return []
     templates = template.values() if isinstance(template, dict) else [template]  # named templates: any of them
     read: set[str] = set()
     for text in templates:
         names = template_variables(text)
         if names is None:
-            return  # a template this Jinja cannot parse: transformers says so when it renders
+            return []  # a template this Jinja cannot parse: transformers says so when it renders
         read |= names
     settings = sorted(read - set(TEMPLATE_GLOBALS) - set(getattr(tokenizer, "special_tokens_map", {})))
+    unread = []
     for key in given:
         if key not in read:
             close, names = suggest(key, settings), ", ".join(settings) or _("no such settings")
             reads = (_("did you mean {close!r}? It reads: {names}") if close else _("it reads: {names}")).format(
                 close=close, names=names)
-            raise config.error(where, _("the model's chat template never reads {key!r}, so it would change nothing; "
-                                        "{reads}").format(key=key, reads=reads))
+            unread.append(config.said(where, _("the model's chat template never reads {key!r}, so it changes "
+                                               "nothing; {reads}").format(key=key, reads=reads)))
+    return unread
+
+
+def check_chat_template_kwargs(config: ProjectConfig, tokenizer) -> None:
+    """The kwargs the template never reads, a "warning:" line each (the first process of a launch speaks)."""
+    import os
+    import sys
+
+    if os.environ.get("RANK", "0") == "0":
+        for problem in unread_chat_template_kwargs(config, tokenizer):
+            print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
 
 
 def load_dataset(config: ProjectConfig):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.i18n import _
 from ..core.project import ProjectConfig
 
 
@@ -29,16 +30,24 @@ def model_folder(config: ProjectConfig) -> Path | None:
     return Path(cached).parent if isinstance(cached, str) else None
 
 
-def check(config: ProjectConfig) -> bool:
-    """Check the project against its model's files; False where they are not on this machine (nothing checked)."""
+def check(config: ProjectConfig) -> str | None:
+    """Check the project against its model's files; why nothing was checked (the model is not on this machine, or
+    the training packages are not installed), or None."""
+    from importlib.util import find_spec
+
+    what = _("the prompts' lengths, dataset.chat_template_kwargs and lora.target_modules")
+    if find_spec("transformers") is None or find_spec("accelerate") is None:  # grpo-skill without its [train] extra
+        return _("transformers is not installed, so {what} were not checked against the model; train.py checks "
+                 "them").format(what=what)
     folder = model_folder(config)
     if folder is None:
-        return False
+        return _("the model is not on this machine, so {what} were not checked against it; train.py checks them once "
+                 "it has the model").format(what=what)
     tokenizer = _tokenizer(folder)
     if tokenizer is not None:
         from . import data
 
-        data.check_chat_template_kwargs(config, tokenizer)
+        config.warnings.extend(data.unread_chat_template_kwargs(config, tokenizer))
         check_prompt_lengths(config, tokenizer)
     if config.adapter_dir() is None:  # an adapter keeps its own target modules
         model = empty_model(folder)
@@ -46,7 +55,7 @@ def check(config: ProjectConfig) -> bool:
             from .model import check_targets
 
             check_targets(model, config)
-    return True
+    return None
 
 
 def _tokenizer(folder: Path):

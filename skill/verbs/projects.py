@@ -148,7 +148,7 @@ def check(project, run_rewards, gpus, as_json):
         warmstart.examples_file(loaded)  # sft.py's own check of its examples
     from ..runtime import modelfiles
 
-    model_here = modelfiles.check(loaded)  # what train.py checks with the tokenizer, and once the model has loaded
+    model_unchecked = modelfiles.check(loaded)  # what train.py checks with the tokenizer, and once the model has loaded
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     unchecked = []
     if loaded.unchecked_rewards:
@@ -162,10 +162,8 @@ def check(project, run_rewards, gpus, as_json):
             "rewards {names} are from rewards.py, which was not run, so their params were not checked; "
             "`grpo-skill check` without --no-rewards checks them", len(loaded.unrun_rewards)).format(
             names=", ".join(map(repr, loaded.unrun_rewards))))
-    if not model_here:
-        unchecked.append(_("the model is not on this machine, so the prompts' lengths, dataset.chat_template_kwargs "
-                           "and lora.target_modules were not checked against it; train.py checks them once it has "
-                           "the model"))
+    if model_unchecked:
+        unchecked.append(model_unchecked)
     data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"],
             "model": loaded.model["name"], "backend": loaded.model.get("backend", "auto"),
             "processes": gpus or launch.world_size(),
