@@ -480,6 +480,19 @@ def test_a_fresh_start_takes_a_folder_holding_only_what_runs_leave_there(tmp_pat
         resume.prepare(tmp_path, max_steps=10)
 
 
+def test_a_fresh_start_takes_what_a_run_that_failed_before_its_first_step_left(tmp_path):
+    """Trainer makes its output folders at start: a --smoke or sft.py run that failed at step 1 leaves one empty,
+    and a TensorBoard run its runs/ of event files; the next run starts there, with or without --overwrite."""
+    (tmp_path / "smoke").mkdir()
+    (tmp_path / "runs" / "Dec06_21-00-00_host").mkdir(parents=True)
+    (tmp_path / "runs" / "Dec06_21-00-00_host" / "events.out.tfevents.1765054800.host.1.0").write_bytes(b"\0")
+    assert resume.prepare(tmp_path, max_steps=10) == resume.Start()
+    assert resume.prepare(tmp_path, overwrite=True, max_steps=10) == resume.Start()
+    (tmp_path / "runs" / "notes.txt").write_text("mine")  # a file of the user's in runs/: refused
+    with pytest.raises(resume.ResumeError, match=r"holds no run \(runs\)"):
+        resume.prepare(tmp_path, max_steps=10)
+
+
 def test_evaluate_writes_its_samples_over_its_own_only(tmp_path):
     adapter = tmp_path / resume.ADAPTER_DIR
     assert resume.samples_file(adapter) == tmp_path / resume.SAMPLES_FILE  # none yet

@@ -32,6 +32,7 @@ PLOT_FILE = "reward.png"
 ADAPTER_DIR = "adapter"
 SAMPLES_FILE = "samples.jsonl"  # evaluate.py's, about this run's adapter
 MODEL_CARD = "README.md"  # TRL's, written at each save
+TENSORBOARD_DIR = "runs"  # transformers' TensorBoard logs (report_to = ["tensorboard"]), from the first step on
 # How each row of a run's JSON-lines files opens (callbacks.JsonlMetrics and traces: its step; evaluate.py: its
 # prompt): what tells them from a user's files of the same name.
 RUN_ROW_START = b'{"step": '
@@ -173,7 +174,11 @@ def _left_to_a_run(entry: Path) -> bool:
     if entry.name.startswith("."):  # a run writes nothing hidden (.gitkeep, .DS_Store; --overwrite's scratch folder)
         return True
     if entry.is_dir():
-        return has_run(entry)  # a run of its own, such as sft.py's outputs/sft or --smoke's outputs/smoke
+        # a run of its own (sft.py's outputs/sft, --smoke's outputs/smoke), or what one that failed before its first
+        # step leaves: an empty folder, TensorBoard's runs/ of event files
+        files = [path for path in entry.rglob("*") if path.is_file()]
+        return has_run(entry) or not files or (entry.name == TENSORBOARD_DIR and all(
+            path.name.startswith("events.out.tfevents.") for path in files))
     # TRL's model card, left behind by a run that --overwrite removed and that stopped before its first step
     return entry.name == MODEL_CARD and b"\n- trl\n" in _head(entry, 512)
 
