@@ -57,6 +57,19 @@ def test_metrics_redraws_the_plots_it_drew(trained, tmp_path):
         assert target.read_bytes().startswith(b"\x89PNG")
 
 
+def test_metrics_redraws_a_plot_an_older_grpo_skill_drew_but_no_other_png(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, inches, ours in (("older.png", metrics.PLOT_INCHES, True), ("other.png", (4, 3), False)):
+        figure = plt.figure(figsize=inches)
+        figure.savefig(tmp_path / name, dpi=metrics.PLOT_DPI)  # matplotlib's own Software tag, as before the tag
+        plt.close(figure)
+        assert metrics.drawn_by_metrics(tmp_path / name) is ours
+
+
 def test_the_preset_saves_checkpoints_and_keeps_the_last_two(trained):
     project, _, _ = trained
     assert sorted(path.name for path in (project / "outputs").glob("checkpoint-*")) == ["checkpoint-40",

@@ -114,6 +114,8 @@ def reward_trend(rows: list[dict], window: int = 10) -> dict:
 
 
 PLOT_SOFTWARE = "grpo-skill metrics"  # in the PNG's Software text: a plot this command drew may be redrawn
+PLOT_INCHES, PLOT_DPI = (10, 3.5), 100
+PLOT_SIZE = (1000, 350)  # pixels: PLOT_INCHES at PLOT_DPI
 
 
 def plot_target(png: str | Path) -> Path:
@@ -135,9 +137,11 @@ def drawn_by_metrics(path: Path) -> bool:
         return False
     try:
         with Image.open(path) as image:
-            return image.info.get("Software") == PLOT_SOFTWARE
+            software, size = str(image.info.get("Software", "")), image.size
     except (UnidentifiedImageError, OSError):
         return False
+    # grpo-skill before the tag: matplotlib's own tag on a plot of PLOT_SIZE, this plot's size
+    return software == PLOT_SOFTWARE or (software.startswith("Matplotlib") and size == PLOT_SIZE)
 
 
 def plot_metrics(rows: list[dict], png: str | Path) -> Path:
@@ -148,7 +152,7 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
 
     steps_logged = [row for row in rows if "reward" in row]  # training steps (not the final summary log)
     steps = [row["step"] for row in steps_logged]
-    figure, (reward_axis, second_axis) = plt.subplots(1, 2, figsize=(10, 3.5))
+    figure, (reward_axis, second_axis) = plt.subplots(1, 2, figsize=PLOT_INCHES)
     reward_axis.plot(steps, [row["reward"] for row in steps_logged], label="mean reward")
     reward_axis.fill_between(
         steps,
@@ -163,6 +167,6 @@ def plot_metrics(rows: list[dict], png: str | Path) -> Path:
     second_axis.plot(steps, [row.get(second, float("nan")) for row in steps_logged], color="tab:red")
     second_axis.set(xlabel="step", ylabel=second.split("/")[-1], title=title)
     figure.tight_layout()
-    figure.savefig(png, dpi=100, metadata={"Software": PLOT_SOFTWARE})
+    figure.savefig(png, dpi=PLOT_DPI, metadata={"Software": PLOT_SOFTWARE})
     plt.close(figure)
     return Path(png)
