@@ -151,8 +151,10 @@ def test_set_grpo_epochs_leaves_out_the_presets_max_steps_and_says_so(cli, tmp_p
 
 
 def test_set_sft_epochs_writes_no_default_max_steps_that_would_override_them(cli, tmp_path):
-    cli("new", "p", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.warmup_steps=0.1",
-        cwd=tmp_path)
+    made = cli("new", "p", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.warmup_steps=0.1",
+               cwd=tmp_path)
+    assert "sft.max_steps (the template's) left out: sft.num_train_epochs decides sft.py's length" in (
+        made.stdout + made.stderr)
     sft = config_of(tmp_path / "p")["sft"]
     assert sft["num_train_epochs"] == 2 and sft["warmup_steps"] == 0.1 and "max_steps" not in sft
     both = cli("new", "q", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.max_steps=5",
@@ -263,6 +265,17 @@ def test_a_what_if_that_would_not_run_names_no_temporary_file(cli, tmp_path, eng
     assert refused.returncode == 1 and message in refused.stderr, refused.stderr
     assert tempfile.gettempdir() not in refused.stderr and "config.toml" not in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_refusal_names_only_the_settings_it_is_about(cli, tmp_path, english):
+    refused = cli("new", "p", "--preset", "tiny", "--set", "grpo.beta=0.1", "--set", "model.max_seq_length=16",
+                  cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and "would not run with --set model.max_seq_length=16: " in refused.stderr
+    assert "grpo.beta" not in refused.stderr
+    refused = cli("new", "q", "--preset", "tiny", "--set", "grpo.beta=0.1", "--reward", "thinking:0", cwd=tmp_path,
+                  check=False)  # the weight is --reward's, not --set's
+    assert refused.returncode == 1 and "the project would not run: rewards[0].weight: every [[rewards]] weight is 0" \
+        in refused.stderr and "--set" not in refused.stderr
 
 
 def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny_tokenizer, english):

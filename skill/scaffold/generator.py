@@ -229,7 +229,9 @@ def _would_not_run(message: str, rendered: Path, folder: Path, settings) -> str:
             message = message.replace(scratch_path + os.sep, "").replace(scratch_path, ".")
         else:
             message = message.replace(scratch_path, shown)
-    given = settings.dotted() if settings is not None else {}
+    # the --set settings the refusal names (not every one given: a refusal of the preset's values names none)
+    given = {key: value for key, value in (settings.dotted() if settings is not None else {}).items()
+             if re.search(rf"\b{re.escape(key.rpartition('.')[2])}\b", message)}
     if given and positioned:
         from ..core.schema import toml_text
 

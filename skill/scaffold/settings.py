@@ -242,12 +242,14 @@ def _epochs_over_the_presets_steps(data: dict, settings: CliSettings, notes: lis
     """grpo.num_train_epochs given without max_steps: the preset's max_steps left out, else it would decide the
     run's length (transformers ignores the epochs beside it, and the config check refuses both), and said."""
     given = settings.tables.get("grpo", {})
-    if "num_train_epochs" not in given or "max_steps" in given or "max_steps" not in data["grpo"]:
-        return
-    steps = data["grpo"]["max_steps"]
-    data["grpo"] = {key: value for key, value in data["grpo"].items() if key != "max_steps"}
-    notes.append(_("grpo.max_steps ({steps}, the preset's) left out: grpo.num_train_epochs decides the run's "
-                   "length").format(steps=steps))
+    if "num_train_epochs" in given and "max_steps" not in given and "max_steps" in data["grpo"]:
+        steps = data["grpo"]["max_steps"]
+        data["grpo"] = {key: value for key, value in data["grpo"].items() if key != "max_steps"}
+        notes.append(_("grpo.max_steps ({steps}, the preset's) left out: grpo.num_train_epochs decides the run's "
+                       "length").format(steps=steps))
+    given = settings.tables.get("sft", {})
+    if "num_train_epochs" in given and "max_steps" not in given:  # config.toml.jinja leaves its own out
+        notes.append(_("sft.max_steps (the template's) left out: sft.num_train_epochs decides sft.py's length"))
 
 
 def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:

@@ -45,8 +45,8 @@ def rewards(ctx, project, as_json):
     from ..core import plugins
 
     if project and plugins.register_project(project) is None:
-        fail(_("{project} has no rewards.py; pass the folder of a project grpo-skill new made").format(
-            project=project))
+        fail(_("{project} has no rewards.py, so it adds no rewards of its own; leave out --project to list the "
+               "installed ones").format(project=project))
     rows = [
         {"name": name, "plugin": reg.plugin, "params": dict(reg.item.params), "description": reg.item.description}
         for name, reg in sorted(plugins.rewards().items())
