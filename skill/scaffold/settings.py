@@ -235,12 +235,13 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
             else:  # keys the template writes literally (model.compile_decoding, dataset.system_prompt, [sft])
                 extra.setdefault(table, {})[key] = value
     _room_for_the_prompt(data, settings, prompt_room, notes)
-    _epochs_over_the_presets_steps(data, settings, notes)
+    _epochs_over_default_steps(data, settings, notes)
 
 
-def _epochs_over_the_presets_steps(data: dict, settings: CliSettings, notes: list[str]) -> None:
-    """grpo.num_train_epochs given without max_steps: the preset's max_steps left out, else it would decide the
-    run's length (transformers ignores the epochs beside it, and the config check refuses both), and said."""
+def _epochs_over_default_steps(data: dict, settings: CliSettings, notes: list[str]) -> None:
+    """num_train_epochs given without max_steps: the default max_steps (the preset's in [grpo], the template's in
+    [sft]) left out, else it would decide the run's length (transformers ignores the epochs beside it, and the config
+    check refuses both), and said."""
     given = settings.tables.get("grpo", {})
     if "num_train_epochs" in given and "max_steps" not in given and "max_steps" in data["grpo"]:
         steps = data["grpo"]["max_steps"]
