@@ -76,6 +76,16 @@ def _raw_table(config, section: str) -> dict:
     return tomllib.loads(config.path.read_text(encoding="utf-8")).get(section, {})
 
 
+def missing_examples(config) -> str | None:
+    """``[sft]`` path as written, where it names a local file that is not there (sft.py stops; train.py never reads
+    it); None otherwise."""
+    from ..core.datafile import LOCAL_DATA_SUFFIXES
+
+    written = sft_settings(config)["path"]
+    path = config.project_dir / written
+    return written if path.suffix in LOCAL_DATA_SUFFIXES and not path.is_file() else None
+
+
 def examples_file(config) -> Path | None:
     """``[sft]`` path as a local file, checked to exist and to hold the example columns in every row (light: sft.py
     and `grpo-skill check` call it before any model loads); None for a hub dataset id."""

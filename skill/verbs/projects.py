@@ -143,14 +143,13 @@ def check(project, run_rewards, gpus, as_json):
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
     if loaded.sft is not None:
-        from ..core.datafile import LOCAL_DATA_SUFFIXES
         from ..runtime import warmstart
 
-        examples = loaded.project_dir / warmstart.sft_settings(loaded)["path"]
-        if examples.suffix in LOCAL_DATA_SUFFIXES and not examples.exists():  # [sft] is optional: train.py runs
+        missing = warmstart.missing_examples(loaded)
+        if missing:  # [sft] is optional: train.py runs without it
             loaded.warnings.append(loaded.said(("sft", "path"), _(
                 "{path} does not exist: sft.py (the optional warm start) would stop there; train.py does not read "
-                "it").format(path=warmstart.sft_settings(loaded)["path"])))
+                "it").format(path=missing)))
         else:
             warmstart.examples_file(loaded)  # sft.py's own check of its examples
     from ..runtime import modelfiles
