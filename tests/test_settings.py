@@ -150,6 +150,19 @@ def test_set_grpo_epochs_leaves_out_the_presets_max_steps_and_says_so(cli, tmp_p
     assert not (tmp_path / "q").exists()
 
 
+def test_new_names_a_surprising_value_as_check_and_train_py_do(cli, tmp_path, english):
+    made = cli("new", "p", "--preset", "tiny", "--set", "grpo.learning_rate=0.5", cwd=tmp_path)
+    assert made.stderr.splitlines() == [
+        "warning: grpo.learning_rate = 0.5 (given on the command line): far above what LoRA runs use, and likely to "
+        "diverge (a NaN loss) within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4 (the Qwen3-4B presets at 1e-5)"]
+    assert config_of(tmp_path / "p")["grpo"]["learning_rate"] == 0.5  # it runs: written as given
+    listed = json.loads(cli("new", "q", "--preset", "tiny", "--set", "sft.learning_rate=0.5", "--json",
+                            cwd=tmp_path).stdout)
+    [warning] = listed["warnings"]
+    assert warning.startswith("sft.learning_rate = 0.5 (given on the command line): far above")
+    assert not json.loads(cli("new", "r", "--preset", "tiny", "--json", cwd=tmp_path).stdout)["warnings"]
+
+
 def test_set_sft_epochs_writes_no_default_max_steps_that_would_override_them(cli, tmp_path):
     made = cli("new", "p", "--preset", "tiny", "--set", "sft.num_train_epochs=2", "--set", "sft.warmup_steps=0.1",
                cwd=tmp_path)

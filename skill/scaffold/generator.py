@@ -150,6 +150,7 @@ class Rendered:
     backup_dir: Path | None = None  # where the files you had changed were saved (--force)
     backed_up: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what `new` chose or read for you (a reward it added, ...)
+    warnings: list[str] = field(default_factory=list)  # values that run but are surely not what was meant
 
 
 def render(path: str | Path, parent: str | Path = ".", *, force: bool = False, **options) -> tuple[Path, list[str]]:
@@ -190,6 +191,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     # Rendered beside the target where its folder exists, so that a new project is moved into place whole (one
     # rename) rather than copied and the copy deleted
     beside = target.parent if target.parent.is_dir() else None
+    shown_folder = target if shown_as is None else shown_as
     with tempfile.TemporaryDirectory(dir=beside, prefix=".grpo-skill-new-") as scratch:
         rendered = Path(scratch) / name
         _copy_template(rendered, data)
@@ -201,19 +203,30 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         try:
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
-            config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
         except UserError as error:
-            folder = target if shown_as is None else shown_as
-            raise GenerateError(_would_not_run(str(error), rendered, folder, options.get("settings"))) from None
+            raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
-        result = Rendered(target, files, notes=notes)
+        result = Rendered(target, files, notes=notes,
+                          warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
         if target.is_dir():
             _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _in_project(message: str, rendered: Path, folder: Path) -> str:
+    """``message`` with the scratch folder's paths named as the project's (relative to it where ``folder`` is
+    ``Path()``)."""
+    for scratch_path, shown in ((str(rendered), str(folder)), (shown_path(rendered), shown_path(folder))):
+        if folder == Path():  # named relative to the project
+            message = message.replace(scratch_path + os.sep, "").replace(scratch_path, ".")
+        else:
+            message = message.replace(scratch_path, shown)
+    return message
 
 
 def _would_not_run(message: str, rendered: Path, folder: Path, settings) -> str:
@@ -224,11 +237,7 @@ def _would_not_run(message: str, rendered: Path, folder: Path, settings) -> str:
     for name in (str(config_file), shown_path(config_file)):
         message, count = re.subn(re.escape(name) + r"(?::\d+)?: ", "", message)
         positioned = positioned or count > 0
-    for scratch_path, shown in ((str(rendered), str(folder)), (shown_path(rendered), shown_path(folder))):
-        if folder == Path():  # named relative to the project
-            message = message.replace(scratch_path + os.sep, "").replace(scratch_path, ".")
-        else:
-            message = message.replace(scratch_path, shown)
+    message = _in_project(message, rendered, folder)
     # the --set settings the refusal names (not every one given: a refusal of the preset's values names none)
     given = {key: value for key, value in (settings.dotted() if settings is not None else {}).items()
              if re.search(rf"\b{re.escape(key.rpartition('.')[2])}\b", message)}

@@ -55,13 +55,16 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
     repository = start_repository(target, files)
     result = {"project": str(target.resolve()), "preset": preset, "lang": lang, "files": files,
               "backup_dir": str(rendered.backup_dir) if rendered.backup_dir else None,
-              "backed_up": rendered.backed_up, "repository": repository, "notes": rendered.notes}
+              "backed_up": rendered.backed_up, "repository": repository, "notes": rendered.notes,
+              "warnings": rendered.warnings}
 
     def text(data):
         click.echo(_("Created {project} ({count} files, preset {preset}).").format(
             project=data["project"], count=len(files), preset=preset))
         for note in rendered.notes:
             click.echo(_("note: {note}").format(note=note))
+        for warning in rendered.warnings:
+            click.echo(_("warning: {problem}").format(problem=warning), err=True)
         if rendered.backed_up:
             click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
                 folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
