@@ -262,19 +262,33 @@ def keep_checkpointing_options(policy) -> None:
 
 
 def compile_decoder_layers(policy) -> int:
-    """Each decoder layer of the policy through torch.compile in place ([model] compile_layers): the layers share
-    one code, so one set of graphs serves all of them, for scoring and training (the fast path's copy decodes with
-    its own modules). Dynamic shapes from the start (completions change length every generation) and room for the
-    variants a step meets: with and without grad, with and without the adapters (the reference), checkpointed or
-    not. Under torch's default limit of 8 the layers met a 9th on an H100 and ran uncompiled from then on; with
-    these, no recompile after the first step (2026-12-06). Returns how many layers it compiled."""
+    """Each decoder layer of the policy through torch.compile in place ([model] compile_layers), for scoring and
+    training: the layers share one code, so one set of graphs serves all of them. A call with a KV cache (the
+    policy generating: generation = "plain" on a GPU, or any run on a CPU) takes the eager forward, since every
+    layer index and cache state would be a graph of its own (9 graphs instead of 3 for the tiny preset's two
+    layers; a 36-layer model would exhaust the recompile limit). Dynamic shapes from the start (completions change
+    length every generation) and room for the variants a step meets: with and without grad, with and without the
+    adapters (the reference), checkpointed or not. Under torch's default limit of 8 the layers met a 9th on an H100
+    and ran uncompiled from then on; with these, no recompile after the first step (2026-12-06). Returns how many
+    layers it compiled."""
+    import torch
     import torch._dynamo
 
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 32)
     layers = [module for module in policy.modules() if type(module).__name__.endswith("DecoderLayer")]
     for layer in layers:
-        layer.compile(dynamic=True)
+        layer._compiled_call_impl = _compiled_without_cache(layer, torch.compile(layer._call_impl, dynamic=True))
     return len(layers)
+
+
+def _compiled_without_cache(layer, compiled):
+    """What nn.Module.compile sets as the layer's call: ``compiled``, except for a call with a KV cache."""
+    def call(*args, **kwargs):
+        if kwargs.get("past_key_values") is not None:
+            return layer._call_impl(*args, **kwargs)
+        return compiled(*args, **kwargs)
+
+    return call
 
 
 def check_targets(model, config: ProjectConfig) -> None:
