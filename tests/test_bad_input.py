@@ -274,6 +274,9 @@ TYPE_CASES = [  # (id, old, new, fact)
      'grpo.output_dir = "rewards.py": proj/rewards.py is a file, not a folder; name a new or empty folder'),
     ("sft-output-dir-in-a-file", 'output_dir = "outputs/sft"', 'output_dir = "data/prompts.jsonl/sft"',
      'sft.output_dir = "data/prompts.jsonl/sft": proj/data/prompts.jsonl is a file, not a folder'),
+    ("sft-output-dir-is-grpos", 'output_dir = "outputs/sft"', 'output_dir = "outputs/"',
+     "sft.output_dir: 'outputs/' is grpo.output_dir too, where train.py writes its own adapter and metrics over "
+     "sft.py's; give sft.py a folder of its own, e.g. 'outputs/sft'"),
     ("report-to-unknown", "report_to = []", 'report_to = ["wandbb"]',
      "grpo.report_to: 'wandbb' is not a logger transformers knows; did you mean 'wandb'?"),
     ("eval-strategy", "seed = 42", 'seed = 42\neval_strategy = "steps"',
@@ -797,6 +800,9 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          "writes its files there (README.md, adapter, ...) over any of the same name: choose a new or empty folder "
          "with sft.output_dir in config.toml", mode="script", args=("sft.py", "--max-steps", "1"),
          edits=edit('output_dir = "outputs/sft"', 'output_dir = "mine"'), files={"proj/mine/notes.txt": "mine\n"}),
+    Case("script-train-output-dir-is-sfts", "error: grpo.output_dir (given on the command line): 'outputs/sft' is "
+         "sft.output_dir, where sft.py's adapter is: train.py would write its own over it; choose another folder",
+         mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "outputs/sft")),
     Case("script-evaluate-users-samples", "error: {tmp}/elsewhere/samples.jsonl is not evaluate.py's", mode="script",
          args=("evaluate.py", "--adapter", "{tmp}/elsewhere/adapter"),
          files={"elsewhere/adapter/adapter_config.json": "{}", "elsewhere/samples.jsonl": "my samples\n"}),

@@ -170,6 +170,21 @@ def test_sftconfig_fields_in_sft_reach_the_trainer(tmp_path):
     assert steps[0]["num_tokens"] == 8 * 80  # the first batch's 8 examples, cut to max_length
 
 
+    # a second run over the first is refused before the model loads, and changes nothing; --overwrite replaces it
+    sft_dir = project / "outputs" / "sft"
+    before = {path: path.read_bytes() for path in sft_dir.rglob("*") if path.is_file()}
+    again = run([sys.executable, "sft.py"], cwd=project, check=False, env=ONE_THREAD)
+    assert again.returncode == 1 and again.stderr.strip().splitlines() == [
+        f"error: {sft_dir} holds an earlier SFT run: replace it with python sft.py --overwrite, or set another "
+        "sft.output_dir in config.toml"]
+    assert {path: path.read_bytes() for path in sft_dir.rglob("*") if path.is_file()} == before
+    replaced = run([sys.executable, "sft.py", "--overwrite", "--max-steps", "1"], cwd=project, env=ONE_THREAD)
+    assert f"--overwrite: removed the earlier run in {sft_dir} (adapter, metrics.jsonl)" in replaced.stderr
+    assert json.loads(replaced.stdout)["steps"] == 1
+    rows = [json.loads(line) for line in (sft_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows if "loss" in row] == [1]  # the new run's rows only
+
+
 def test_examples_render_with_the_projects_chat_template_kwargs(tmp_path, chat_tokenizer):
     from grpo_skill import project as projects
 

@@ -344,7 +344,7 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
     finished = finished_step(output_dir)
     if overwrite:
         if is_main_process():
-            _remove_run(output_dir)
+            remove_run(output_dir)
         return Start()
     if resume:
         if last is None and has_run(output_dir):  # a fresh start would refuse it too: point past both
@@ -388,9 +388,10 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
     return Start()
 
 
-def _remove_run(output_dir: Path) -> None:
+def remove_run(output_dir: Path, choose: str = "--output-dir") -> None:
     """Move the earlier run aside into one hidden folder, all of it or (on the first failure, moved back) none of
-    it, then delete that folder: a folder that cannot be written keeps the whole earlier run."""
+    it, then delete that folder: a folder that cannot be written keeps the whole earlier run. ``choose``: the
+    setting that picks another folder."""
     removed = [checkpoint.path for checkpoint in checkpoint_dirs(output_dir)]
     removed += [output_dir / name for name in RUN_FILES if (output_dir / name).exists()]
     if not removed:
@@ -399,8 +400,8 @@ def _remove_run(output_dir: Path) -> None:
         aside = Path(tempfile.mkdtemp(prefix=".overwrite-", dir=output_dir))
     except OSError as error:
         raise ResumeError(_("--overwrite: cannot remove the earlier run in {dir} ({reason}); nothing was removed: "
-                            "make the folder writable, or choose another --output-dir").format(
-            dir=output_dir, reason=error.strerror or error)) from None
+                            "make the folder writable, or choose another folder with {choose}").format(
+            dir=output_dir, reason=error.strerror or error, choose=choose)) from None
     moved = []
     try:
         for path in removed:
@@ -411,8 +412,8 @@ def _remove_run(output_dir: Path) -> None:
             (aside / path.name).rename(path)
         shutil.rmtree(aside, ignore_errors=True)
         raise ResumeError(_("--overwrite: cannot remove {path} ({reason}); nothing was removed: make {dir} writable, "
-                            "or choose another --output-dir").format(
-            path=path, reason=error.strerror or error, dir=output_dir)) from None
+                            "or choose another folder with {choose}").format(
+            path=path, reason=error.strerror or error, dir=output_dir, choose=choose)) from None
     shutil.rmtree(aside, ignore_errors=True)
     if removed:
         print(_("--overwrite: removed the earlier run in {dir} ({names})").format(

@@ -113,6 +113,24 @@ def examples_file(config) -> Path | None:
     return path
 
 
+OUTPUT_SETTING = "sft.output_dir in config.toml"
+
+
+def prepare_output(output_dir: Path, overwrite: bool) -> None:
+    """Make sft.py's output folder ready before the model loads: a folder of someone else's files is refused; an
+    earlier SFT run there is replaced only with --overwrite (its adapter may be the one [model] adapter names, and
+    its metrics would run on into the new run's)."""
+    from . import resume
+
+    resume.refuse_others_folder(output_dir, OUTPUT_SETTING)
+    if not resume.has_run(output_dir):
+        return
+    if not overwrite:
+        raise resume.ResumeError(_("{dir} holds an earlier SFT run: replace it with python sft.py --overwrite, or set "
+                                   "another sft.output_dir in config.toml").format(dir=output_dir))
+    resume.remove_run(output_dir, OUTPUT_SETTING)
+
+
 def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
