@@ -12,8 +12,10 @@ is found first, in this order, the last of its kind winning:
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
 calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
 it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts there (千米, 千克,
-千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an. Numerals
-outside an anchor or a total are not read: 一 is also a word (一下, 一起).
+千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an; fractions
+and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2). Numerals outside an anchor
+or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown
+emphasis may wrap it (**答案**：42).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import re
 # CJK ideographs and the full-width punctuation that ends a clause
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CLAUSE_END = "。！？；，、\n!?;"
-_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)\s*(?:应该是|应为|应是|就是|是|为|等于|[:：=])\s*"
+# the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
+_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
@@ -71,9 +74,36 @@ def chinese_numeral(text: str) -> str | None:
     return format(value, "g") if isinstance(value, float) and not value.is_integer() else str(int(value))
 
 
+# fractions and percentages in words: 四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2
+_NUMBER_WORD = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万点]+)"
+_PERCENT = re.compile("百分之" + _NUMBER_WORD)
+_FRACTION = re.compile(_NUMBER_WORD + "分之" + _NUMBER_WORD)
+_MIXED = re.compile(r"(\d+)\s*又\s*(\d+)\s*/\s*(\d+)")
+
+
+def _as_digits(word: str) -> str | None:
+    return word if word[0].isdigit() else chinese_numeral(word)
+
+
+def _fractions_in_digits(text: str) -> str:
+    def percent(match: re.Match) -> str:
+        value = _as_digits(match.group(1))
+        return f"{value}%" if value is not None else match.group(0)
+
+    def fraction(match: re.Match) -> str:
+        denominator, numerator = _as_digits(match.group(1)), _as_digits(match.group(2))
+        return f"{numerator}/{denominator}" if None not in (numerator, denominator) else match.group(0)
+
+    def mixed(match: re.Match) -> str:
+        whole, numerator, denominator = (int(group) for group in match.groups())
+        return f"{whole * denominator + numerator}/{denominator}" if denominator else match.group(0)
+
+    return _MIXED.sub(mixed, _FRACTION.sub(fraction, _PERCENT.sub(percent, text)))
+
+
 def _read(segment: str) -> str | None:
     """The answer in an anchored or total segment: its first run holding a number, or its Chinese numerals."""
-    segment = _multiplied(segment.translate(_FULL_WIDTH_PUNCTUATION)).strip()
+    segment = _multiplied(_fractions_in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION))).strip(" *_:")
     if not segment:
         return None
     if segment.startswith("\\boxed") or segment.startswith("$"):
@@ -87,7 +117,7 @@ def _read(segment: str) -> str | None:
         return numeral
     for run in _RUN.findall(segment):
         if _HAS_MATHS.search(run):
-            return run.strip()
+            return run.strip(" *_:")
     return None
 
 
@@ -101,8 +131,8 @@ def stated_answer(text: str) -> str | None:
             answer = _read(match.group(1))
             if answer is not None:
                 return answer
-    plain = _multiplied(text.translate(_FULL_WIDTH_PUNCTUATION))
-    runs = [run.strip() for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
+    plain = _multiplied(_fractions_in_digits(text.translate(_FULL_WIDTH_PUNCTUATION)))
+    runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
     return runs[-1] if runs else None
 
 
@@ -115,13 +145,13 @@ def anchored_text(text: str) -> str | None:
 
 
 def gold_number(gold: str) -> str | None:
-    """A gold answer written with Chinese numerals or an order of magnitude ("二十", "3万") as digits; None for
-    anything else."""
+    """A gold answer written with Chinese numerals, an order of magnitude or a fraction in words ("二十", "3万",
+    "四分之三", "百分之二十五") as digits; None for anything else."""
     if not has_cjk(gold):
         return None
     stripped = gold.strip().rstrip("。.")
     numeral = chinese_numeral(stripped)
     if numeral is not None and _NUMERALS.match(stripped).end() == len(stripped):
         return numeral
-    multiplied = _multiplied(stripped)
-    return multiplied if multiplied != stripped and not has_cjk(multiplied) else None
+    digits = _multiplied(_fractions_in_digits(stripped))
+    return digits if digits != stripped and not has_cjk(digits) else None
