@@ -503,7 +503,8 @@ def quickstart_block() -> Block:
 
 
 class Runner:
-    """Runs the lines of a docs bash block: cd, grpo-skill (in process), python train.py and git (subprocesses)."""
+    """Runs the lines of a docs bash block: cd, grpo-skill (in process), python train.py, git and printf into a file
+    (subprocesses)."""
 
     def __init__(self, cwd: Path, monkeypatch):
         self.cwd = cwd
@@ -526,6 +527,9 @@ class Runner:
             self.train(words[2:], env, where)
         elif words[0] == "pip":
             pass  # installing is not tested here
+        elif words[0] == "printf" and ">" in words:  # a small data file, written by the shell as a reader's would be
+            result = subprocess.run(["bash", "-c", line], cwd=self.cwd, capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, f"{where}: {line} failed in {self.cwd}\n{result.stderr}"
         elif words[0] == "git":
             identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
                         for what, value in (("NAME", "docs"), ("EMAIL", "docs@localhost"))}
