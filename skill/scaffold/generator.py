@@ -200,10 +200,13 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
         updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None
+        from ..advisors.golds import gold_warnings
+
         try:
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
             raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
         finally:

@@ -145,6 +145,9 @@ def check(project, run_rewards, gpus, as_json):
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
+        from ..advisors.golds import gold_warnings
+
+        loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
     if loaded.sft is not None:
         from ..runtime import warmstart
 
