@@ -139,14 +139,33 @@ def test_with_a_project_the_disk_check_is_for_its_model(facts):
     assert disk_problems(cached) == []  # nothing to download
 
 
-def test_a_projects_model_is_local_cached_or_a_download_of_its_known_size(cli, tmp_path):
+def test_a_projects_model_is_local_cached_or_a_download_of_its_known_size(cli, tmp_path, monkeypatch):
     cli("new", "tiny", "--preset", "tiny", "-o", str(tmp_path))
     assert doctor.project_model(tmp_path / "tiny") == {"name": "grpo-skill/tiny-qwen3", "local": True,
-                                                       "cached": False, "download_gib": None}
+                                                       "cached": False, "download_gib": None, "hub_offline": None}
     cli("new", "thinking", "--preset", "thinking", "-o", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # a hub that does not answer, as on a machine offline
     model = doctor.project_model(tmp_path / "thinking")
     assert model["local"] is False and model["cached"] is False  # no hub here: never downloaded
     assert 3.0 < model["download_gib"] < 4.0  # Qwen3-4B at 4 bits; its bnb-4bit repo is ~3.5 GB
+    assert model["hub_offline"] == "127.0.0.1 cannot be reached"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert doctor.project_model(tmp_path / "thinking")["hub_offline"] == "HF_HUB_OFFLINE is set"
+
+
+def test_a_model_to_download_while_the_hub_is_offline_is_a_blocker(facts):
+    offline = copy.deepcopy(facts)
+    offline["model"] = {"name": "unsloth/Qwen3-4B-unsloth-bnb-4bit", "local": False, "cached": False,
+                        "download_gib": 3.3, "hub_offline": "huggingface.co cannot be reached"}
+    (problem,) = [p for p in doctor.diagnose(offline) if "project's model" in p["what"]]
+    assert problem["level"] == doctor.BLOCKER
+    assert problem["what"] == ("the project's model unsloth/Qwen3-4B-unsloth-bnb-4bit is not on this machine, and the "
+                               "hub is offline (huggingface.co cannot be reached): train.py would stop before loading it")
+    assert "--model PATH" in problem["fix"]
+    reachable = copy.deepcopy(offline)
+    reachable["model"]["hub_offline"] = None
+    assert not [p for p in doctor.diagnose(reachable) if "project's model" in p["what"]]
 
 
 def test_the_command_exits_1_on_a_blocker_and_shows_the_fix(facts, monkeypatch):

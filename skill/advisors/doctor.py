@@ -135,7 +135,18 @@ def project_model(path: str | Path) -> dict:
         stored_4bit = "bnb-4bit" in name.lower() or config.model["load_in_4bit"] is True
         weight_bytes = shape.linear_params * 0.75 + shape.embedding_params * 2 if stored_4bit else shape.params * 2
         download = round(weight_bytes / GIB, 1)
-    return {"name": name, "local": local, "cached": cached, "download_gib": download}
+    return {"name": name, "local": local, "cached": cached, "download_gib": download,
+            "hub_offline": None if local or cached else _hub_offline()}
+
+
+def _hub_offline() -> str | None:
+    """Why the hub cannot be asked for a download (as train.py would find it), or None."""
+    from ..core import hub
+
+    variable = hub.offline_by_env()
+    if variable is not None:
+        return _("{variable} is set").format(variable=variable)
+    return None if hub.hub_reachable() else _("{host} cannot be reached").format(host=hub.hub_host()[0])
 
 
 def collect(project_dir: str | Path | None = None) -> dict:
@@ -211,8 +222,8 @@ def _own_requirements(facts: dict) -> list[dict]:
 
 def diagnose(facts: dict) -> list[dict]:
     """The problems in ``facts``, blockers first; each says what is wrong and how to fix it."""
-    problems = (_package_problems(facts) + _gpu_problems(facts["torch"], facts["packages"]) + _disk_problems(facts)
-                + _tool_problems(facts))
+    problems = (_package_problems(facts) + _gpu_problems(facts["torch"], facts["packages"]) + _model_problems(facts)
+                + _disk_problems(facts) + _tool_problems(facts))
     return sorted(problems, key=lambda problem: problem["level"] != BLOCKER)
 
 
@@ -276,6 +287,18 @@ def _gpu_problems(torch: dict, packages: dict) -> list[dict]:
                 _("free the GPU (other processes, a Jupyter kernel), or lower num_generations and "
                   "max_completion_length")))
     return problems
+
+
+def _model_problems(facts: dict) -> list[dict]:
+    """The project's model, where it must be downloaded and the hub cannot be asked: train.py would stop at once."""
+    model = facts.get("model")
+    if not model or not model.get("hub_offline"):
+        return []
+    return [_problem(BLOCKER, _("the project's model {model} is not on this machine, and the hub is offline ({why}): "
+                                "train.py would stop before loading it").format(model=model["name"],
+                                                                              why=model["hub_offline"]),
+                     _("download it where there is a network (hf download {model}, then copy the Hugging Face cache "
+                       "here), or give train.py --model PATH to a local copy").format(model=model["name"]))]
 
 
 def _disk_problems(facts: dict) -> list[dict]:
