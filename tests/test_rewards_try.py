@@ -250,6 +250,25 @@ def test_a_project_gives_its_preset_settings_params_and_tokenizer(cli, tmp_path,
     assert [sample["scores"]["soft_overlong"] for sample in data["samples"]] == [-1.0, 0.0]
 
 
+def test_a_project_without_names_tries_its_own_rewards_with_their_weights(cli, tmp_path, english):
+    """`rewards try --project .` scores with the rewards config.toml lists, at their weights, so its totals and
+    advantages are the run's; a listed reward named without a weight takes the project's, one with a weight its own."""
+    cli("new", "proj", "--preset", "standard", "-r", "length:0.5", "-r", "format:0.25", "-o", str(tmp_path))
+    project = tmp_path / "proj"
+    texts = ["-c", "It is 42.", "-c", "forty-two, I think, or maybe not"]
+    own = json.loads(cli("rewards", "try", "--project", ".", *texts, "--json", cwd=project).stdout)
+    assert [(entry["name"], entry["weight"]) for entry in own["rewards"]] == [("length", 0.5), ("format", 0.25)]
+    named = json.loads(cli("rewards", "try", "--project", ".", "format", "length:2", *texts, "--json",
+                           cwd=project).stdout)
+    assert [(entry["name"], entry["weight"]) for entry in named["rewards"]] == [("format", 0.25), ("length", 2.0)]
+    for sample in own["samples"]:  # the weighted total, as the run adds it
+        assert sample["total"] == 0.5 * sample["scores"]["length"] + 0.25 * sample["scores"]["format"]
+    nothing = cli("rewards", "try", "-c", "x", check=False)
+    assert nothing.returncode == 1 and nothing.stderr.strip() == (
+        "Error: name the rewards to try (NAME[:WEIGHT] ...), or give --project DIR to try a project's own, with "
+        "their weights")
+
+
 def test_a_reward_the_project_does_not_list_reads_the_projects_gold_column(cli, tmp_path):
     """--project gives the rewards config.toml lists their params, the gold answer's column among them (`new
     --answer-column final`); a gold-reading reward tried that config.toml does not list reads that column too (it

@@ -105,7 +105,7 @@ def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
         from ..core import project as projects
 
         config = projects.load(project)  # its config.toml, with its rewards.py registered
-    chosen = parse_specs(specs)
+    chosen = _chosen(specs, config)
     names = [name for name, _weight in chosen]
     if len(set(names)) != len(names):
         raise TryError(_("a reward is named twice; give each once, with its weight"))
@@ -122,6 +122,22 @@ def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
         preset_item = None
     grpo = dict(config.grpo) if config is not None and not preset else {}
     return _Run(chosen, found, params, config, preset_item, grpo, notes)
+
+
+def _chosen(specs, config) -> list[tuple[str, float]]:
+    """(name, weight) of each reward to try: as given; with a project, its [[rewards]] when none are named, and its
+    weight for a listed reward named without one, so that totals and advantages are the run's."""
+    if not specs:
+        if config is None:
+            raise TryError(_("name the rewards to try (NAME[:WEIGHT] ...), or give --project DIR to try a project's "
+                             "own, with their weights"))
+        return [(choice.name, choice.weight) for choice in config.rewards]
+    chosen = parse_specs(specs)
+    if config is None:
+        return chosen
+    weights = {choice.name: choice.weight for choice in config.rewards}
+    return [(name, weights[name]) if ":" not in spec and name in weights else (name, weight)
+            for spec, (name, weight) in zip(specs, chosen)]
 
 
 def _project_gold(config, found: dict[str, Reward], params: dict[str, dict], unlisted: list[str]) -> list[str]:

@@ -61,8 +61,10 @@ def rewards(ctx, project, as_json):
 
 @rewards.command("try", help=N_(
     "Score completions with the real reward code: each reward's score, the weighted total and the group's "
-    "advantages as GRPO computes them, so that reward hacking and zero spread show before any GPU hour."))
-@click.argument("specs", nargs=-1, required=True, metavar="NAME[:WEIGHT]...")
+    "advantages as GRPO computes them, so that reward hacking and zero spread show before any GPU hour. With "
+    "--project and no NAME, the project's own rewards with their weights; a listed NAME without a WEIGHT takes the "
+    "project's."))
+@click.argument("specs", nargs=-1, metavar="[NAME[:WEIGHT]]...")
 @click.option("--completion", "-c", "completions", multiple=True, metavar="TEXT",
               help=N_("A completion to score; repeat it for a group."))
 @click.option("--file", "samples_file", type=click.Path(dir_okay=False),
