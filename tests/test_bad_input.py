@@ -120,6 +120,8 @@ CLI_CASES = [
          args=("new", "ok", "-r", "length:nan")),
     Case("new-reward-twice", "a reward is given twice", args=("new", "ok", "-r", "length", "-r", "length:2")),
     Case("new-dataset-missing", "--dataset missing.jsonl: no such file", args=("new", "ok", "--dataset", "missing.jsonl")),
+    Case("new-dataset-hub-id", "--dataset openai/gsm8k: --dataset copies a local file into the project; for a hub "
+         "dataset give --set dataset.path=openai/gsm8k", args=("new", "ok", "--dataset", "openai/gsm8k")),
     Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
          files={"notes.txt": "What is 2 + 2?\n"}),
     Case("new-prompt-column", "column 'question' is not in prompts.jsonl",
