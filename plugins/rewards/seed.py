@@ -173,8 +173,8 @@ def register_rewards(register):
     register(Reward(
         "thinking_comprehensive", thinking_comprehensive_factory,
         N_("Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
-           "sentences (. ! 。 ！) + 0.1 for a '?' or '？' + 0.1 for step words (first/then/next/finally, "
-           "首先/其次/然后/接着/最后/因此/所以)."),
+           "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally); Chinese counts too (。！ end "
+           "sentences, ？ asks, and the Chinese step words)."),
         params={"think_end_token": "</think>"},
         param_help={"think_end_token": THINK_END_HELP},
         example=("--completion", "First, 91 is odd. Then try 7? 7 x 13 = 91.</think>Not prime.",

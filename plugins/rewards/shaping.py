@@ -317,8 +317,8 @@ def register_rewards(register):
     ))
     register(Reward(
         "reasoning_steps", reasoning_steps_factory,
-        N_("Counts step markers (\"Step 1:\", numbered lines, bullets, First/Second/Next/Finally; in Chinese "
-           "第一步, 1、 or 一、, 首先/其次/然后/接着/接下来/最后，): min(1.0, steps / min_steps)."),
+        N_("Counts step markers (\"Step 1:\", numbered lines, bullets, First/Second/Next/Finally, and their "
+           "Chinese forms): min(1.0, steps / min_steps)."),
         params={"min_steps": 3},
         param_help={"min_steps": N_("steps that earn the full 1.0")},
         example=("--completion", "First, add 6 and 7. Next, check the sum. Finally, answer 13.",
