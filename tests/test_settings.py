@@ -301,7 +301,7 @@ def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny
     from importlib import resources
 
     prompts = [json.loads(line)["prompt"] for line in resources.files("grpo_skill.templates").joinpath(
-        "project/data/prompts.jsonl").read_text().splitlines() if line.strip()]
+        "project/_i18n/data/prompts.en.jsonl").read_text().splitlines() if line.strip()]
     rendered = [tiny_tokenizer.apply_chat_template([{"role": "system", "content": system},
                                                     {"role": "user", "content": text}],
                                                    tokenize=False, add_generation_prompt=True) for text in prompts]

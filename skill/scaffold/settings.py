@@ -26,6 +26,8 @@ CORRECTNESS_REWARD = ("accuracy", 1.0)
 DEFAULT_GOLD_COLUMN = "answer"
 # The template's sample prompts: the dataset of a project made without --dataset.
 SAMPLE_PROMPTS = "data/prompts.jsonl"
+# Where the template keeps them, and sft.py's worked examples, in each language (data/*.jsonl.jinja include one).
+SAMPLES = "_i18n/data"
 # Params that fit a reward to Chinese text, which the defaults (the seed's) do not read: a Chinese answer has no
 # spaces, so length counts it as one word, and it ends with 。, so format finds no end. `new` writes them for a
 # Chinese project (--lang zh-CN, or a dataset whose prompts are mostly Chinese) unless --param gives them.
@@ -301,9 +303,10 @@ def parse(set_items=(), param_items=()) -> CliSettings:
     return parse_params(param_items, parse_sets(set_items))
 
 
-def dataset_info(path, prompt_column: str, answer_column: str | None):
+def dataset_info(path, prompt_column: str, answer_column: str | None, shown: str | None = None):
     """The columns of a local data file and its share of Chinese prompts (a DatasetInfo), after checking that it has
-    the prompt and answer columns; None for a hub dataset (its columns are known only when it loads)."""
+    the prompt and answer columns; None for a hub dataset (its columns are known only when it loads). ``shown``:
+    the file as a refusal names it (default: its path)."""
     from pathlib import Path
 
     from ..core import datafile
@@ -313,22 +316,29 @@ def dataset_info(path, prompt_column: str, answer_column: str | None):
     if path.suffix not in datafile.LOCAL_DATA_SUFFIXES or not path.is_file():
         return None
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
-    return datafile.scan(path, shown_path(path), wanted, chinese=True)
+    return datafile.scan(path, shown or shown_path(path), wanted, chinese=True)
+
+
+def sample_prompts(lang: str, preset: str):
+    """The template's sample prompts that a project made without --dataset gets: in its language, but English for the
+    tiny preset, whose tokenizer is built from the English ones (templates/project/data/prompts.jsonl.jinja)."""
+    from . import history
+
+    return history.template_dir() / SAMPLES / f"prompts.{'en' if preset == 'tiny' else lang}.jsonl"
 
 
 def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,
                        defaults: bool, model_given: bool, notes: list[str]) -> None:
     """The answers of `new`, completed with what the command line said: a correctness reward when the dataset has
     a gold column and the preset's rewards are taken, --param and --answer-column in the rewards, --set values."""
-    from . import history
-
     settings = settings or CliSettings()
     if answer_column is not None and not answer_column.strip():
         raise SettingError(_("--answer-column: give the name of the dataset's column of gold answers"))
-    source = dataset if dataset is not None else history.template_dir() / SAMPLE_PROMPTS
+    source = dataset if dataset is not None else sample_prompts(data["lang"], data["preset"])
     if "dataset" in settings.tables and "path" in settings.tables["dataset"]:
         source = None  # a hub dataset (or a file the project names itself): checked when it loads
-    info = dataset_info(source, data["prompt_column"], answer_column) if source is not None else None
+    shown = None if dataset is not None else SAMPLE_PROMPTS  # the sample prompts as the project has them
+    info = dataset_info(source, data["prompt_column"], answer_column, shown) if source is not None else None
     columns = info.columns if info is not None else None
     gold = answer_column or (DEFAULT_GOLD_COLUMN if columns and DEFAULT_GOLD_COLUMN in columns else None)
     if defaults and gold and not gold_rewards(data["rewards"]):
