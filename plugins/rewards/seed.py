@@ -113,7 +113,7 @@ def thinking_factory(context):
 
 
 STEP_WORDS = ("first", "then", "next", "finally")
-# the same in Chinese (first, next, then, then, next, finally), and the words that draw a conclusion from a step
+# the same in Chinese (first, second, then, next, next, finally), and the words that draw a conclusion from a step
 # (therefore, so): Chinese reasoning strings its steps together with them
 CHINESE_STEP_WORDS = ("首先", "其次", "然后", "接着", "接下来", "最后", "因此", "所以")
 

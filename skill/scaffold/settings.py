@@ -280,9 +280,9 @@ def fit_to_chinese(rewards: list[dict], settings: CliSettings, lang: str, chines
     """The params that read Chinese text (CHINESE_PARAMS, CHINESE_TARGET) in the rewards of a Chinese project, where
     --param did not give them, and a note naming them. ``chinese_prompts``: whether most of the dataset's prompts
     are Chinese; None where it cannot be read here (a hub dataset)."""
-    target_is_chinese = chinese_prompts or (chinese_prompts is None and lang == "zh-CN")
     if lang != "zh-CN" and not chinese_prompts:
         return
+    target_is_chinese = chinese_prompts or (chinese_prompts is None and lang == "zh-CN")
     written = []
     for reward in rewards:
         wanted = {**CHINESE_PARAMS.get(reward["name"], {}),
