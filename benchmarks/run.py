@@ -553,7 +553,7 @@ def main(argv=None) -> int:
     bench.report["environment"] = bench.environment()
     model = bench.build_model()
     bench.report["model"] = bench.describe_model(model)
-    prompts = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
+    prompts = Path(str(resources.files("grpo_skill.templates").joinpath("project/_i18n/data/prompts.en.jsonl")))
     for job in jobs:
         bench.prepare(job, model, prompts)
     bench.save()

@@ -251,7 +251,7 @@ def test_the_preset_shape_contender_runs_the_preset_as_new_makes_it_and_is_not_c
 def test_a_generated_contender_is_the_project_with_the_cases_settings(tmp_path, tiny_model):
     bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=60,
                                                              suite=["default"], dry_run=False))
-    prompts = REPO / "templates" / "project" / "data" / "prompts.jsonl"
+    prompts = REPO / "templates" / "project" / "_i18n" / "data" / "prompts.en.jsonl"
     equal = bench_run.Job(0, contender("generated unsloth"), bench_run.settings_for(contender("generated unsloth"),
                                                                                     False))
     speed = bench_run.Job(1, contender("generated unsloth + speed"),
@@ -523,7 +523,7 @@ def test_a_decode_call_replaces_its_rows_in_the_table_and_keeps_the_others():
 def test_the_compile_decoding_contender_uses_the_projects_own_switch(tmp_path, tiny_model):
     bench = bench_run.Benchmark(bench_run.argparse.Namespace(out=tmp_path, work=tmp_path / "work", budget=60,
                                                              suite=["levers"], dry_run=False))
-    prompts = REPO / "templates" / "project" / "data" / "prompts.jsonl"
+    prompts = REPO / "templates" / "project" / "_i18n" / "data" / "prompts.en.jsonl"
     chosen = next(c for c in bench_run.catalog.suite(["levers"]) if c.name.endswith("compile_decoding"))
     job = bench_run.Job(0, chosen, bench_run.settings_for(chosen, False))
     bench.prepare(job, tiny_model, prompts)

@@ -384,3 +384,39 @@ def test_new_takes_the_cli_language_unless_told(tmp_path):
     code, output = invoke("new", "c", "--preset", "tiny", "--lang", "zh-CN", "-o", str(tmp_path), "--json")
     assert code == 0 and '"lang": "zh-CN"' in output
     assert "## 训练" in (tmp_path / "c" / "README.md").read_text(encoding="utf-8")
+
+
+def _rows(path: Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_chinese_project_starts_from_chinese_sample_data(tmp_path):
+    """The prompts a project trains on without --dataset, and sft.py's worked examples, in the project's language:
+    the same rows in the same shape. The tiny preset keeps the English ones: its tokenizer has no Chinese."""
+    drop_project_plugins()
+    samples = REPO / "templates" / "project" / "_i18n" / "data"
+    made = {}
+    for lang in i18n.LANGS:
+        made[lang] = render(f"std-{lang}", tmp_path, preset_name="standard", lang=lang,
+                            reward_options=("length", "language"))[0]
+    for name in ("prompts.jsonl", "sft.jsonl"):
+        english, chinese = (_rows(made[lang] / "data" / name) for lang in i18n.LANGS)
+        assert (made["en"] / "data" / name).read_bytes() == (samples / name.replace(".", ".en.")).read_bytes()
+        assert [list(row) for row in english] == [list(row) for row in chinese]
+        assert not any(CJK.search(value) for row in english for value in row.values())
+        assert all(CJK.search(value) for row in chinese for value in row.values())
+    # the thinking asks itself a question where the English does, with the full-width mark
+    english, chinese = (_rows(made[lang] / "data" / "sft.jsonl") for lang in i18n.LANGS)
+    assert [("?" in row["thinking"], "？" in other["thinking"]) for row, other in zip(english, chinese)] == [
+        ("?" in row["thinking"],) * 2 for row in english]
+    # the Chinese sample prompts are Chinese prompts: the language reward's target is Chinese, English's English
+    import tomllib
+
+    targets = [tomllib.loads((made[lang] / "config.toml").read_text(encoding="utf-8"))["rewards"][1].get(
+        "params", {}).get("language") for lang in i18n.LANGS]
+    assert targets == [None, "zh"]
+    tiny, _files = render("tiny-zh-CN", tmp_path, preset_name="tiny", lang="zh-CN")
+    for name in ("prompts.jsonl", "sft.jsonl"):
+        assert (tiny / "data" / name).read_bytes() == (made["en"] / "data" / name).read_bytes()

@@ -150,3 +150,30 @@ def test_length_refuses_an_unknown_count():
 def test_format_takes_chinese_sentence_ends_with_end_marks(text, expected, seed):
     assert plugins.get_reward("format").build(params={"end_marks": ".。！？!?"})(completions=[text]) == [expected]
     assert score("format", [text]) == [seed]  # the seed's rule: only "." ends a sentence
+
+
+# Chinese thinking is read as it is written, whatever the params: a full-width ？ asks a question, 。 and ！ end
+# sentences, and 首先/然后/最后/因此/所以 string the steps together (the English cases above score as before)
+@pytest.mark.parametrize(
+    "thinking_tokens, thought, expected",
+    [(15, "5加3等于几？", 0.8), (15, "5加3等于8。", 0.7), (40, "这样对吗？", 1.1), (5, "对吗？", 0.3)],
+)
+def test_thinking_takes_a_full_width_question_mark(thinking_tokens, thought, expected):
+    text = thought + "</think>答案是8。"
+    assert score("thinking", [text], [thinking_ids(thinking_tokens)]) == [pytest.approx(expected)]
+
+
+@pytest.mark.parametrize(
+    "thinking_tokens, thought, expected",
+    [
+        (25, "首先，5加3等于8。然后检查一遍！对吗？", 0.3 + 0.3 + 0.2 + 0.1 + 0.1),
+        (25, "五加三得八。再算一次，还是八。", 0.3 + 0.3 + 0.2),  # two sentences, no step word
+        (25, "所以答案是8", 0.3 + 0.3 + 0.1),
+        (12, "最后得到8！", 0.3 + 0.2 + 0.1),  # one sentence
+        (20, "为什么是8？因此是8。", 0.3 + 0.3 + 0.1 + 0.1),
+        (12, "嗯", 0.3 + 0.2),
+    ],
+)
+def test_thinking_comprehensive_reads_chinese_thinking(thinking_tokens, thought, expected):
+    text = thought + "</think>答案是8。"
+    assert score("thinking_comprehensive", [text], [thinking_ids(thinking_tokens)]) == [pytest.approx(expected)]

@@ -169,6 +169,17 @@ def test_a_reward_of_the_rewards_py_here_says_to_add_project(cli, tmp_path):
     assert elsewhere.returncode == 1 and "--project" not in elsewhere.stderr
 
 
+def test_the_projects_no_repetition_reads_chinese_character_by_character(cli, tmp_path):
+    """Chinese has no spaces: split at spaces, a whole Chinese answer was one word and never repeated."""
+    cli("new", "proj", "--preset", "tiny", "-o", str(tmp_path))
+    english = ["-c", "the cat sat on the mat today", "-c", "go go go go go go go"]
+    chinese = ["-c", "小明有五个苹果又买了三个", "-c", "好的好的好的好的好的"]
+    scored = json.loads(cli("rewards", "try", "no_repetition", *english, *chinese, "--project", ".", "--json",
+                            cwd=tmp_path / "proj").stdout)
+    # trigrams of characters: 8 in the loop, two distinct (好的好, 的好的); the English as before
+    assert [sample["scores"]["no_repetition"] for sample in scored["samples"]] == [0.0, -0.8, 0.0, -0.75]
+
+
 def test_a_folder_without_a_tokenizer_is_one_line(tmp_path):
     code, output = invoke("thinking", "-c", "x", "--tokenizer", str(tmp_path))
     assert code == 1 and "cannot load a tokenizer there" in output and len(output.strip().splitlines()) == 1

@@ -301,7 +301,7 @@ def test_plan_counts_the_system_prompt_and_the_chat_template(cli, tmp_path, tiny
     from importlib import resources
 
     prompts = [json.loads(line)["prompt"] for line in resources.files("grpo_skill.templates").joinpath(
-        "project/data/prompts.jsonl").read_text().splitlines() if line.strip()]
+        "project/_i18n/data/prompts.en.jsonl").read_text().splitlines() if line.strip()]
     rendered = [tiny_tokenizer.apply_chat_template([{"role": "system", "content": system},
                                                     {"role": "user", "content": text}],
                                                    tokenize=False, add_generation_prompt=True) for text in prompts]
@@ -338,3 +338,107 @@ def test_plan_scales_its_times_to_the_gpu_named(cli, tmp_path, english):
     assert refused.returncode != 0 and "say A100-40 or A100-80" in refused.stderr
     refused = cli("plan", "--preset", "tiny", "--gpu", "voodoo5", cwd=tmp_path, check=False)
     assert refused.returncode != 0 and "--gpu 'voodoo5': not a GPU plan knows" in refused.stderr
+
+
+ZH_MATH = [("小明有5个苹果，又买了3个，一共有几个？", "8"), ("一本书12元，买3本要多少元？", "36"),
+           ("一辆车每小时行60千米，3小时行多少千米？", "180"), ("24除以6等于多少？", "4"),
+           ("一个班有20个男生和18个女生，一共有多少人？", "38"), ("3个盒子每个装7支笔，一共有多少支笔？", "21"),
+           ("小红有10元，花了4元，还剩多少元？", "6"), ("一个正方形边长5厘米，周长是多少厘米？", "20"),
+           ("100减去37等于多少？", "63"), ("9乘以8等于多少？", "72")]
+CHINESE_NOTE = ('rewards fitted to Chinese text ({why}): {params} (the defaults are for English); --param '
+                'REWARD.PARAM=VALUE gives another value')
+
+
+@pytest.fixture
+def zh_math(tmp_path):
+    path = tmp_path / "zh_math.csv"
+    path.write_text("prompt,answer\n" + "".join(f"{prompt},{answer}\n" for prompt, answer in ZH_MATH),
+                    encoding="utf-8")
+    return path
+
+
+def notes_of(made) -> list[str]:
+    return [line.removeprefix("note: ") for line in made.stdout.splitlines() if line.startswith("note: ")]
+
+
+def test_a_chinese_project_gets_the_params_that_read_chinese_and_a_note(cli, tmp_path, zh_math, english):
+    """The standard preset's length and format count words at spaces and want a final ".": on Chinese answers every
+    completion scored the same. `new --lang zh-CN` writes the params that read Chinese, and says so."""
+    made = cli("new", "zhstd", "--preset", "standard", "--lang", "zh-CN", "--dataset", str(zh_math), cwd=tmp_path)
+    assert CHINESE_NOTE.format(why="--lang zh-CN", params='length.count = "cjk", format.end_marks = ".。！？!?"') in (
+        notes_of(made))
+    assert config_of(tmp_path / "zhstd")["rewards"] == [
+        {"name": "length", "weight": 0.5, "params": {"count": "cjk"}},
+        {"name": "format", "weight": 0.5, "params": {"end_marks": ".。！？!?"}},
+        {"name": "accuracy", "weight": 1.0}]
+    assert "OK (preset standard" in cli("check", "zhstd", "--rewards", cwd=tmp_path).stdout
+    completions = ["小明有5个苹果，又买了3个，所以一共有8个苹果。答案是8。", "5加3等于8，答案是8", "答案是9。"]
+    scored = json.loads(cli("rewards", "try", "--project", "zhstd", "length", "format", "accuracy", "--json",
+                            "--column", "answer=8", *[arg for text in completions for arg in ("-c", text)],
+                            cwd=tmp_path).stdout)
+    assert [sample["scores"] for sample in scored["samples"]] == [
+        {"length": 1.0, "format": 1.0, "accuracy": 1.0},  # 27 characters, ends with 。
+        {"length": 1.0, "format": 0.5, "accuracy": 1.0},  # no end mark
+        {"length": -1.0, "format": 1.0, "accuracy": 0.0}]  # 4 characters: too short
+
+
+def test_chinese_prompts_fit_the_rewards_whatever_the_lang(tmp_path, zh_math):
+    """--lang en with a dataset of Chinese prompts: the same params, and the language reward's target is Chinese."""
+    from grpo_skill.scaffold import generator
+
+    made = generator.render_project("p", tmp_path, preset_name="tiny", lang="en", dataset=zh_math,
+                                    reward_options=("length", "format", "language", "accuracy"))
+    rewards = config_of(tmp_path / "p")["rewards"]
+    assert [reward.get("params") for reward in rewards] == [
+        {"count": "cjk"}, {"end_marks": ".。！？!?"}, {"language": "zh"}, None]
+    assert CHINESE_NOTE.format(why="the dataset's prompts are mostly Chinese", params=(
+        'length.count = "cjk", format.end_marks = ".。！？!?", language.language = "zh"')) in made.notes
+
+
+def test_a_param_given_with_param_wins_over_the_chinese_one(cli, tmp_path, zh_math, english):
+    made = cli("new", "p", "--preset", "tiny", "--lang", "zh-CN", "--dataset", str(zh_math), "-r", "length",
+               "-r", "format", "--param", "length.count=tokens", "--param", "format.end_marks=。", "--json",
+               cwd=tmp_path)
+    assert not any("Chinese" in note for note in json.loads(made.stdout)["notes"])  # nothing written for them
+    assert config_of(tmp_path / "p")["rewards"] == [
+        {"name": "length", "weight": 1.0, "params": {"count": "tokens"}},
+        {"name": "format", "weight": 1.0, "params": {"end_marks": "。"}}]
+    made = cli("new", "q", "--preset", "tiny", "--lang", "zh-CN", "--dataset", str(zh_math), "-r", "length",
+               "-r", "format", "--param", "length.too_short=3", cwd=tmp_path)
+    assert config_of(tmp_path / "q")["rewards"][0]["params"] == {"too_short": 3, "count": "cjk"}
+    assert CHINESE_NOTE.format(why="--lang zh-CN", params='length.count = "cjk", format.end_marks = ".。！？!?"') in (
+        notes_of(made))
+
+
+def test_english_prompts_keep_the_defaults_and_lang_zh_cn_writes_no_chinese_target(tmp_path):
+    from grpo_skill.scaffold import generator
+
+    english = tmp_path / "en.jsonl"  # one Chinese prompt of three: mostly English
+    english.write_text('{"prompt": "What is 2 + 3?"}\n{"prompt": "Name a prime."}\n{"prompt": "2加3等于几？"}\n',
+                       encoding="utf-8")
+    options = {"preset_name": "tiny", "dataset": english, "reward_options": ("length", "format", "language")}
+    made = generator.render_project("en", tmp_path, lang="en", **options)
+    assert made.notes == [] and all("params" not in reward for reward in config_of(tmp_path / "en")["rewards"])
+    # --lang zh-CN: length and format read Chinese too (English scores the same), but the prompts are English, so the
+    # language reward keeps its English target
+    made = generator.render_project("zh", tmp_path, lang="zh-CN", **options)
+    assert [reward.get("params") for reward in config_of(tmp_path / "zh")["rewards"]] == [
+        {"count": "cjk"}, {"end_marks": ".。！？!?"}, None]
+    assert len(made.notes) == 1 and "language.language" not in made.notes[0]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv", ".parquet"])
+def test_the_share_of_chinese_prompts_is_read_from_every_kind_of_file(tmp_path, suffix):
+    import pandas
+
+    from grpo_skill.core import datafile
+
+    prompts = ["2加3等于几？", "What is 2 + 3?", "日本語の問題です。", "一共有几个？"]  # kana: Japanese, no Chinese
+    frame = pandas.DataFrame({"prompt": prompts})
+    path = tmp_path / f"d{suffix}"
+    {".jsonl": lambda: frame.to_json(path, orient="records", lines=True, force_ascii=False),
+     ".json": lambda: frame.to_json(path, orient="records", force_ascii=False),
+     ".csv": lambda: frame.to_csv(path, index=False), ".parquet": lambda: frame.to_parquet(path)}[suffix]()
+    wanted = [("prompt", "prompt")]
+    assert datafile.scan(path, str(path), wanted, chinese=True).chinese_share == 0.5
+    assert datafile.scan(path, str(path), wanted).chinese_share is None  # read only when asked

@@ -102,6 +102,21 @@ def test_reasoning_steps():
     assert score("reasoning_steps", ["First, add."], min_steps=2) == [0.5]
 
 
+def test_reasoning_steps_counts_chinese_step_markers():
+    completions = [
+        "第一步：5加3等于8。\n第二步：检查。\n第三步：答案是8。",
+        "首先，5加3等于8。其次，检查一遍。最后，答案是8。",
+        "首先算5加3，然后检查。",
+        "1、相加\n2、检查\n3、作答",
+        "一、相加\n二、检查",
+        "（1）相加\n（2）检查\n（3）作答",
+        "最后答案是8。",  # 最后 without its comma is "the last", no step
+        "答案是8。",
+    ]
+    assert score("reasoning_steps", completions) == [1.0, 1.0, pytest.approx(2 / 3), 1.0, pytest.approx(2 / 3), 1.0,
+                                                     0.0, 0.0]
+
+
 ENGLISH = "Let me add the two numbers first, then check the sum."
 CHINESE = "我先把两个数相加，然后检查一下结果是否正确。"
 ENGLISH_ANSWER = "The answer is forty-two, I am quite sure of it."

@@ -1,8 +1,10 @@
 """The seed guide's rewards: length and format (rule-based), thinking and thinking_comprehensive (token-based).
 
-Their scores are the seed's, exactly, with their default params. Two params make length and format fit text without
-spaces between words (Chinese, Japanese): ``length.count = "cjk"`` counts each CJK character as a word, and
-``"tokens"`` counts tokens; ``format.end_marks = ".。！？!?"`` accepts any of those marks as the end of a sentence.
+Their scores are the seed's, exactly, with their default params, for English text. Two params make length and format
+fit text without spaces between words (Chinese, Japanese): ``length.count = "cjk"`` counts each CJK character as a
+word, and ``"tokens"`` counts tokens; ``format.end_marks = ".。！？!?"`` accepts any of those marks as the end of a
+sentence (`grpo-skill new` writes both for a Chinese project). thinking and thinking_comprehensive read Chinese
+thinking by themselves: ？ is a question, 。 and ！ end sentences, 首先/然后/最后... are step words.
 Completions arrive as strings, or as chat messages when the dataset's prompts are conversations;
 ``completion_text`` reads both.
 """
@@ -83,6 +85,14 @@ def _thinking_parts(context, completions, completion_ids):
             yield None, text
 
 
+QUESTION_MARKS = ("?", "？")  # the full-width one ends a Chinese question
+SENTENCE_ENDS = (".", "!", "。", "！")
+
+
+def _asks(thought: str) -> bool:
+    return any(mark in thought for mark in QUESTION_MARKS)
+
+
 def thinking_factory(context):
     def thinking(completions, prompts=None, completion_ids=None, **kwargs):
         scores = []
@@ -90,7 +100,7 @@ def thinking_factory(context):
             if length is None:
                 scores.append(-1.0)
                 continue
-            asks_itself = 0.1 if "?" in thought else 0.0
+            asks_itself = 0.1 if _asks(thought) else 0.0
             if length < 10:
                 scores.append(0.3)
             elif length < 30:
@@ -103,6 +113,9 @@ def thinking_factory(context):
 
 
 STEP_WORDS = ("first", "then", "next", "finally")
+# the same in Chinese (first, second, then, next, next, finally), and the words that draw a conclusion from a step
+# (therefore, so): Chinese reasoning strings its steps together with them
+CHINESE_STEP_WORDS = ("首先", "其次", "然后", "接着", "接下来", "最后", "因此", "所以")
 
 
 def thinking_comprehensive_factory(context):
@@ -114,9 +127,10 @@ def thinking_comprehensive_factory(context):
                 continue
             score = 0.3  # closed its thinking
             score += 0.3 if length >= 20 else 0.2 if length >= 10 else 0.0
-            score += 0.2 if thought.count(".") + thought.count("!") >= 2 else 0.0
-            score += 0.1 if "?" in thought else 0.0
-            score += 0.1 if any(word in thought.lower() for word in STEP_WORDS) else 0.0
+            score += 0.2 if sum(thought.count(mark) for mark in SENTENCE_ENDS) >= 2 else 0.0
+            score += 0.1 if _asks(thought) else 0.0
+            lowered = thought.lower()
+            score += 0.1 if any(word in lowered for word in STEP_WORDS + CHINESE_STEP_WORDS) else 0.0
             scores.append(score)
         return scores
 
@@ -150,7 +164,7 @@ def register_rewards(register):
     register(Reward(
         "thinking", thinking_factory,
         N_("Token-based: -1.0 without </think>; else 0.3 under 10 thinking tokens, 0.7 under 30, 1.0 from 30 "
-           "(+0.1 when the thinking asks a '?', from 10 tokens on)."),
+           "(+0.1 when the thinking asks a '?' or '？', from 10 tokens on)."),
         params={"think_end_token": "</think>"},
         param_help={"think_end_token": THINK_END_HELP},
         example=("--completion", "Is 91 prime? 7 x 13 = 91, so no.</think>No.", "--completion", "No.",
@@ -159,7 +173,8 @@ def register_rewards(register):
     register(Reward(
         "thinking_comprehensive", thinking_comprehensive_factory,
         N_("Token-based: -0.5 without </think>; else 0.3 + depth (0.3 from 20 tokens, 0.2 from 10) + 0.2 for two "
-           "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally)."),
+           "sentences + 0.1 for a '?' + 0.1 for step words (first/then/next/finally); Chinese counts too (。！ end "
+           "sentences, ？ asks, and the Chinese step words)."),
         params={"think_end_token": "</think>"},
         param_help={"think_end_token": THINK_END_HELP},
         example=("--completion", "First, 91 is odd. Then try 7? 7 x 13 = 91.</think>Not prime.",

@@ -118,6 +118,14 @@ def tag_count_factory(context):
 
 # open-r1's reasoning_steps pattern: "Step 1:", numbered lines, bullets, and ordinal words
 STEP = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
+# and its Chinese: 第一步 / 第2步 (Step 1), lines numbered 1、 一、 1． （1）, and the words that order steps, 首先 / 其次 /
+# 然后 / 接着 / 接下来 (First, Second, Next) and 最后， (Finally,: without its comma 最后 is also "the last")
+CHINESE_STEP = re.compile(r"第[一二三四五六七八九十百\d]+步|^(?:\d+|[一二三四五六七八九十]+)[、．]|^（\d+）|"
+                          r"首先|其次|然后|接着|接下来|最后[，,]", re.MULTILINE)
+
+
+def step_count(text: str) -> int:
+    return len(STEP.findall(text)) + len(CHINESE_STEP.findall(text))
 
 
 def reasoning_steps_factory(context):
@@ -126,7 +134,7 @@ def reasoning_steps_factory(context):
         raise UserError(_("params.min_steps must be a whole number from 1 up (got {value})").format(value=enough))
 
     def reasoning_steps(completions, **kwargs):
-        return [min(1.0, len(STEP.findall(completion_text(c))) / enough) for c in completions]
+        return [min(1.0, step_count(completion_text(c)) / enough) for c in completions]
 
     return reasoning_steps
 
@@ -309,8 +317,8 @@ def register_rewards(register):
     ))
     register(Reward(
         "reasoning_steps", reasoning_steps_factory,
-        N_("Counts step markers (\"Step 1:\", numbered lines, bullets, First/Second/Next/Finally): "
-           "min(1.0, steps / min_steps)."),
+        N_("Counts step markers (\"Step 1:\", numbered lines, bullets, First/Second/Next/Finally, and their "
+           "Chinese forms): min(1.0, steps / min_steps)."),
         params={"min_steps": 3},
         param_help={"min_steps": N_("steps that earn the full 1.0")},
         example=("--completion", "First, add 6 and 7. Next, check the sum. Finally, answer 13.",

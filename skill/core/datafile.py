@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,6 +27,23 @@ class DatasetInfo:
     local: bool
     rows: int | None = None
     columns: list[str] = field(default_factory=list)
+    # the share of the prompts written in Chinese (Parquet: of its first row group), read for scan(..., chinese=True);
+    # None where none were read
+    chinese_share: float | None = None
+
+
+# Chinese characters, and the kana that tell Japanese written with them
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+def is_chinese(text: str) -> bool:
+    """Whether a prompt is written in Chinese: it has Chinese characters and no kana."""
+    return bool(_HAN.search(text)) and not _KANA.search(text)
+
+
+def _share(chinese: int, rows: int) -> float | None:
+    return chinese / rows if rows else None
 
 
 
@@ -79,12 +97,14 @@ def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
             file=file, line=line, column=prompt_column))
 
 
-def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
+def scan(data_file: Path, shown: str, wanted, chinese: bool = False) -> DatasetInfo:
     """Rows and columns of a local data file; every row has the ``wanted`` (what needs it, column) columns and a
-    prompt as text, else a ConfigError naming the first bad row by its line."""
+    prompt as text, else a ConfigError naming the first bad row by its line. ``chinese``: also the share of its
+    prompts written in Chinese."""
     suffix = data_file.suffix
+    prompt_column = wanted[0][1]
     if suffix == ".jsonl":
-        rows, columns = 0, []
+        rows, columns, chinese_rows = 0, [], 0
         for number, row in jsonl_lines(data_file, shown):
             if not isinstance(row, dict):
                 raise ConfigError(_("{file}:{line}: each line must be one JSON object, like "
@@ -92,7 +112,9 @@ def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
             _check_row(shown, number, row, wanted, first=rows == 0)
             columns = columns or list(row)
             rows += 1
-        return DatasetInfo(True, rows, columns)
+            if chinese and is_chinese(row[prompt_column]):
+                chinese_rows += 1
+        return DatasetInfo(True, rows, columns, _share(chinese_rows, rows) if chinese else None)
     if suffix == ".csv":
         with data_file.open(encoding="utf-8", newline="") as handle:
             reader = csv.reader(handle, strict=True)
@@ -100,7 +122,7 @@ def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
                 header = next(reader, None)
                 if header is None:
                     return DatasetInfo(True, 0, [])
-                rows = 0
+                rows, chinese_rows = 0, 0
                 for values in reader:
                     if not any(values):
                         continue
@@ -108,8 +130,11 @@ def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
                         raise ConfigError(_("{file}:{line}: {count} fields where the header has {expected}; quote "
                                             "fields that hold commas").format(
                             file=shown, line=reader.line_num, count=len(values), expected=len(header)))
-                    _check_row(shown, reader.line_num, dict(zip(header, values)), wanted, first=rows == 0)
+                    row = dict(zip(header, values))
+                    _check_row(shown, reader.line_num, row, wanted, first=rows == 0)
                     rows += 1
+                    if chinese and is_chinese(row[prompt_column]):
+                        chinese_rows += 1
             except csv.Error as error:
                 raise ConfigError(_("{file}:{line}: not valid CSV ({reason})").format(
                     file=shown, line=reader.line_num, reason=error)) from None
@@ -117,7 +142,7 @@ def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
             for what, column in wanted:
                 if column not in header:
                     raise missing_column(shown, what, column, header)
-        return DatasetInfo(True, rows, header)
+        return DatasetInfo(True, rows, header, _share(chinese_rows, rows) if chinese else None)
     if suffix == ".json":
         try:
             loaded = json.loads(data_file.read_text(encoding="utf-8"))
@@ -131,21 +156,37 @@ def scan(data_file: Path, shown: str, wanted) -> DatasetInfo:
                 file=shown))
         for number, row in enumerate(loaded, start=1):
             _check_row(f"{shown} row", number, row, wanted, first=number == 1)
-        return DatasetInfo(True, len(loaded), list(loaded[0]) if loaded else [])
-    return _scan_parquet(data_file, shown, wanted)
+        share = _share(sum(is_chinese(row[prompt_column]) for row in loaded), len(loaded)) if chinese else None
+        return DatasetInfo(True, len(loaded), list(loaded[0]) if loaded else [], share)
+    return _scan_parquet(data_file, shown, wanted, chinese)
 
 
-def _scan_parquet(data_file: Path, shown: str, wanted) -> DatasetInfo:
+def _scan_parquet(data_file: Path, shown: str, wanted, chinese: bool) -> DatasetInfo:
     try:
         import pyarrow.parquet as parquet
     except ImportError:  # datasets brings pyarrow; without it train.py cannot read the file either
         return DatasetInfo(True)
     try:
-        metadata = parquet.ParquetFile(data_file).metadata
+        opened = parquet.ParquetFile(data_file)
+        metadata = opened.metadata
     except Exception as error:  # pyarrow raises its own ArrowInvalid for a file that is not Parquet
         raise ConfigError(_("{file}: not a Parquet file ({reason})").format(file=shown, reason=error)) from None
     columns = list(metadata.schema.names)
     for what, column in wanted:
         if column not in columns:
             raise missing_column(shown, what, column, columns)
-    return DatasetInfo(True, metadata.num_rows, columns)
+    share = _parquet_chinese_share(opened, wanted[0][1]) if chinese else None
+    return DatasetInfo(True, metadata.num_rows, columns, share)
+
+
+def _parquet_chinese_share(opened, prompt_column: str) -> float | None:
+    """The share of Chinese prompts in a Parquet file's first row group (a file may be larger than memory); None
+    where it cannot be read here (train.py then says why)."""
+    if opened.metadata.num_row_groups == 0:
+        return None
+    try:
+        prompts = opened.read_row_group(0, columns=[prompt_column]).column(0).to_pylist()
+    except Exception:  # a column pyarrow cannot read: train.py reads it through datasets, and says
+        return None
+    texts = [prompt for prompt in prompts if isinstance(prompt, str)]
+    return _share(sum(is_chinese(text) for text in texts), len(texts))

@@ -85,7 +85,7 @@ def cache_dir() -> Path:
 
 
 def _corpus() -> list[str]:
-    prompts = resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl").read_text()
+    prompts = resources.files("grpo_skill.templates").joinpath("project/_i18n/data/prompts.en.jsonl").read_text()
     lines = [json.loads(line)["prompt"] for line in prompts.splitlines() if line.strip()]
     thinking = [
         "First, let me think about what is being asked. Then I check each step. Next, is that right? "

@@ -195,7 +195,7 @@ def from_preset(name: str, backend: str | None = None, prompt_tokens: int | None
 
     preset = plugins.get_preset(name)
     shape, source = shape_for(preset.model_id)
-    sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/data/prompts.jsonl")))
+    sample = Path(str(resources.files("grpo_skill.templates").joinpath("project/_i18n/data/prompts.en.jsonl")))
     found = _prompt_length(prompt_tokens, sample, {"chat_template_kwargs": dict(preset.chat_template_kwargs)},
                            preset.model_id, preset.build_model() if preset.build_model else None)
     notes = _prompt_room(found, int(preset.grpo.get("max_completion_length", 256)), preset.max_seq_length)

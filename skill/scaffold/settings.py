@@ -26,6 +26,15 @@ CORRECTNESS_REWARD = ("accuracy", 1.0)
 DEFAULT_GOLD_COLUMN = "answer"
 # The template's sample prompts: the dataset of a project made without --dataset.
 SAMPLE_PROMPTS = "data/prompts.jsonl"
+# Where the template keeps them, and sft.py's worked examples, in each language (data/*.jsonl.jinja include one).
+SAMPLES = "_i18n/data"
+# Params that fit a reward to Chinese text, which the defaults (the seed's) do not read: a Chinese answer has no
+# spaces, so length counts it as one word, and it ends with 。, so format finds no end. `new` writes them for a
+# Chinese project (--lang zh-CN, or a dataset whose prompts are mostly Chinese) unless --param gives them.
+CHINESE_PARAMS = {"length": {"count": "cjk"}, "format": {"end_marks": ".。！？!?"}}
+# The language reward's target: Chinese where the prompts are (or, where they cannot be read here, where the project
+# is): a language that is no superset of English, so --lang zh-CN alone does not choose it over English prompts.
+CHINESE_TARGET = {"language": {"language": "zh"}}
 
 
 class SettingError(UserError):
@@ -266,14 +275,38 @@ def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, no
         length=data["max_seq_length"], completion=completion, room=prompt_room))
 
 
+def fit_to_chinese(rewards: list[dict], settings: CliSettings, lang: str, chinese_prompts: bool | None,
+                   notes: list[str]) -> None:
+    """The params that read Chinese text (CHINESE_PARAMS, CHINESE_TARGET) in the rewards of a Chinese project, where
+    --param did not give them, and a note naming them. ``chinese_prompts``: whether most of the dataset's prompts
+    are Chinese; None where it cannot be read here (a hub dataset)."""
+    if lang != "zh-CN" and not chinese_prompts:
+        return
+    target_is_chinese = chinese_prompts or (chinese_prompts is None and lang == "zh-CN")
+    written = []
+    for reward in rewards:
+        wanted = {**CHINESE_PARAMS.get(reward["name"], {}),
+                  **(CHINESE_TARGET.get(reward["name"], {}) if target_is_chinese else {})}
+        given = settings.params.get(reward["name"], {})
+        for key, value in wanted.items():
+            if key not in given:
+                reward["params"] = {**reward.get("params", {}), key: value}
+                written.append(f"{reward['name']}.{key} = {schema.toml_value(value)}")
+    if written:
+        why = _("--lang zh-CN") if lang == "zh-CN" else _("the dataset's prompts are mostly Chinese")
+        notes.append(_("rewards fitted to Chinese text ({why}): {params} (the defaults are for English); "
+                       "--param REWARD.PARAM=VALUE gives another value").format(why=why, params=", ".join(written)))
+
+
 def parse(set_items=(), param_items=()) -> CliSettings:
     """--set and --param items, checked; a --param's reward must exist (whether it is chosen is checked later)."""
     return parse_params(param_items, parse_sets(set_items))
 
 
-def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list[str] | None:
-    """The columns of a local data file, after checking that it has the prompt and answer columns; None for a hub
-    dataset (its columns are known only when it loads)."""
+def dataset_info(path, prompt_column: str, answer_column: str | None, shown: str | None = None):
+    """The columns of a local data file and its share of Chinese prompts (a DatasetInfo), after checking that it has
+    the prompt and answer columns; None for a hub dataset (its columns are known only when it loads). ``shown``:
+    the file as a refusal names it (default: its path)."""
     from pathlib import Path
 
     from ..core import datafile
@@ -283,22 +316,30 @@ def dataset_columns(path, prompt_column: str, answer_column: str | None) -> list
     if path.suffix not in datafile.LOCAL_DATA_SUFFIXES or not path.is_file():
         return None
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
-    return datafile.scan(path, shown_path(path), wanted).columns
+    return datafile.scan(path, shown or shown_path(path), wanted, chinese=True)
+
+
+def sample_prompts(lang: str, preset: str):
+    """The template's sample prompts that a project made without --dataset gets: in its language, but English for the
+    tiny preset, whose tokenizer is built from the English ones (templates/project/data/prompts.jsonl.jinja)."""
+    from . import history
+
+    return history.template_dir() / SAMPLES / f"prompts.{'en' if preset == 'tiny' else lang}.jsonl"
 
 
 def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,
                        defaults: bool, model_given: bool, notes: list[str]) -> None:
     """The answers of `new`, completed with what the command line said: a correctness reward when the dataset has
     a gold column and the preset's rewards are taken, --param and --answer-column in the rewards, --set values."""
-    from . import history
-
     settings = settings or CliSettings()
     if answer_column is not None and not answer_column.strip():
         raise SettingError(_("--answer-column: give the name of the dataset's column of gold answers"))
-    source = dataset if dataset is not None else history.template_dir() / SAMPLE_PROMPTS
+    source = dataset if dataset is not None else sample_prompts(data["lang"], data["preset"])
     if "dataset" in settings.tables and "path" in settings.tables["dataset"]:
         source = None  # a hub dataset (or a file the project names itself): checked when it loads
-    columns = dataset_columns(source, data["prompt_column"], answer_column) if source is not None else None
+    shown = None if dataset is not None else SAMPLE_PROMPTS  # the sample prompts as the project has them
+    info = dataset_info(source, data["prompt_column"], answer_column, shown) if source is not None else None
+    columns = info.columns if info is not None else None
     gold = answer_column or (DEFAULT_GOLD_COLUMN if columns and DEFAULT_GOLD_COLUMN in columns else None)
     if defaults and gold and not gold_rewards(data["rewards"]):
         name, weight = CORRECTNESS_REWARD
@@ -307,5 +348,7 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
                        "{column!r} column (gold answers); --reward chooses the rewards yourself").format(
             name=name, weight=weight, column=gold))
     wire_rewards(data["rewards"], settings, answer_column)
+    chinese_prompts = None if info is None or info.chinese_share is None else info.chinese_share > 0.5
+    fit_to_chinese(data["rewards"], settings, data["lang"], chinese_prompts, notes)
     apply_to_answers(data, settings, model_given=model_given, dataset_given=dataset is not None, notes=notes)
     notes.extend(settings.notes)
