@@ -124,23 +124,14 @@ def update(project, dry_run, as_json):
     if result.conflicts and not dry_run:
         sys.exit(1)
 
-@command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
-@click.argument("project", default=".", type=click.Path(file_okay=False))
-@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
-              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
-                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
-@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
-              help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
-                      "batch counts every process.  [default: WORLD_SIZE, else 1]"))
-@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
-                                                         "line on stderr and exit status 1)."))
-def check(project, run_rewards, gpus, as_json):
+def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text: str | None = None,
+            given: tuple[str, ...] = ()):
+    """What `check` checks, for `check` and `set`: (the loaded project, `check --json`'s data). ``text``: config.toml
+    as `set` would write it, checked in place of the file; ``given``: the keys `set` changed."""
     from ..core import launch
     from ..core import project as projects
-    from ..scaffold.update import refuse_conflicts
 
-    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
-    loaded = projects.load(project, rewards=run_rewards, processes=gpus)
+    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
@@ -178,6 +169,24 @@ def check(project, run_rewards, gpus, as_json):
             "processes": gpus or launch.world_size(),
             "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
             "rewards_run": run_rewards, "unchecked": unchecked, "warnings": loaded.warnings}
+    return loaded, data
+
+
+@command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
+              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
+                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
+@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
+              help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
+                      "batch counts every process.  [default: WORLD_SIZE, else 1]"))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
+                                                         "line on stderr and exit status 1)."))
+def check(project, run_rewards, gpus, as_json):
+    from ..scaffold.update import refuse_conflicts
+
+    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
+    loaded, data = checked(project, run_rewards, gpus)
 
     def text(data):
         click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
