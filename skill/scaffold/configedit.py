@@ -250,19 +250,6 @@ def _after_last_key(table, key: str, item) -> None:
         container._insert_at(last + 1, key, item)  # tomlkit has no public insert at a place
 
 
-def _set_key_in(table, names: list[str], item) -> bool:
-    """``names[-1] = item`` inside ``table`` (a tomlkit table or inline table), through the tables of ``names[:-1]``
-    (made inline where missing); True where the key was not there."""
-    tomlkit = _tomlkit()
-    for name in names[:-1]:
-        if name not in table:
-            table[name] = tomlkit.inline_table()
-        table = table[name]
-    added = names[-1] not in table
-    table[names[-1]] = item
-    return added
-
-
 def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
     """A completion budget set up to or past model.max_seq_length (and max_seq_length not given): raised by the room
     the prompt had, as `new --set` does, and said."""
