@@ -2,6 +2,7 @@
 
 import io
 import math
+import types
 
 import pytest
 from rich.console import Console
@@ -68,6 +69,23 @@ def test_clipped_completions_advise_a_larger_budget(watch):
     rows, _ = watch([{**HEALTHY, "reward": 0.1 * i, "completions/clipped_ratio": 0.8} for i in range(6)])
     (warning,) = warnings_in(rows)
     assert warning["check"] == "clipped" and "max_completion_length" in warning["advice"]
+
+
+def test_the_clipped_advice_gives_the_command_that_doubles_the_runs_budget():
+    """GRPOConfig's max_completion_length (64 here): the advice names `grpo-skill set` with twice it, printed and
+    recorded, and `grpo-skill metrics` says it again from the recorded values."""
+    output = io.StringIO()
+    callback = TrainingHealth(console=Console(file=output, width=300))
+    args, state, control = types.SimpleNamespace(max_completion_length=64), TrainerState(), TrainerControl()
+    rows = []
+    for step in range(1, 7):
+        state.global_step = step
+        logs = {**HEALTHY, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
+        callback.on_log(args, state, control, logs=logs)
+        rows.append({"step": step, **logs})
+    (warning,) = warnings_in(rows)
+    assert "e.g. grpo-skill set grpo.max_completion_length=128; or add a length reward" in warning["advice"]
+    assert warning["advice"] in " ".join(output.getvalue().split())
 
 
 def test_a_reward_that_never_moves_is_flat(watch):

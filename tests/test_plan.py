@@ -3,6 +3,7 @@
 import ast
 import json
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import replace
@@ -566,6 +567,30 @@ def test_a_fit_splits_the_fast_paths_time_into_its_phases_and_skips_superseded_t
     slow_decode = {**plan.CALIBRATION, "decode_base_s_copy": plan.CALIBRATION["decode_base_s_copy"] * 2}
     slower_generation, same_training = plan.errors([(row, settings)], slow_decode)[memory_only:]
     assert slower_generation > generation_error and same_training == training_error  # each phase its own error
+
+
+def test_plans_offers_come_with_the_set_command_that_writes_them(cli, tmp_path):
+    """The faster setting and each change that makes the run fit, as the `grpo-skill set` command for the planned
+    project (with the what-if settings it was planned with): run as printed, plan then estimates what it promised."""
+    project = new_project(cli, tmp_path)
+    seed = ("--set", "grpo.per_device_train_batch_size=1", "--set", "grpo.gradient_accumulation_steps=4",
+            "--set", "grpo.steps_per_generation=32")
+    planned = json.loads(cli("plan", str(project), "--gpu-memory", "24", *seed, "--json").stdout)
+    command = planned["faster"]["command"]
+    assert command == (f"grpo-skill set --project {project} grpo.per_device_train_batch_size=4 "
+                       "grpo.gradient_accumulation_steps=1 grpo.steps_per_generation=8")
+    assert f"\n  {command}\n" in cli("plan", str(project), "--gpu-memory", "24", *seed).stdout
+    cli(*shlex.split(command)[1:])
+    followed = json.loads(cli("plan", str(project), "--gpu-memory", "24", "--json").stdout)
+    assert followed["s_per_step"] == pytest.approx(planned["faster"]["s_per_step"], abs=0.01)
+    # from inside the project, no --project; a plan that does not fit names a command for each change
+    tight = json.loads(cli("plan", ".", "--gpu-memory", "6", "--json", cwd=project).stdout)
+    assert tight["fits"] is False and tight["changes"]
+    for change in tight["changes"]:
+        words = shlex.split(change["command"])
+        assert words[:2] == ["grpo-skill", "set"] and "--project" not in words
+        assert {word.partition("=")[0] for word in words[2:]} == {
+            key if "." in key else f"grpo.{key}" for key in change["change"]}
 
 
 BIG_THINKING = ["--set", "grpo.per_device_train_batch_size=8", "--set", "grpo.gradient_accumulation_steps=1",

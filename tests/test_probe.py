@@ -2,6 +2,7 @@
 
 import json
 import re
+import shlex
 import sys
 
 import pytest
@@ -62,6 +63,13 @@ def test_a_two_token_budget_flips_the_verdict_with_a_measured_budget(cli, projec
     suggested = result["natural_length"]["p90"]
     assert suggested and suggested > 2  # measured by sampling the cut-off completions on
     assert "max_completion_length" in clipped["advice"] and str(-(-suggested // 64) * 64) in clipped["advice"]
+    # the advice as a command: it names the project (probed from another folder), and `set` takes it
+    command = re.search(r"grpo-skill set .*?(?=[;,] (?:or|then) )", clipped["advice"]).group(0)
+    words = shlex.split(command)
+    assert words[2:4] == ["--project", str(project)]
+    assert f"grpo.max_completion_length={-(-suggested // 64) * 64}" in words
+    preview = cli(*words[1:], "--dry-run")
+    assert "Would change" in preview.stdout and "grpo.max_completion_length: 2 →" in preview.stdout
 
     text = "\n".join(report_lines(result))  # what the command prints without --json
     assert f"clipped (hit max_completion_length): {result['clipped_ratio']:.0%}" in text

@@ -2,6 +2,8 @@
 from it ([model] adapter) on the tiny preset (CPU)."""
 
 import json
+import re
+import shlex
 import sys
 
 import pytest
@@ -71,10 +73,12 @@ def warmed(tmp_path_factory, tiny_model):
     project = root / "warm"
     sft = run([sys.executable, "sft.py", "--max-steps", "4"], cwd=project, env=ONE_THREAD)
     config = project / "config.toml"
+    assert '# adapter = "outputs/sft/adapter"' in config.read_text() and "beta = 0.04" in config.read_text()
+    # the command sft.py prints, as printed, and beta as the 4B presets have it (a reference to stay near)
+    command = shlex.split(re.search(r"next: (grpo-skill set .*?) \(it sets", sft.stderr).group(1))
+    run([sys.executable, "-m", "grpo_skill.cli", *command[1:], "grpo.beta=0.1"], cwd=project)
     text = config.read_text()
-    assert '# adapter = "outputs/sft/adapter"' in text and "beta = 0.04" in text
-    text = text.replace('# adapter = "outputs/sft/adapter"', 'adapter = "outputs/sft/adapter"')
-    config.write_text(text.replace("beta = 0.04", "beta = 0.1"))  # as the 4B presets: a reference to stay near
+    assert 'adapter = "outputs/sft/adapter"  # continue from' in text and "# adapter =" not in text
     trained = run([sys.executable, "train.py", "--max-steps", "2"], cwd=project, env=ONE_THREAD)
     return project, json.loads(sft.stdout), sft, trained
 
@@ -84,7 +88,7 @@ def test_sft_writes_an_adapter_and_says_how_to_use_it(warmed):
     assert summary["adapter"] == str(project / "outputs" / "sft" / "adapter")
     assert summary["examples"] == 24 and summary["steps"] == 4
     assert (project / "outputs" / "sft" / "adapter" / "adapter_config.json").is_file()
-    assert 'adapter = "outputs/sft/adapter"' in sft.stderr
+    assert "next: grpo-skill set 'model.adapter=\"outputs/sft/adapter\"' (it sets adapter under [model]" in sft.stderr
     bars = [line.lstrip() for line in sft.stderr.splitlines()]
     assert any(bar.startswith("SFT") for bar in bars) and not any(bar.startswith("GRPO") for bar in bars)  # its own bar
 

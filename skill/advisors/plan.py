@@ -346,6 +346,8 @@ def render_text(result: dict) -> str:
             faster = result["faster"]
             lines.append(_("faster and still fitting: {change} (~{reserved:.1f} GiB reserved, ~{step:.1f} s/step)").format(
                 change=change_text(faster["change"]), reserved=faster["peak_reserved_gib"], step=faster["s_per_step"]))
+            if faster.get("command"):  # a project's: the command that writes it
+                lines.append("  " + faster["command"])
             if faster.get("generation_path") not in (None, result["generation_path"]):
                 lines.append(_("  generation then takes the {path} path (now {current})").format(
                     path=faster["generation_path"], current=result["generation_path"]))
@@ -367,9 +369,11 @@ def render_text(result: dict) -> str:
             gpu=result["gpu_memory_gib"], needed=result["needed_gib"]))
         if result["changes"]:
             lines.append(_("changes that make it fit, one at a time:"))
-            lines += ["  " + _("{change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
-                change=change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"])
-                for item in result["changes"]]
+            for item in result["changes"]:
+                lines.append("  " + _("{change}: ~{reserved:.1f} GiB reserved, ~{step:.1f} s/step").format(
+                    change=change_text(item["change"]), reserved=item["peak_reserved_gib"], step=item["s_per_step"]))
+                if item.get("command"):
+                    lines.append("    " + item["command"])
         else:
             lines.append(_("no single change makes it fit: use a smaller model, or a GPU with more memory"))
     return "\n".join(lines)

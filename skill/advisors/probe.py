@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.commands import set_command
 from ..core.i18n import N_, _
 from ..core.project import ProjectConfig
 
@@ -157,6 +158,7 @@ def measure(config: ProjectConfig, tokenizer, rows: list[dict], samples: Samples
         "reward": _stats(totals),
         "zero_spread_groups": _share(zero_spread),
         "prompt_tokens": _stats(samples.prompt_lengths),
+        "longest_prompt_tokens": _longest_prompt(config, tokenizer),  # of the whole dataset: what check measures
         "completion_tokens": _stats(lengths),
         "tokens_per_second": round(samples.tokens / samples.seconds, 1) if samples.seconds > 0 else None,
         "generation_seconds": round(samples.seconds, 2),
@@ -203,15 +205,18 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
     # thinking cut off by the budget: more room lets it close
     cut_thinking = closed is not None and closed < FEW_CLOSED and thinking["unclosed_clipped"] > 0.5
     if clipped > MOSTLY_CLIPPED or (cut_thinking and suggestion > budget):
-        seq = _round_up(suggestion + result["prompt_tokens"]["max"], 256)
+        longest = max(result["prompt_tokens"]["max"] or 0, result.get("longest_prompt_tokens") or 0)
+        seq = _round_up(suggestion + longest, 256)
+        raised = {"grpo.max_completion_length": suggestion,
+                  **({"model.max_seq_length": seq} if seq > result["max_seq_length"] else {})}
         values = {"clipped": _percent(clipped), "budget": budget, "suggestion": suggestion,
                   "sampled": result["natural_length"]["sampled_up_to"],
-                  "seq": _("; model.max_seq_length to {seq}").format(seq=seq) if seq > result["max_seq_length"] else ""}
-        advice = (N_("raise [grpo] max_completion_length to at least {suggestion}{seq} (fewer than nine in ten "
-                     "completions ended even when sampled on to {sampled} tokens), then probe again")
+                  "command": set_command(raised, config.project_dir)}  # model.max_seq_length too where it must grow
+        advice = (N_("raise [grpo] max_completion_length to at least {suggestion} (fewer than nine in ten completions "
+                     "ended even when sampled on to {sampled} tokens): {command}, then probe again")
                   if lower_bound else
-                  N_("raise [grpo] max_completion_length to {suggestion}{seq} (nine in ten completions end "
-                     "within it), or reward shorter completions (e.g. soft_overlong)"))
+                  N_("raise [grpo] max_completion_length to {suggestion}, within which nine in ten completions end: "
+                     "{command}; or reward shorter completions (e.g. soft_overlong)"))
         findings.append(Finding("clipped", N_("{clipped} of the completions hit max_completion_length ({budget} "
                                               "tokens) before they ended"), advice, values, blocking=True))
     if closed is not None and closed < FEW_CLOSED:
@@ -225,7 +230,8 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
             findings.append(Finding("unclosed_thinking", N_("only {closed} of the thinking completions close it "
                                                             "with </think>; the others end without closing it"),
                                     N_("warm-start with sft.py on examples that think, close </think> and answer, "
-                                       "then set [model] adapter"), values, blocking=closed < NO_CLOSED))
+                                       "then run the grpo-skill set command it prints ([model] adapter)"), values,
+                                    blocking=closed < NO_CLOSED))
     if result["zero_spread_groups"] > MOSTLY_FLAT:
         flat = [name for name, stats in result["rewards"].items() if stats["std"] in (0.0, None)]
         values = {"share": _percent(result["zero_spread_groups"]), "flat": ", ".join(flat) or "-"}
@@ -249,6 +255,18 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
                                       "probe a project with a real model before a real run"),
                                    {"model": config.model["name"], "preset": config.preset.name}))
     return findings
+
+
+def _longest_prompt(config: ProjectConfig, tokenizer) -> int | None:
+    """The dataset's longest prompt in tokens, rendered as GRPO renders it (`check` and train.py refuse a budget it
+    does not fit beside); None where the prompts cannot be read here (a hub dataset)."""
+    from ..runtime.data import chat_prompt
+    from ..runtime.promptlength import prompts
+
+    texts = prompts(config.dataset_file(), config.dataset["prompt_column"])
+    if not texts:
+        return None
+    return max(len(ids) for ids in tokenizer([chat_prompt(config, tokenizer, text) for text in texts]).input_ids)
 
 
 def suggest_budget(ended_at: list[int | None], sampled_up_to: int) -> tuple[int, bool]:

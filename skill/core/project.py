@@ -135,12 +135,14 @@ def config_path(path: str | Path) -> Path:
 
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
-         processes: int | None = None) -> ProjectConfig:
+         processes: int | None = None, text: str | None = None, given: tuple[str, ...] = ()) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
     ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
-    (WORLD_SIZE under accelerate launch, else 1).
+    (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
+    `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
+    the command line.
     """
     processes = processes or launch.world_size()
     path = config_path(path)
@@ -150,12 +152,12 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
             _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=shown)
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
     except UnicodeDecodeError as error:
         raise ConfigError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
             path=shown, position=error.start)) from None
     raw = schema.parse(text, shown)
-    overridden = set()
+    overridden = set(given)
     for dotted, value in (overrides or {}).items():
         table, key = dotted.split(".", 1)
         if dotted == "model.name" and isinstance(value, str) and looks_local(value):

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 from transformers import TrainerCallback
 
+from ..core.commands import set_command
 from ..core.errors import UserError
 from ..core.i18n import N_, _
 
@@ -55,8 +56,8 @@ CHECKS = {
     "clipped": (
         N_("completions/clipped_ratio has stayed above {limit} for {steps} steps: most completions hit "
            "max_completion_length before they end"),
-        N_("raise [grpo] max_completion_length (and model.max_seq_length), or add a length reward such as "
-           "soft_overlong"),
+        N_("raise [grpo] max_completion_length (and model.max_seq_length), e.g. {command}; or add a length "
+           "reward such as soft_overlong"),
     ),
     "flat_reward": (
         N_("the reward has not moved for {steps} steps (stuck at {value:.3f})"),
@@ -87,12 +88,14 @@ class TrainingHealth(TrainerCallback):
         self.rewards: list[tuple[int, float]] = []  # (step, reward) of each generation
         self.grad_norms: list[float] = []
         self.diverged: tuple[int, str, float] | None = None  # (step, metric, value) when a NaN/inf stopped the run
+        self.budget: int | None = None  # the run's max_completion_length (GRPOConfig's), for the clipped advice
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         # only training steps (not the summary at the end); with steps_per_generation, the steps that do not
         # generate log loss, kl and grad_norm without rewards
         if not logs or ("loss" not in logs and "reward" not in logs):
             return
+        self.budget = getattr(args, "max_completion_length", None)
         broken = next(((key, logs[key]) for key in ("grad_norm", "loss")
                        if isinstance(logs.get(key), float) and not math.isfinite(logs[key])), None)
         if broken and self.diverged is None:
@@ -129,7 +132,10 @@ class TrainingHealth(TrainerCallback):
                 if self.streaks[check] == 1:
                     self.streak_starts[check] = step
                 if self.streaks[check] >= limits.steps:
-                    fired.append((check, {"limit": limit, "steps": step - self.streak_starts[check] + 1}))
+                    values = {"limit": limit, "steps": step - self.streak_starts[check] + 1}
+                    if check == "clipped":
+                        values["command"] = longer_budget(self.budget)
+                    fired.append((check, values))
 
             self.rewards.append((step, logs["reward"]))
             recent = self.rewards[-limits.flat_steps:]
@@ -150,6 +156,13 @@ class TrainingHealth(TrainerCallback):
                     len(history) >= limits.grad_history and grad_norm > limits.grad_factor * median > 0):
                 fired.append(("grad_norm", {"value": grad_norm, "median": median}))
         return fired
+
+
+def longer_budget(budget) -> str:
+    """The command that doubles the run's completion budget (``N`` where it is not known)."""
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        return set_command({"grpo.max_completion_length": 2 * budget})
+    return "grpo-skill set grpo.max_completion_length=N"
 
 
 def raise_if_diverged(trainer) -> None:

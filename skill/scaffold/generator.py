@@ -183,6 +183,9 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     target, name = target_of(path, parent)
     notes: list[str] = []
     data = answers(name, **options, notes=notes)
+    recorded = _recorded_answers(target) if target.is_dir() else None
+    if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
+        notes.extend(_not_carried_over(recorded, data))
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
         raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
@@ -283,6 +286,49 @@ def _recorded_answers(target: Path) -> dict | None:
     except Exception:  # no answers file, or not YAML
         return None
     return recorded if isinstance(recorded, dict) else None
+
+
+# The answers that config.toml writes as one key, by that key (the others: [lora], [grpo], rewards, settings).
+ANSWER_KEYS = {"preset": "model.preset", "model_name": "model.name", "backend": "model.backend",
+               "max_seq_length": "model.max_seq_length", "load_in_4bit": "model.load_in_4bit",
+               "dataset_path": "dataset.path", "prompt_column": "dataset.prompt_column",
+               "chat_template_kwargs": "dataset.chat_template_kwargs", "lang": "lang"}
+NOT_CARRIED_SHOWN = 8  # settings named in new --force's note; the rest counted
+
+
+def _settings_of(data: dict) -> dict:
+    """A project's answers as the settings they make: {"model.name": ..., "grpo.beta": ..., "rewards": "a:1, b:2"}."""
+    from ..core.schema import toml_text
+
+    found = {key: data[answer] for answer, key in ANSWER_KEYS.items() if answer in data}
+    for table in ("lora", "grpo"):
+        found.update({f"{table}.{key}": value for key, value in (data.get(table) or {}).items()})
+    for table, keys in (data.get("settings") or {}).items():
+        found.update({f"{table}.{key}": value for key, value in (keys or {}).items()})
+    if isinstance(data.get("rewards"), list):
+        found["rewards"] = ", ".join(
+            f"{reward.get('name')}:{reward.get('weight', 1.0):g}" + (f" {toml_text(reward['params'])}"
+                                                                     if reward.get("params") else "")
+            for reward in data["rewards"] if isinstance(reward, dict))
+    return found
+
+
+def _not_carried_over(recorded: dict, data: dict) -> list[str]:
+    """A note naming the settings of the project's recorded answers that ``data`` (this `new`) does not keep; none
+    where it keeps them all."""
+    from ..core.schema import toml_value
+
+    given, earlier = _settings_of(data), _settings_of(recorded)
+    dropped = [f"{key} = {value if key == 'rewards' else toml_value(value)}" for key, value in earlier.items()
+               if given.get(key) != value and value not in ({}, [], None)]  # an empty one held nothing
+    if not dropped:
+        return []
+    shown = ", ".join(dropped[:NOT_CARRIED_SHOWN])
+    if len(dropped) > NOT_CARRIED_SHOWN:
+        shown += _(" and {count} more").format(count=len(dropped) - NOT_CARRIED_SHOWN)
+    return [_("the earlier project's {settings} are not carried over: this render takes the preset's values and "
+              "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
+              "rendering it again").format(settings=shown)]
 
 
 def _in_preset_order(data: dict) -> dict | None:

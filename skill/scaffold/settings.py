@@ -82,8 +82,13 @@ def parse_value(option: str, item: str, text: str, takes_text: bool, notes: list
         return text
 
 
-def parse_sets(items) -> CliSettings:
-    """``--set SECTION.KEY=VALUE`` items, each key checked against the schema's tables and keys."""
+# How `grpo-skill set` names its KEY=VALUE arguments in a message (`new` and `plan` name their --set option).
+SET_COMMAND = "grpo-skill set"
+
+
+def parse_sets(items, option: str = "--set") -> CliSettings:
+    """``--set SECTION.KEY=VALUE`` items, each key checked against the schema's tables and keys. ``option``: how a
+    message names them; SET_COMMAND's items (an existing project's) may also set the keys `new` has options for."""
     found = CliSettings()
     keys = schema.table_keys()
     given: dict[str, str] = {}  # TABLE.KEY -> its item
@@ -91,22 +96,26 @@ def parse_sets(items) -> CliSettings:
         dotted, sep, text = item.partition("=")
         table, dot, key = dotted.strip().partition(".")
         if not sep or not dot or not key or "." in key:
-            raise SettingError(_("--set {item!r}: write SECTION.KEY=VALUE, e.g. --set grpo.max_completion_length=1024"
-                                 ).format(item=item))
+            raise SettingError(_("{option} {item!r}: write SECTION.KEY=VALUE, e.g. {option} "
+                                 "grpo.max_completion_length=1024").format(option=option, item=item))
+        if table == "rewards" and option == SET_COMMAND:
+            raise SettingError(_("{option} {item!r}: --param NAME.PARAM=VALUE sets a reward's param; the rewards "
+                                 "and their weights are the [[rewards]] tables of config.toml").format(
+                option=option, item=item))
         if table == "rewards":
             raise SettingError(_("--set {item!r}: rewards are chosen with --reward NAME:WEIGHT and their params with "
                                  "--param NAME.PARAM=VALUE").format(item=item))
-        if f"{table}.{key}" in OWN_OPTIONS:
+        if f"{table}.{key}" in OWN_OPTIONS and option != SET_COMMAND:
             raise SettingError(_("--set {item!r}: use {option} for it").format(
                 item=item, option=OWN_OPTIONS[f"{table}.{key}"]))
         if table not in keys or key not in keys[table]:
             loc = (table,) if table not in keys else (table, key)
-            raise SettingError(f"--set {item!r}: " + schemamessages.unknown_key_message(loc))
+            raise SettingError(f"{option} {item!r}: " + schemamessages.unknown_key_message(loc))
         if f"{table}.{key}" in given:
-            raise _given_twice("--set", item, f"{table}.{key}", given[f"{table}.{key}"])
+            raise _given_twice(option, item, f"{table}.{key}", given[f"{table}.{key}"])
         given[f"{table}.{key}"] = item
         annotation = schemamessages.field_at((table, key))[1]
-        value = parse_value("--set", item, text.strip(), _accepts_text(annotation), found.notes)
+        value = parse_value(option, item, text.strip(), _accepts_text(annotation), found.notes)
         found.tables.setdefault(table, {})[key] = value
     return found
 
@@ -262,14 +271,25 @@ def _epochs_over_default_steps(data: dict, settings: CliSettings, notes: list[st
         notes.append(_("sft.max_steps (the template's) left out: sft.num_train_epochs decides sft.py's length"))
 
 
+def raised_max_seq_length(settings: CliSettings, max_seq_length, prompt_room) -> int | None:
+    """model.max_seq_length for a completion budget set up to or past it (and max_seq_length not set): the budget
+    plus the room the prompt had; None where nothing needs raising."""
+    completion = settings.tables.get("grpo", {}).get("max_completion_length")
+    numbers = (completion, max_seq_length, prompt_room)
+    if not all(isinstance(number, int) and not isinstance(number, bool) for number in numbers) or (
+            "max_seq_length" in settings.tables.get("model", {}) or completion < max_seq_length or prompt_room <= 0):
+        return None
+    return completion + prompt_room
+
+
 def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:
     """A completion budget set past model.max_seq_length (and max_seq_length not set): raised to keep the preset's
     room for the prompt, and said."""
-    completion = settings.tables.get("grpo", {}).get("max_completion_length")
-    if not isinstance(completion, int) or isinstance(completion, bool) or "max_seq_length" in settings.tables.get(
-            "model", {}) or completion < data["max_seq_length"] or prompt_room <= 0:
+    raised = raised_max_seq_length(settings, data["max_seq_length"], prompt_room)
+    if raised is None:
         return
-    data["max_seq_length"] = completion + prompt_room
+    completion = settings.tables["grpo"]["max_completion_length"]
+    data["max_seq_length"] = raised
     notes.append(_("model.max_seq_length raised to {length}: grpo.max_completion_length ({completion}) plus the "
                    "preset's {room} tokens for the prompt (--set model.max_seq_length=N sets it)").format(
         length=data["max_seq_length"], completion=completion, room=prompt_room))

@@ -149,6 +149,12 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
                           cards.scaled_calibration(card, planner.CALIBRATION) if card else None,
                           tunes_matmuls=card.tunes_matmuls if card else True, unsloth=unsloth, other=other,
                           backend_option=backend)
+    if not preset:  # each setting offered as the command that writes it (with the what-if ones it was planned with)
+        from ..core.commands import set_command
+
+        for option in ([result["faster"]] if result.get("faster") else []) + result["changes"]:
+            change = {key if "." in key else f"grpo.{key}": value for key, value in option["change"].items()}
+            option["command"] = set_command({**what_if.dotted(), **change}, project or ".")
     if card:
         result["gpu"] = {**cards.describe(card), "detected": not gpu}
     elif detected:

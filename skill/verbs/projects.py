@@ -124,23 +124,14 @@ def update(project, dry_run, as_json):
     if result.conflicts and not dry_run:
         sys.exit(1)
 
-@command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
-@click.argument("project", default=".", type=click.Path(file_okay=False))
-@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
-              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
-                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
-@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
-              help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
-                      "batch counts every process.  [default: WORLD_SIZE, else 1]"))
-@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
-                                                         "line on stderr and exit status 1)."))
-def check(project, run_rewards, gpus, as_json):
+def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text: str | None = None,
+            given: tuple[str, ...] = ()):
+    """What `check` checks, for `check` and `set`: (the loaded project, `check --json`'s data). ``text``: config.toml
+    as `set` would write it, checked in place of the file; ``given``: the keys `set` changed."""
     from ..core import launch
     from ..core import project as projects
-    from ..scaffold.update import refuse_conflicts
 
-    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
-    loaded = projects.load(project, rewards=run_rewards, processes=gpus)
+    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
@@ -181,6 +172,24 @@ def check(project, run_rewards, gpus, as_json):
             "processes": gpus or launch.world_size(),
             "rewards": [{"name": c.name, "weight": c.weight, "params": c.params} for c in loaded.rewards],
             "rewards_run": run_rewards, "unchecked": unchecked, "warnings": loaded.warnings}
+    return loaded, data
+
+
+@command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
+@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
+              help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
+                      "would (a local judge loads its model); --no-rewards only reads rewards.py."))
+@click.option("--gpus", type=click.IntRange(min=1), metavar="N",
+              help=N_("Check it for a launch on N GPUs (accelerate launch --num_processes N): TRL's generation "
+                      "batch counts every process.  [default: WORLD_SIZE, else 1]"))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
+                                                         "line on stderr and exit status 1)."))
+def check(project, run_rewards, gpus, as_json):
+    from ..scaffold.update import refuse_conflicts
+
+    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
+    loaded, data = checked(project, run_rewards, gpus)
 
     def text(data):
         click.echo(_("{path}: OK (preset {preset}, rewards {rewards})").format(
@@ -194,4 +203,61 @@ def check(project, run_rewards, gpus, as_json):
     emit(data, as_json, text)
 
 
-VERBS = (new, update, check)
+@command("set", help=N_(
+    "Change settings of an existing project's config.toml in place, its comments and layout kept: SECTION.KEY=VALUE "
+    "and --param REWARD.PARAM=VALUE as `new --set` and `new --param` take them. The whole project is checked as "
+    "`grpo-skill check` checks it before anything is written; a refusal leaves the file as it was."))
+@click.argument("items", nargs=-1, metavar="SECTION.KEY=VALUE...")
+@click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
+    "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several); the reward must be one of "
+    "the project's."))
+@click.option("--project", default=".", show_default=True, type=click.Path(),
+              help=N_("The project folder, or its config file."))
+@click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
+def set_(items, param_items, project, dry_run, as_json):
+    from ..core.errors import UserError, shown_path
+    from ..core.project import config_path
+    from ..scaffold import configedit
+    from ..scaffold.update import refuse_conflicts
+
+    if not items and not param_items:
+        raise click.UsageError(_("give at least one SECTION.KEY=VALUE or --param REWARD.PARAM=VALUE, e.g. "
+                                 "grpo-skill set grpo.max_completion_length=1024"))
+    refuse_conflicts(config_path(project).parent)  # a conflict marker is not a value to change
+    edit = configedit.prepare(project, items, param_items)
+    try:
+        _loaded, checks = checked(edit.path, text=edit.text, given=edit.given)
+    except UserError as error:
+        raise configedit.refused(error, edit) from None
+    written = edit.changed and not dry_run
+    if written:
+        configedit.write(edit)
+    data = {"config": str(edit.path.resolve()), "dry_run": dry_run, "written": written,
+            "changes": [{"key": change.key, "old": change.old, "new": change.new, "added": change.added}
+                        for change in edit.changes],
+            "notes": edit.notes, "unchecked": checks["unchecked"], "warnings": checks["warnings"]}
+
+    def text(data):
+        path = shown_path(edit.path)
+        if not edit.changed:
+            click.echo(_("{path} already has these values; nothing to write.").format(path=path))
+        elif dry_run:
+            click.echo(_("Would change {path} (checked; nothing written):").format(path=path))
+        else:
+            click.echo(_("Changed {path} (checked as `grpo-skill check` checks it):").format(path=path))
+        for change in edit.changes:
+            old, new = configedit.shown_value(change.old), configedit.shown_value(change.new)
+            click.echo(f"  {change.key}: {old} → {new}" if old != new else
+                       "  " + _("{key}: {value} (unchanged)").format(key=change.key, value=new))
+        for note in edit.notes:
+            click.echo(_("note: {note}").format(note=note))
+        for line in data["unchecked"]:
+            click.echo(line, err=True)
+        for line in data["warnings"]:
+            click.echo(_("warning: {problem}").format(problem=line), err=True)
+
+    emit(data, as_json, text)
+
+
+VERBS = (new, update, check, set_)

@@ -1,0 +1,376 @@
+"""`grpo-skill set`: an existing project's config.toml changed in place (comments and layout kept), written only once
+the project passes `check`; `update` keeps what it set; `new --force` names what it does not carry over."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from grpo_skill import cli, history, plugins
+
+pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
+
+DATA = '{"question": "What is 2 + 3?", "final": "5"}\n{"question": "What is 4 + 4?", "final": "8"}\n'
+
+
+def grpo_skill(*args, cwd: Path | None = None, monkeypatch=None):
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(cli.main, list(args), prog_name="grpo-skill")
+    return result.exit_code, result.output
+
+
+def git(*args, cwd) -> str:
+    identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")  # CI machines may have none
+    return subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(autouse=True)
+def no_project_plugins():
+    """A project's rewards.py stays registered after a command; each test starts without those of earlier ones."""
+    for info in plugins.plugin_infos():
+        if info.source == "project":
+            plugins.unregister(info.name)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A tiny project as `new` makes it, copied for each test."""
+    root = tmp_path_factory.mktemp("set")
+    code, output = grpo_skill("new", "demo", "--preset", "tiny", "-o", str(root))
+    assert code == 0, output
+    return root / "demo"
+
+
+@pytest.fixture
+def project(made, tmp_path):
+    copy = tmp_path / "demo"
+    shutil.copytree(made, copy, symlinks=True)
+    return copy
+
+
+def config_text(project: Path) -> str:
+    return (project / "config.toml").read_bytes().decode("utf-8")
+
+
+# --- changes in place ---------------------------------------------------------------------------------------
+
+
+def test_set_changes_the_value_on_its_own_line_and_nothing_else(project):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=64")
+    assert code == 0, output
+    assert "grpo.max_completion_length: 32 → 64" in output
+    assert before.count("\nmax_completion_length = 32\n") == 1
+    assert config_text(project) == before.replace("\nmax_completion_length = 32\n", "\nmax_completion_length = 64\n")
+
+
+def test_a_value_keeps_its_comment_and_its_form(project):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "model.max_seq_length=320", "grpo.learning_rate=1e-3")
+    assert code == 0, output
+    assert config_text(project) == before.replace(
+        "max_seq_length = 256  # prompt + completion tokens", "max_seq_length = 320  # prompt + completion tokens"
+    ).replace("learning_rate = 0.005\nlr_scheduler", "learning_rate = 1e-3\nlr_scheduler")  # as written
+
+
+def test_a_new_key_follows_the_last_key_of_its_table(project):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.temperature=0.7")
+    assert code == 0, output
+    assert "grpo.temperature: (not set) → 0.7" in output
+    # after [grpo]'s last key, before the blank line and the comment that open [sft]
+    assert config_text(project) == before.replace("report_to = []\n", "report_to = []\ntemperature = 0.7\n")
+
+
+def test_a_commented_out_key_becomes_the_key_with_its_comment(project):
+    (project / "outputs" / "sft" / "adapter").mkdir(parents=True)
+    (project / "outputs" / "sft" / "adapter" / "adapter_config.json").write_text("{}")
+    before = config_text(project)
+    commented = '# adapter = "outputs/sft/adapter"  # continue from a LoRA adapter'
+    assert before.count(commented) == 1
+    code, output = grpo_skill("set", "--project", str(project), 'model.adapter="outputs/sft/adapter"',
+                              "model.compile_decoding=false")
+    assert code == 0, output
+    text = config_text(project)
+    assert text == before.replace(commented, commented[2:]).replace(
+        "# compile_decoding = true  # TRL backend", "compile_decoding = false  # TRL backend")
+    assert text.count("adapter =") == 1 and text.count("compile_decoding =") == 1  # replaced, not added twice
+    assert tomllib.loads(text)["model"]["adapter"] == "outputs/sft/adapter"
+
+
+def test_bare_text_for_a_text_key_is_taken_and_said(project):
+    code, output = grpo_skill("set", "--project", str(project), "dataset.system_prompt=Be brief.")
+    assert code == 0, output
+    assert "note: grpo-skill set 'dataset.system_prompt=Be brief.': taken as the text \"Be brief.\"" in output
+    assert 'system_prompt = "Be brief."\n' in config_text(project)
+
+
+def test_a_budget_past_max_seq_length_raises_it_as_new_does(project):
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=300")
+    assert code == 0, output
+    assert "model.max_seq_length: 256 → 524" in output
+    assert "note: model.max_seq_length raised to 524: grpo.max_completion_length (300) plus the 224 tokens" in output
+    config = tomllib.loads(config_text(project))
+    assert (config["model"]["max_seq_length"], config["grpo"]["max_completion_length"]) == (524, 300)
+
+
+def test_windows_line_endings_are_kept(project):
+    config = project / "config.toml"
+    config.write_bytes(config.read_bytes().replace(b"\n", b"\r\n"))
+    before = config.read_bytes()
+    code, output = grpo_skill("set", "--project", str(config), "grpo.max_completion_length=64", "grpo.temperature=0.7")
+    assert code == 0, output
+    assert config.read_bytes() == before.replace(
+        b"max_completion_length = 32\r\n", b"max_completion_length = 64\r\n").replace(
+        b"report_to = []\r\n", b"report_to = []\r\ntemperature = 0.7\r\n")
+
+
+def test_from_inside_the_project_and_the_same_value_again(project, monkeypatch):
+    code, output = grpo_skill("set", "grpo.beta=0.1", cwd=project, monkeypatch=monkeypatch)
+    assert code == 0 and "Changed config.toml" in output and "grpo.beta: 0.04 → 0.1" in output
+    before = snapshot(project)
+    code, output = grpo_skill("set", "grpo.beta=0.1", cwd=project, monkeypatch=monkeypatch)
+    assert code == 0 and "already has these values; nothing to write" in output
+    assert "grpo.beta: 0.1 (unchanged)" in output
+    assert snapshot(project) == before
+
+
+def test_a_surprising_value_is_written_and_warned_about_as_check_does(project):
+    code, output = grpo_skill("set", "--project", str(project), "grpo.learning_rate=0.5")
+    assert code == 0, output
+    assert "warning: grpo.learning_rate = 0.5 (given on the command line): far above what LoRA runs use" in output
+    assert "learning_rate = 0.5\n" in config_text(project)
+
+
+# --- --param --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def graded(tmp_path):
+    """A project whose rewards have params: accuracy and cosine_length on a gold column."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(DATA)
+    code, output = grpo_skill("new", "graded", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
+                              "question", "--answer-column", "final", "--reward", "accuracy:1", "--reward",
+                              "cosine_length:0.5", "--param", "cosine_length.max_len=300", "-o", str(tmp_path))
+    assert code == 0, output
+    return tmp_path / "graded"
+
+
+def test_param_changes_one_param_and_keeps_the_others(graded):
+    before = config_text(graded)
+    line = 'params = { answer_column = "final", max_len = 300 }'
+    assert before.count(line) == 1
+    code, output = grpo_skill("set", "--project", str(graded), "--param", "cosine_length.max_len=200",
+                              "--param", "cosine_length.min_value_wrong=-0.8")
+    assert code == 0, output
+    assert "cosine_length.max_len: 300 → 200" in output
+    assert "cosine_length.min_value_wrong: (not set) → -0.8" in output
+    assert config_text(graded) == before.replace(
+        line, 'params = { answer_column = "final", max_len = 200, min_value_wrong = -0.8 }')
+
+
+def test_param_of_a_reward_without_params_adds_its_params_line(project):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "--param", 'thinking.think_end_token="</think>"')
+    assert code == 0, output
+    assert config_text(project) == before.replace(
+        'name = "thinking"\nweight = 1.0\n',
+        'name = "thinking"\nweight = 1.0\nparams = { think_end_token = "</think>" }\n')
+
+
+def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards(graded):
+    before = snapshot(graded)
+    code, output = grpo_skill("set", "--project", str(graded), "--param", "format.end_marks=\"!\"")
+    assert code == 1
+    assert output.strip() == ("Error: --param format.*: 'format' is not one of the project's rewards (accuracy, "
+                              "cosine_length); a reward is added as a [[rewards]] table in config.toml")
+    assert snapshot(graded) == before
+
+
+# --- refusals ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["grpo.max_completion_lenght=64"], "grpo-skill set 'grpo.max_completion_lenght=64': unknown key in [grpo]; did "
+                                        "you mean `max_completion_length`?"),
+    (["grpo.learning_rate=-1"], "grpo.learning_rate = -1 (given on the command line): must be greater than 0 ("),
+    (["lora.r=sixteen"], "grpo-skill set 'lora.r=sixteen': 'sixteen' is not a TOML value"),
+    (["grpo.num_generations=3"], "grpo.num_generations (given on the command line): per_device_train_batch_size x "
+                                 "gradient_accumulation_steps = 8 is not divisible by num_generations = 3"),
+    (["grpo.max_completion_length=200"], "raise max_seq_length to"),  # the prompts no longer fit
+    (['model.adapter="outputs/none"'], "model.adapter (given on the command line): no LoRA adapter in"),
+    (["maxsteps=3"], "grpo-skill set 'maxsteps=3': write SECTION.KEY=VALUE, e.g. grpo-skill set "
+                     "grpo.max_completion_length=1024"),
+    (["rewards.weight=2"], "--param NAME.PARAM=VALUE sets a reward's param"),
+    (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
+                                          "`think_end_token`?"),
+    (["grpo.beta=0.1", "grpo.beta=0.2"], "grpo.beta is given twice"),
+])
+def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args, message):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), *args)
+    assert code == 1 and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1 and output.startswith("Error: ") and message in output, output
+    if "given on the command line" in message:  # refused by the check of the whole project
+        assert output.rstrip().endswith("config.toml is unchanged)")
+    assert snapshot(project) == before
+
+
+def test_a_refusal_names_the_line_of_the_file_as_it_is(project):
+    """A key added above a problem shifts it in the text checked; the message names the file's own line."""
+    config = project / "config.toml"
+    config.write_text(config.read_text() + "nonsense = 1\n")  # a hand edit [sft] does not take
+    line = config.read_text().splitlines().index("nonsense = 1") + 1
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.temperature=0.7")
+    assert code == 1 and f"config.toml:{line}: sft.nonsense = 1: unknown key in [sft]" in output, output
+    assert snapshot(project) == before
+
+
+def test_a_conflict_left_by_update_is_refused_first(project):
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("beta = 0.04\n", "<<<<<<< before updating\nbeta = 0.04\n=======\n"
+                                                 "beta = 0.1\n>>>>>>> after updating\n"))
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.2")
+    assert code == 1 and "a conflict that `grpo-skill update` left unmerged" in output
+    assert snapshot(project) == before
+
+
+def test_no_setting_is_a_usage_error(project):
+    code, output = grpo_skill("set", "--project", str(project))
+    assert code == 2 and "give at least one SECTION.KEY=VALUE or --param REWARD.PARAM=VALUE" in output
+
+
+def test_a_folder_without_a_project(tmp_path):
+    code, output = grpo_skill("set", "--project", str(tmp_path), "grpo.beta=0.1")
+    assert code == 1 and "no such config file" in output and len(output.strip().splitlines()) == 1
+
+
+# --- --dry-run and --json ------------------------------------------------------------------------------------
+
+
+def test_dry_run_says_what_would_change_and_writes_nothing(project):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "--dry-run", "grpo.max_completion_length=64",
+                              "grpo.temperature=0.7")
+    assert code == 0, output
+    assert "Would change" in output and "nothing written" in output
+    assert "grpo.max_completion_length: 32 → 64" in output and "grpo.temperature: (not set) → 0.7" in output
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), "--dry-run", "grpo.learning_rate=-1")
+    assert code == 1 and "must be greater than 0" in output  # checked all the same
+    assert snapshot(project) == before
+
+
+def test_json(project):
+    code, output = grpo_skill("set", "--project", str(project), "--json", "grpo.max_completion_length=64",
+                              "grpo.temperature=0.7", "grpo.learning_rate=0.5")
+    assert code == 0, output
+    result = json.loads(output)
+    assert result["written"] is True and result["dry_run"] is False
+    assert result["config"] == str((project / "config.toml").resolve())
+    assert result["changes"] == [
+        {"key": "grpo.max_completion_length", "old": 32, "new": 64, "added": False},
+        {"key": "grpo.temperature", "old": None, "new": 0.7, "added": True},
+        {"key": "grpo.learning_rate", "old": 0.005, "new": 0.5, "added": False},
+    ]
+    assert len(result["warnings"]) == 1 and "learning_rate" in result["warnings"][0]
+
+
+# --- update after set ----------------------------------------------------------------------------------------
+
+C_COMMENT = "# C: the new template version's own first line"
+
+
+def ship(repo: Path, out: Path) -> Path:
+    """What a grpo-skill release carries: the template folder, its bundle and manifest."""
+    out.mkdir()
+    history.write_bundle(repo, "HEAD", out)
+    shutil.copytree(repo, out / "project", ignore=shutil.ignore_patterns(".git"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    """Version A: this template; version B: A whose config.toml starts with another comment line."""
+    root = tmp_path_factory.mktemp("versions")
+    repo = root / "template"
+    shutil.copytree(history.template_dir(), repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "A", cwd=repo)
+    a = ship(repo, root / "A")
+    config = repo / "config.toml.jinja"
+    config.write_text(f"{C_COMMENT}\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+    git("commit", "-qam", "B", cwd=repo)
+    return {"A": a, "B": ship(repo, root / "B")}
+
+
+def test_update_after_set_keeps_the_values_set(tmp_path, monkeypatch, versions):
+    monkeypatch.setattr(history, "templates_dir", lambda: versions["A"])
+    code, output = grpo_skill("new", "kept", "--preset", "tiny", "-o", str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "kept"
+    answers_text = (project / ".copier-answers.yml").read_text()
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=64",
+                              "grpo.temperature=0.7", "model.compile_decoding=false",
+                              "--param", 'thinking.think_end_token="</think>"')
+    assert code == 0, output
+    assert (project / ".copier-answers.yml").read_text() == answers_text  # set writes config.toml alone
+    assert git("status", "--porcelain", cwd=project).strip() == "M config.toml"
+    after_set = config_text(project)
+    git("commit", "-qam", "grpo-skill set", cwd=project)
+
+    monkeypatch.setattr(history, "templates_dir", lambda: versions["B"])
+    code, output = grpo_skill("update", str(project))
+    assert code == 0, output
+    assert config_text(project) == f"{C_COMMENT}\n" + after_set  # the template's change, and every value set
+    answers_after = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert {key: value for key, value in answers_after.items() if key != "_commit"} == {
+        key: value for key, value in yaml.safe_load(answers_text).items() if key != "_commit"}
+    code, output = grpo_skill("check", str(project))
+    assert code == 0, output
+
+
+# --- new --force over a project --------------------------------------------------------------------------------
+
+
+def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text(DATA)
+    code, output = grpo_skill("new", "again", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
+                              "question", "--answer-column", "final", "--reward", "accuracy:1",
+                              "--set", "grpo.max_completion_length=64", "-o", str(tmp_path))
+    assert code == 0, output
+    code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "-o", str(tmp_path))
+    assert code == 0, output
+    notes = [line for line in output.splitlines() if line.startswith("note: the earlier project")]
+    assert len(notes) == 1, output
+    note = notes[0]
+    for dropped in ('dataset.path = "data/d.jsonl"', 'dataset.prompt_column = "question"',
+                    "grpo.max_completion_length = 64", "rewards = accuracy:1", "grpo-skill set"):
+        assert dropped in note, note
+
+    # the same answers: nothing dropped; a value `set` wrote is in config.toml alone, which is backed up and named
+    project = tmp_path / "again"
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    assert code == 0, output
+    code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
+    assert code == 0, output
+    result = json.loads(output)
+    assert result["notes"] == [] and result["backed_up"] == ["config.toml"]
+    assert "beta = 0.1\n" in (Path(result["backup_dir"]) / "config.toml").read_text()
