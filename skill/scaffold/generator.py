@@ -208,7 +208,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
         updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None
-        from ..advisors.golds import gold_warnings
+        from ..runtime.golds import gold_warnings
 
         try:
             plugin_name = plugins.register_project(rendered)

@@ -136,7 +136,7 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
         loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
-        from ..advisors.golds import gold_warnings
+        from ..runtime.golds import gold_warnings
 
         loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
     if loaded.sft is not None:

@@ -19,7 +19,7 @@ SENTENCE_CJK_CHARACTERS = 16
 def gold_warnings(config) -> list[str]:
     """Lines naming the local golds a graded reward cannot use: unreadable ones, and sentences."""
     from ..core import plugins
-    from ..runtime.promptlength import prompts
+    from .promptlength import prompts
 
     lines = []
     for choice in config.rewards:
@@ -52,7 +52,7 @@ def gold_warnings(config) -> list[str]:
 
 
 def _is_sentence(gold: str) -> bool:
-    from ..runtime.promptlength import WIDE
+    from .promptlength import WIDE
 
     return len(gold.split()) >= SENTENCE_WORDS or len(WIDE.findall(gold)) >= SENTENCE_CJK_CHARACTERS
 
