@@ -87,3 +87,32 @@ def tiny_lora_policy(dtype, adapter_scale: float = 0.0, seed: int = 0, **lora):
             if "lora_B" in name and adapter_scale:
                 param.normal_(0, adapter_scale)
     return model
+
+
+def git(*args, cwd) -> str:
+    identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")  # CI machines may have none
+    return subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def template_versions(root: Path, change) -> dict[str, Path]:
+    """Two grpo-skill releases as they would ship the project template (its folder, bundle and manifest): "A" this
+    template, "B" A after ``change(template_folder)``."""
+    import shutil
+
+    from grpo_skill import history
+
+    def ship(out: Path) -> Path:
+        out.mkdir()
+        history.write_bundle(repo, "HEAD", out)
+        shutil.copytree(repo, out / "project", ignore=shutil.ignore_patterns(".git"))
+        return out
+
+    repo = root / "template"
+    shutil.copytree(history.template_dir(), repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "A", cwd=repo)
+    a = ship(root / "A")
+    change(repo)
+    git("commit", "-qam", "B", cwd=repo)
+    return {"A": a, "B": ship(root / "B")}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -14,6 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from grpo_skill import cli, history, plugins
+
+from support import git, template_versions
 
 pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
@@ -25,11 +26,6 @@ def grpo_skill(*args, cwd: Path | None = None, monkeypatch=None):
         monkeypatch.chdir(cwd)
     result = CliRunner().invoke(cli.main, list(args), prog_name="grpo-skill")
     return result.exit_code, result.output
-
-
-def git(*args, cwd) -> str:
-    identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")  # CI machines may have none
-    return subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -296,28 +292,14 @@ def test_json(project):
 C_COMMENT = "# C: the new template version's own first line"
 
 
-def ship(repo: Path, out: Path) -> Path:
-    """What a grpo-skill release carries: the template folder, its bundle and manifest."""
-    out.mkdir()
-    history.write_bundle(repo, "HEAD", out)
-    shutil.copytree(repo, out / "project", ignore=shutil.ignore_patterns(".git"))
-    return out
-
-
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory):
     """Version A: this template; version B: A whose config.toml starts with another comment line."""
-    root = tmp_path_factory.mktemp("versions")
-    repo = root / "template"
-    shutil.copytree(history.template_dir(), repo, ignore=shutil.ignore_patterns("__pycache__"))
-    git("init", "-q", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "A", cwd=repo)
-    a = ship(repo, root / "A")
-    config = repo / "config.toml.jinja"
-    config.write_text(f"{C_COMMENT}\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
-    git("commit", "-qam", "B", cwd=repo)
-    return {"A": a, "B": ship(repo, root / "B")}
+    def add_comment(repo):
+        config = repo / "config.toml.jinja"
+        config.write_text(f"{C_COMMENT}\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+
+    return template_versions(tmp_path_factory.mktemp("versions"), add_comment)
 
 
 def test_update_after_set_keeps_the_values_set(tmp_path, monkeypatch, versions):

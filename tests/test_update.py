@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,13 @@ from click.testing import CliRunner
 
 from grpo_skill import cli, history, skillfiles
 
+from support import git, template_versions
+
 REPO = Path(__file__).resolve().parents[1]
 B_LINE = "# B: the new template version adds this line"
 
 
 pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
-
-
-def git(*args, cwd) -> str:
-    identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")  # CI machines may have none
-    return subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def grpo_skill(*args):
@@ -67,29 +63,14 @@ def test_history_check_names_a_template_file_that_differs(tmp_path, monkeypatch)
 # --- two template versions, as two grpo-skill releases would ship them ----------------------------------------
 
 
-def ship(repo: Path, out: Path) -> Path:
-    """What a grpo-skill release carries: the template folder, its bundle and manifest."""
-    out.mkdir()
-    history.write_bundle(repo, "HEAD", out)
-    shutil.copytree(repo, out / "project", ignore=shutil.ignore_patterns(".git"))
-    return out
-
-
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory):
     """Version A: this template; version B: A plus one line at the end of train.py."""
-    root = tmp_path_factory.mktemp("versions")
-    repo = root / "template"
-    shutil.copytree(history.template_dir(), repo, ignore=shutil.ignore_patterns("__pycache__"))
-    git("init", "-q", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "A", cwd=repo)
-    a = ship(repo, root / "A")
-    train = repo / "train.py.jinja"
-    train.write_text(train.read_text(encoding="utf-8").rstrip("\n") + f"\n{B_LINE}\n", encoding="utf-8")
-    git("commit", "-qam", "B", cwd=repo)
-    b = ship(repo, root / "B")
-    return {"A": a, "B": b}
+    def add_line(repo):
+        train = repo / "train.py.jinja"
+        train.write_text(train.read_text(encoding="utf-8").rstrip("\n") + f"\n{B_LINE}\n", encoding="utf-8")
+
+    return template_versions(tmp_path_factory.mktemp("versions"), add_line)
 
 
 def install_version(monkeypatch, folder: Path) -> dict:
