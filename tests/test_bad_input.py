@@ -120,8 +120,9 @@ CLI_CASES = [
          args=("new", "ok", "-r", "length:nan")),
     Case("new-reward-twice", "a reward is given twice", args=("new", "ok", "-r", "length", "-r", "length:2")),
     Case("new-dataset-missing", "--dataset missing.jsonl: no such file", args=("new", "ok", "--dataset", "missing.jsonl")),
-    Case("new-dataset-hub-id", "--dataset openai/gsm8k: --dataset copies a local file into the project; for a hub "
-         "dataset give --set dataset.path=openai/gsm8k", args=("new", "ok", "--dataset", "openai/gsm8k")),
+    Case("new-dataset-hub-id", "--dataset openai/gsm8k: no such file (--dataset copies a local file into the "
+         "project); for a hub dataset give --set dataset.path=openai/gsm8k", args=("new", "ok", "--dataset",
+                                                                                  "openai/gsm8k")),
     Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
          files={"notes.txt": "What is 2 + 2?\n"}),
     Case("new-prompt-column", "column 'question' is not in prompts.jsonl",
@@ -805,6 +806,9 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
     Case("script-train-output-dir-is-sfts", "error: grpo.output_dir (given on the command line): 'outputs/sft' is "
          "sft.output_dir, where sft.py's adapter is: train.py would write its own over it; choose another folder",
          mode="script", args=("train.py", "--max-steps", "1", "--output-dir", "outputs/sft")),
+    Case("script-train-output-dir-is-sfts-absolute", "error: grpo.output_dir (given on the command line): "
+         "'{project}/outputs/sft' is sft.output_dir", mode="script",
+         args=("train.py", "--max-steps", "1", "--output-dir", "{project}/outputs/sft")),
     Case("script-evaluate-users-samples", "error: {tmp}/elsewhere/samples.jsonl is not evaluate.py's", mode="script",
          args=("evaluate.py", "--adapter", "{tmp}/elsewhere/adapter"),
          files={"elsewhere/adapter/adapter_config.json": "{}", "elsewhere/samples.jsonl": "my samples\n"}),

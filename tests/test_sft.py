@@ -209,3 +209,17 @@ def test_evaluate_compares_the_trained_adapter_with_the_sft_one(warmed):
     samples = [json.loads(line) for line in (project / "outputs" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 2 and {"before", "after"} <= set(samples[0])
     assert summary["mean_reward_before"] == sum(s["before_reward"] for s in samples) / 2
+
+
+def test_overwrite_continues_from_the_adapter_model_adapter_names_and_writes_it_anew(warmed):
+    """[model] adapter names sft.py's own adapter (the command sft.py prints): --overwrite removes the earlier run only
+    once that adapter has loaded, so the new run starts from it and the project keeps an adapter (it was deleted
+    first, and every command then failed on the missing adapter)."""
+    project, _, _, _ = warmed
+    adapter = project / "outputs" / "sft" / "adapter"
+    before = (adapter / "adapter_model.safetensors").read_bytes()
+    again = run([sys.executable, "sft.py", "--overwrite", "--max-steps", "1"], cwd=project, env=ONE_THREAD)
+    assert f"--overwrite: removed the earlier run in {adapter.parent}" in again.stderr
+    assert json.loads(again.stdout)["steps"] == 1
+    assert (adapter / "adapter_config.json").is_file()
+    assert (adapter / "adapter_model.safetensors").read_bytes() != before  # trained on from it, and saved

@@ -117,29 +117,24 @@ OUTPUT_SETTING = "sft.output_dir in config.toml"
 
 
 def prepare_output(output_dir: Path, overwrite: bool) -> None:
-    """Make sft.py's output folder ready before the model loads: a folder of someone else's files is refused; an
-    earlier SFT run there is replaced only with --overwrite (its adapter may be the one [model] adapter names, and
-    its metrics would run on into the new run's)."""
+    """Check sft.py's output folder before the model loads: a folder of someone else's files is refused; an earlier
+    SFT run there is replaced only with --overwrite (its adapter may be the one [model] adapter names, and its
+    metrics would run on into the new run's). Nothing is removed here: see :func:`clear_output`."""
     from . import resume
 
     resume.refuse_others_folder(output_dir, OUTPUT_SETTING)
-    if not resume.has_run(output_dir):
-        return
-    if not overwrite:
+    if resume.has_run(output_dir) and not overwrite:
         raise resume.ResumeError(_("{dir} holds an earlier SFT run: replace it with python sft.py --overwrite, or set "
                                    "another sft.output_dir in config.toml").format(dir=output_dir))
-    resume.remove_run(output_dir, OUTPUT_SETTING)
 
 
-def adapter_command(config, adapter_dir: Path) -> str:
-    """The `grpo-skill set` command that has train.py continue from ``adapter_dir`` (what sft.py says last): [model]
-    adapter, relative to the project as config.toml reads it."""
-    import os
+def clear_output(output_dir: Path) -> None:
+    """Remove the earlier SFT run that --overwrite replaces, once the model has loaded: [model] adapter may name that
+    run's adapter, which sft.py then continues from (loaded by now) and writes anew."""
+    from . import resume
 
-    from ..core.commands import set_command
-
-    relative = Path(os.path.relpath(adapter_dir, config.project_dir)).as_posix()
-    return set_command({"model.adapter": relative}, config.project_dir)
+    if resume.has_run(output_dir):
+        resume.remove_run(output_dir, OUTPUT_SETTING)
 
 
 def load_examples(config, tokenizer):

@@ -103,9 +103,9 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
     if dataset is not None:
         if not Path(dataset).expanduser().exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", dataset) \
                 and Path(dataset).suffix not in config.LOCAL_DATA_SUFFIXES:
-            raise GenerateError(_("--dataset {name}: --dataset copies a local file into the project; for a hub "
-                                  "dataset give --set dataset.path={name} (its columns with --prompt-column and "
-                                  "--answer-column)").format(name=dataset))
+            raise GenerateError(_("--dataset {name}: no such file (--dataset copies a local file into the project); "
+                                  "for a hub dataset give --set dataset.path={name} (its columns with --prompt-column "
+                                  "and --answer-column)").format(name=dataset))
         dataset = Path(dataset).expanduser()
         if dataset.suffix in config.LOCAL_DATA_SUFFIXES and not dataset.exists():
             raise GenerateError(_("--dataset {path}: no such file").format(path=dataset))
