@@ -279,7 +279,7 @@ def _check_sft_output_dir(sft: dict, grpo: dict, source: Source) -> None:
     other's, and train.py --overwrite would delete the SFT adapter it continues from."""
     sft_dir = sft.get("output_dir", SftTable.model_fields["output_dir"].default)
     grpo_dir = grpo.get("output_dir")
-    project = Path(source.path).parent  # both relative to the project, or absolute
+    project = Path(source.path).absolute().parent  # both relative to the project, or absolute
     if grpo_dir is None or os.path.normpath(project / sft_dir) != os.path.normpath(project / grpo_dir):
         return
     if "grpo.output_dir" in source.overridden:  # train.py --output-dir

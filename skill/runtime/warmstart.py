@@ -137,6 +137,17 @@ def clear_output(output_dir: Path) -> None:
         resume.remove_run(output_dir, OUTPUT_SETTING)
 
 
+def adapter_command(config, adapter_dir: Path) -> str:
+    """The `grpo-skill set` command that has train.py continue from ``adapter_dir`` (what sft.py says last): [model]
+    adapter, relative to the project as config.toml reads it."""
+    import os
+
+    from ..core.commands import set_command
+
+    relative = Path(os.path.relpath(adapter_dir, config.project_dir)).as_posix()
+    return set_command({"model.adapter": relative}, config.project_dir)
+
+
 def load_examples(config, tokenizer):
     """``[sft]`` path as a datasets.Dataset of prompt/completion texts for ``tokenizer``'s chat template."""
     import datasets
