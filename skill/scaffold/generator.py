@@ -17,7 +17,7 @@ from ..core.errors import UserError, shown_path
 from ..core import __version__
 from ..core import i18n, plugins
 from . import copying, skillfiles
-from .settings import SAMPLE_PROMPTS
+from .settings import SAMPLE_PROMPTS, sample_lang
 from . import update as updates
 from ..core import project as config
 from ..core.i18n import LANGS, _
@@ -128,6 +128,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         "chat_template_kwargs": dict(preset.chat_template_kwargs),
         "rewards": [{"name": reward_name, "weight": weight} for reward_name, weight in rewards],
         "lang": lang,
+        "sample_lang": sample_lang(lang, preset.name),
         "grpo_skill_version": __version__,
         "dataset_path": f"data/{dataset.name}" if dataset else SAMPLE_PROMPTS,
         "prompt_column": prompt_column,

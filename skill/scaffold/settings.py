@@ -339,12 +339,18 @@ def dataset_info(path, prompt_column: str, answer_column: str | None, shown: str
     return datafile.scan(path, shown or shown_path(path), wanted, chinese=True)
 
 
+def sample_lang(lang: str, preset: str) -> str:
+    """The language of the template's sample data (the ``sample_lang`` answer): the project's, but English for the
+    tiny preset, whose tokenizer is built from the English samples. A project made before there were Chinese samples
+    has no such answer, and `update` keeps its English ones (copier.yml's default)."""
+    return "en" if preset == "tiny" else lang
+
+
 def sample_prompts(lang: str, preset: str):
-    """The template's sample prompts that a project made without --dataset gets: in its language, but English for the
-    tiny preset, whose tokenizer is built from the English ones (templates/project/data/prompts.jsonl.jinja)."""
+    """The template's sample prompts that a project made without --dataset gets (data/prompts.jsonl.jinja)."""
     from . import history
 
-    return history.template_dir() / SAMPLES / f"prompts.{'en' if preset == 'tiny' else lang}.jsonl"
+    return history.template_dir() / SAMPLES / f"prompts.{sample_lang(lang, preset)}.jsonl"
 
 
 def apply_command_line(data: dict, settings: CliSettings | None, answer_column: str | None, dataset, *,
