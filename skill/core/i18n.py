@@ -11,6 +11,7 @@ from the repository root::
     pybabel update -i i18n/locale/grpo_skill.pot -d i18n/locale -D grpo_skill -l zh_CN --no-wrap --ignore-obsolete
     # translate the new or fuzzy entries in the .po, then
     pybabel compile -d i18n/locale -D grpo_skill --statistics
+    python scripts/retire_template_messages.py  # where a template message changed: its old one, for `update`
 
 The language is the one given to :func:`set_language` (the CLI's ``--lang``), else the locale's, read
 the way gettext reads it: the first non-empty of LANGUAGE, LC_ALL, LC_MESSAGES and LANG. Nothing heavy
@@ -100,6 +101,23 @@ def translations(lang: str) -> gettext.NullTranslations:
     if lang not in CATALOG_NAMES:
         return gettext.NullTranslations()
     return gettext.translation(DOMAIN, locale_dir(), languages=[CATALOG_NAMES[lang]], fallback=True)
+
+
+RETIRED_DOMAIN = "grpo_skill_retired"  # template messages earlier template versions used (see template_translations)
+
+
+@lru_cache(maxsize=None)
+def template_translations(lang: str) -> gettext.NullTranslations:
+    """The catalog the project template renders with: ``lang``'s, then the messages that earlier template versions
+    used and the current one no longer does. `grpo-skill update` renders the project's old template version as the
+    base of its merge; without them that base came out in English, and every changed message of an untouched zh-CN
+    project was a conflict."""
+    if lang not in CATALOG_NAMES:
+        return gettext.NullTranslations()
+    catalog = gettext.translation(DOMAIN, locale_dir(), languages=[CATALOG_NAMES[lang]], fallback=True)
+    catalog.add_fallback(gettext.translation(RETIRED_DOMAIN, locale_dir(), languages=[CATALOG_NAMES[lang]],
+                                             fallback=True))
+    return catalog
 
 
 def _(message: str) -> str:

@@ -47,12 +47,12 @@ class TemplateTranslations(InternationalizationExtension):
 
 @pass_context
 def _template_gettext(context, message: str) -> str:
-    return i18n.translations(context.get("lang") or "en").gettext(message)
+    return i18n.template_translations(context.get("lang") or "en").gettext(message)
 
 
 @pass_context
 def _template_ngettext(context, singular: str, plural: str, n: int) -> str:
-    return i18n.translations(context.get("lang") or "en").ngettext(singular, plural, n)
+    return i18n.template_translations(context.get("lang") or "en").ngettext(singular, plural, n)
 
 
 def template_dir() -> Path:
