@@ -72,6 +72,16 @@ def test_set_changes_the_value_on_its_own_line_and_nothing_else(project):
     assert config_text(project) == before.replace("\nmax_completion_length = 32\n", "\nmax_completion_length = 64\n")
 
 
+def test_a_symlinked_config_is_written_through_its_link(project):
+    shared = project.parent / "shared.toml"
+    (project / "config.toml").rename(shared)
+    (project / "config.toml").symlink_to(shared)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=64")
+    assert code == 0, output
+    assert (project / "config.toml").is_symlink()  # the link kept, its target changed
+    assert "\nmax_completion_length = 64\n" in shared.read_text()
+
+
 def test_a_value_keeps_its_comment_and_its_form(project):
     before = config_text(project)
     code, output = grpo_skill("set", "--project", str(project), "model.max_seq_length=320", "grpo.learning_rate=1e-3")

@@ -300,8 +300,9 @@ def _at_file_lines(message: str, edit: Edit) -> str:
 
 def write(edit: Edit) -> None:
     """config.toml replaced by the edited text in one step (a file beside it renamed over it): a reader never sees
-    half of it, and an interrupted write leaves the old file."""
-    path = edit.path
+    half of it, and an interrupted write leaves the old file. A symlinked config.toml is written through to its
+    target, the link kept."""
+    path = edit.path.resolve()
     mode = path.stat().st_mode & 0o7777
     handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
