@@ -33,6 +33,16 @@ def test_new_and_check_name_unreadable_and_sentence_golds(cli, tmp_path, english
     assert [f"warning: {line}" for line in listed] == [UNREADABLE, SENTENCE]
 
 
+def test_a_null_gold_is_named_as_unreadable(cli, tmp_path, english):
+    """A null in the answer column reaches the reward as None (it scores None all run), not as the text "null"."""
+    data = write_rows(tmp_path / "maths.jsonl", [ROWS[0], {"question": "What is 5 + 5?", "answer": None}])
+    made = cli("new", "maths", "--preset", "thinking", "--dataset", str(data), "--prompt-column", "question",
+               "--answer-column", "answer", "--reward", "accuracy:1", cwd=tmp_path)
+    assert made.stderr.splitlines() == [
+        "warning: accuracy: 1 of the first 2 gold answers in 'answer' cannot be read (row 2: \"null\"): their "
+        "completions would score None, left out of the reward; write each as a number, an expression or a short text"]
+
+
 def test_golds_every_answer_reward_can_read_are_not_named(cli, tmp_path, english):
     capital = {"question": "Capital of France?", "answer": "Paris"}
     data = write_rows(tmp_path / "maths.jsonl", [ROWS[0], ROWS[3], capital])

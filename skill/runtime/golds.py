@@ -19,22 +19,23 @@ SENTENCE_CJK_CHARACTERS = 16
 def gold_warnings(config) -> list[str]:
     """Lines naming the local golds a graded reward cannot use: unreadable ones, and sentences."""
     from ..core import plugins
-    from .promptlength import prompts
+    from .promptlength import column_values
 
     lines = []
     for choice in config.rewards:
         if choice.name not in GRADED:
             continue
         column = {**plugins.get_reward(choice.name).params, **choice.params}["answer_column"]
-        golds = (prompts(config.dataset_file(), column) or [])[:MAX_ROWS]
-        if not golds:
+        values = (column_values(config.dataset_file(), column) or [])[:MAX_ROWS]  # as train.py's rewards get them
+        if not values:
             continue  # a hub dataset, or no such column: train.py and `check` say so elsewhere
+        golds = [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values]
         reward = plugins.get_reward(choice.name).build(tokenizer=None, preset=config.preset, params=choice.params,
                                                        grpo=config.grpo)  # as train.py builds it, without token ids
         completions = ["</think>" + gold for gold in golds]
         with warnings.catch_warnings():  # each unreadable gold is named below, once
             warnings.simplefilter("ignore")
-            scores = reward(prompts=[""] * len(golds), completions=completions, **{column: golds})
+            scores = reward(prompts=[""] * len(golds), completions=completions, **{column: values})
         unreadable = [row for row, score in enumerate(scores) if score is None]
         sentences = [row for row, gold in enumerate(golds) if row not in unreadable and _is_sentence(gold)]
         said = {"reward": choice.name, "column": column, "total": len(golds)}

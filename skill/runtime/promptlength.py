@@ -36,6 +36,15 @@ class PromptLength:
 
 def prompts(data_file: Path | None, column: str) -> list[str] | None:
     """The prompt column of a local .jsonl/.json/.csv/.parquet file as text; None when it cannot be read here."""
+    values = column_values(data_file, column)
+    if values is None:
+        return None
+    return [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values]
+
+
+def column_values(data_file: Path | None, column: str) -> list | None:
+    """A column of a local .jsonl/.json/.csv/.parquet file as its values are (None for a null, "" for a row without
+    it); None when the file cannot be read here."""
     if data_file is None or not data_file.is_file():
         return None
     suffix = data_file.suffix
@@ -52,13 +61,12 @@ def prompts(data_file: Path | None, column: str) -> list[str] | None:
         elif suffix == ".parquet":
             import pyarrow.parquet as parquet
 
-            return [str(value) for value in parquet.read_table(data_file, columns=[column]).column(column).to_pylist()]
+            return parquet.read_table(data_file, columns=[column]).column(column).to_pylist()
         else:
             return None
     except (UserError, ValueError, OSError, ImportError, KeyError):  # a bad line is for `check` to name
         return None
-    values = [row.get(column, "") for row in rows if isinstance(row, dict)]
-    return [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values]
+    return [row.get(column, "") for row in rows if isinstance(row, dict)]
 
 
 def guessed_tokens(text: str) -> int:
