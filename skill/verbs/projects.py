@@ -33,7 +33,8 @@ from ..console import command, emit, warn_broken_plugins
 @click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
     "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several)."))
 @click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
-              help=N_("Language of the project's README and comments."))
+              help=N_("Language of the project's README, comments and sample data; zh-CN also sets the rewards' "
+                      "params that read Chinese."))
 @click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),
               help=N_("The folder PATH is relative to."))
 @click.option("--force", is_flag=True, help=N_("Write into a folder that is not empty; files you changed since "
