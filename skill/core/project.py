@@ -241,6 +241,24 @@ def check_output_dirs(config: ProjectConfig) -> None:
         if file is not None and not file.is_dir():
             raise config.error(loc, _("= {value}: {file} is a file, not a folder; name a new or empty folder, like "
                                       "\"outputs\"").format(value=schema.toml_value(value), file=shown_path(file)))
+    if config.sft is not None and isinstance(config.grpo.get("output_dir"), str):
+        _refuse_one_folder_for_both(config)
+
+
+def _refuse_one_folder_for_both(config: ProjectConfig) -> None:
+    """sft.py and train.py each write an adapter and metrics.jsonl: in one folder, one run's would replace the
+    other's, and train.py --overwrite would delete the SFT adapter it continues from."""
+    sft_dir, grpo_dir = config.sft["output_dir"], config.grpo["output_dir"]
+    if (config.project_dir / sft_dir).resolve() != (config.project_dir / grpo_dir).resolve():
+        return
+    if config.source is not None and "grpo.output_dir" in config.source.overridden:  # train.py --output-dir
+        raise config.error(("grpo", "output_dir"), _(
+            "{dir!r} is sft.output_dir, where sft.py's adapter is: train.py would write its own over it; choose "
+            "another folder").format(dir=grpo_dir))
+    raise config.error(("sft", "output_dir"), _(
+        "{dir!r} is grpo.output_dir too, where train.py writes its own adapter and metrics over sft.py's; give "
+        "sft.py a folder of its own, e.g. {example!r}").format(
+        dir=sft_dir, example=os.path.join(os.path.normpath(grpo_dir), "sft")))
 
 
 def check_train_py_compiles_layers(config: ProjectConfig) -> None:

@@ -17,7 +17,6 @@ one small class in ``tables`` and one line in ``ProjectSchema``.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 try:
@@ -189,7 +188,6 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
     _check_epochs_and_steps("grpo", grpo, source)
     if data["sft"] is not None:
         _check_sft(data["sft"], source)
-        _check_sft_output_dir(data["sft"], grpo, source)
     _check_vllm(grpo, source)
     _check_generation_kwargs(grpo, source)
     check_contents(grpo, source, processes)
@@ -272,24 +270,6 @@ def _check_sft(sft: dict, source: Source) -> None:
             "'constant' or 'cosine'").format(name=sft["lr_scheduler_type"]))
     _check_step_counts("sft", sft, source)
     _check_epochs_and_steps("sft", sft, source)
-
-
-def _check_sft_output_dir(sft: dict, grpo: dict, source: Source) -> None:
-    """sft.py and train.py each write an adapter and metrics.jsonl: in one folder, one run's would replace the
-    other's, and train.py --overwrite would delete the SFT adapter it continues from."""
-    sft_dir = sft.get("output_dir", SftTable.model_fields["output_dir"].default)
-    grpo_dir = grpo.get("output_dir")
-    project = Path(source.path).absolute().parent  # both relative to the project, or absolute
-    if grpo_dir is None or os.path.normpath(project / sft_dir) != os.path.normpath(project / grpo_dir):
-        return
-    if "grpo.output_dir" in source.overridden:  # train.py --output-dir
-        raise source.error(("grpo", "output_dir"), _(
-            "{dir!r} is sft.output_dir, where sft.py's adapter is: train.py would write its own over it; choose "
-            "another folder").format(dir=grpo_dir))
-    raise source.error(("sft", "output_dir"), _(
-        "{dir!r} is grpo.output_dir too, where train.py writes its own adapter and metrics over sft.py's; give "
-        "sft.py a folder of its own, e.g. {example!r}").format(
-        dir=sft_dir, example=os.path.join(os.path.normpath(grpo_dir), "sft")))
 
 
 def _check_refused_late(grpo: dict, source: Source) -> None:
