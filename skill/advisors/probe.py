@@ -259,14 +259,16 @@ def diagnose(result: dict, ended_at: list[int | None], config: ProjectConfig) ->
 
 def _longest_prompt(config: ProjectConfig, tokenizer) -> int | None:
     """The dataset's longest prompt in tokens, rendered as GRPO renders it (`check` and train.py refuse a budget it
-    does not fit beside); None where the prompts cannot be read here (a hub dataset)."""
+    does not fit beside), of its longest in characters as `plan` counts them; None where the prompts cannot be read
+    here (a hub dataset)."""
     from ..runtime.data import chat_prompt
-    from ..runtime.promptlength import prompts
+    from ..runtime.promptlength import longest_by_characters, prompts
 
     texts = prompts(config.dataset_file(), config.dataset["prompt_column"])
     if not texts:
         return None
-    return max(len(ids) for ids in tokenizer([chat_prompt(config, tokenizer, text) for text in texts]).input_ids)
+    rendered = [chat_prompt(config, tokenizer, text) for text in longest_by_characters(texts)]
+    return max(len(ids) for ids in tokenizer(rendered).input_ids)
 
 
 def suggest_budget(ended_at: list[int | None], sampled_up_to: int) -> tuple[int, bool]:

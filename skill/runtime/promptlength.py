@@ -94,11 +94,17 @@ def local_tokenizer(source: str | None):
         return None
 
 
+def longest_by_characters(texts: list[str]) -> list[str]:
+    """The prompts to count in tokens for the longest: the MEASURED_ROWS longest in characters (a whole dataset
+    through a chat template and a tokenizer takes minutes and gigabytes for a large one)."""
+    return sorted(texts, key=len, reverse=True)[:MEASURED_ROWS]
+
+
 def longest(data_file: Path | None, column: str, system_prompt: str = "", chat_template_kwargs: dict | None = None,
             tokenizer_source: str | None = None, shown_model: str | None = None) -> PromptLength:
     """The longest prompt of ``data_file`` in tokens, the system prompt and the chat template counted."""
     texts = prompts(data_file, column)
-    candidates = sorted(texts, key=len, reverse=True)[:MEASURED_ROWS] if texts else None
+    candidates = longest_by_characters(texts) if texts else None
     tokenizer = local_tokenizer(tokenizer_source) if candidates else None
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
         system = [{"role": "system", "content": system_prompt}] if system_prompt else []
