@@ -151,6 +151,74 @@ def speed_settings(row: dict) -> str:
     return ", ".join(parts)
 
 
+# Issue 21's targets, on an H200: s/step of each case's default as `new` makes it, a 24 GiB card's peak reserved
+# memory, the fast path's decode step against its bandwidth floor.
+TARGET_S_PER_STEP = {"standard": 1.0, "thinking": 3.0}
+TARGET_24_GIB_RESERVED = 22.0
+TARGET_X_FLOOR = 3.0
+DEFAULT_NAME = "generated default"
+LONG_RUN_NAME = "generated default, a 2000-step run"
+CARD_24_NAME = "generated default, 24 GiB card"
+
+
+def met(value, target) -> str:
+    return "" if value is None else ("yes" if value <= target else "**no**")
+
+
+def by_card(lines: list[dict], environment: dict) -> list[str]:
+    """The cards the lines ran on, the H200s (the targets' card) first."""
+    cards = {row_gpu(line, environment) or "unknown" for line in lines}
+    return sorted(cards, key=lambda card: ("H200" not in card, card))
+
+
+def targets(lines: list[dict], decode: dict | None, environment: dict) -> list[str]:
+    """Issue 21's targets against the newest rows of each card: the default as `new` makes it (a row marked
+    ``preset_defaults``) beside the hand-written loop, the same project as a long run, a 24 GiB card's row, and the
+    fast path's decode step (decode_profile.DEFAULT_PATH) against its floor."""
+    def line_of(case, name, card):
+        return next((line for line in lines if line["case"] == case and line["name"] == name
+                     and (row_gpu(line, environment) or "unknown") == card and line.get("s_per_step")), None)
+
+    out = ["| case | card | target, s/step | the preset as `new` makes it | met | hand-written loop | "
+           "a 2000-step run (max-autotune decode) | met |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for case, target in TARGET_S_PER_STEP.items():
+        for card in by_card([line for line in lines if line["case"] == case], environment):
+            default, long_run = line_of(case, DEFAULT_NAME, card), line_of(case, LONG_RUN_NAME, card)
+            if not (default or long_run):
+                continue
+            loop = reference(lines, default, environment) if default else None
+            versus_loop = f" ({versus(default, loop)})" if loop and versus(default, loop) else ""
+            out.append(f"| {case} | {card} | <= {target:g} | "
+                       f"{number((default or {}).get('s_per_step'))} | "
+                       f"{met((default or {}).get('s_per_step'), target)} | "
+                       f"{number((loop or {}).get('s_per_step'))}{versus_loop} | "
+                       f"{number((long_run or {}).get('s_per_step'))} | "
+                       f"{met((long_run or {}).get('s_per_step'), target)} |")
+    out += ["", f"| case | card | the preset as `new` makes it for a 24 GiB card, s/step | peak reserved GiB | "
+                f"<= {TARGET_24_GIB_RESERVED:g} GiB |", "| --- | --- | --- | --- | --- |"]
+    for case in TARGET_S_PER_STEP:
+        for card in by_card([line for line in lines if line["case"] == case], environment):
+            small = line_of(case, CARD_24_NAME, card)
+            if small:  # a superseded row no longer measures what `new` makes: shown, not held to the target
+                out.append(f"| {case} | {card} | {number(small['s_per_step'])} | "
+                           f"{number(small.get('peak_reserved_gib'))} | "
+                           + ("superseded |" if small.get("superseded") else
+                              f"{met(small.get('peak_reserved_gib'), TARGET_24_GIB_RESERVED)} |"))
+    if decode:
+        from decode_profile import DEFAULT_PATH, LONG_RUN_PATH  # benchmarks/: the decode table's own names
+
+        out += ["", "| the fast path's decode step | card | batch | ms | floor, ms | x floor | "
+                    f"<= {TARGET_X_FLOOR:g}x |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for label, path in (("default compile mode", DEFAULT_PATH), ("a long run's (max-autotune)", LONG_RUN_PATH)):
+            for row in decode.get("rows", []):
+                if row["path"] == path and row.get("decode_ms"):
+                    out.append(f"| {label} | {row.get('device', decode.get('device'))} | {row['batch']} | "
+                               f"{row['decode_ms']:.2f} | {row['floor_ms']:.2f} | {row['x_floor']:.1f} | "
+                               f"{met(row['x_floor'], TARGET_X_FLOOR)} |")
+    return out
+
+
 def status(row: dict) -> str:
     """A row's status, and whether the code it measured has changed since (its time no longer what a run takes)."""
     return f"{row['status']}, superseded" if row.get("superseded") else row["status"]
@@ -199,10 +267,17 @@ def markdown(report: dict) -> str:
                                          if version),
               f"- model: {model.get('description')}",
               run_line(report)]
-    for note in report.get("notes", []):
-        lines.append(f"- {note}")
     rows = report.get("rows", [])
     lines_by_contender = contenders(rows, env)
+    if not report.get("dry_run") and any(line["name"] in (DEFAULT_NAME, LONG_RUN_NAME) for line in lines_by_contender):
+        lines += ["", "## Against issue 21's targets", "",
+                  "Read off the tables below (the newest row of each contender on each card; the targets are an "
+                  "H200's). Where a target is not met, the phases of a step ('Where a training step goes') and the "
+                  "decode table ('Where a decode step goes') say what is left.", ""]
+        lines += targets(lines_by_contender, report.get("decode"), env)
+        lines += ["", "## Runs", ""]
+    for note in report.get("notes", []):
+        lines.append(f"- {note}")
     if any(line.get("rounds_s_per_step") for line in lines_by_contender):
         lines.append("- a contender run in several rounds (`--rounds`, every other round in reverse order) shows "
                      "the mean of its rounds' s/step, each round's in brackets, and its highest peak memory")

@@ -602,3 +602,42 @@ def test_a_call_of_one_contender_starts_it_whatever_its_plan_and_a_longer_call_s
     assert not bench.fits(job, now)
     bench.alone = True
     assert bench.fits(job, now) and not bench.fits(job, bench.deadline)
+
+
+def test_the_benchmark_page_holds_each_cards_default_against_issue_21s_targets():
+    """The page opens with the targets read off the rows: the default as `new` makes it beside the hand-written loop
+    of its run, a long run, a 24 GiB card's memory (a superseded row not held to it), the decode step's floor."""
+    from decode_profile import DEFAULT_PATH
+
+    def row(case, name, s_per_step, gpu, **more):
+        return {"case": case, "name": name, "s_per_step": s_per_step, "status": "ok", "run_gpu": gpu,
+                "run_date": f"{gpu} run", **more}
+
+    rows = [row("standard", "hand-written unsloth", 4.0, "NVIDIA H200"),
+            row("standard", "generated default", 0.8, "NVIDIA H200", preset_defaults=True),
+            row("thinking", "generated default", 3.3, "NVIDIA H200", preset_defaults=True),
+            row("thinking", "generated default, a 2000-step run", 2.9, "NVIDIA H100"),
+            row("thinking", "generated default", 3.6, "NVIDIA H100", preset_defaults=True),
+            row("standard", "generated default, 24 GiB card", 1.0, "NVIDIA H200", peak_reserved_gib=23.5),
+            row("thinking", "generated default, 24 GiB card", 11.0, "NVIDIA H200", peak_reserved_gib=12.0,
+                superseded="auto takes another path since")]
+    measured = {"refresh_ms": 40.0, "tells": "", "error": None}
+    decode = {"device": "NVIDIA H200", "rows": [
+        {"path": DEFAULT_PATH, "batch": 64, "decode_ms": 7.8, "floor_ms": 2.2, "x_floor": 3.5, **measured},
+        {"path": "merged copy, sdpa", "batch": 8, "decode_ms": 6.9, "floor_ms": 1.8, "x_floor": 3.8, **measured}]}
+    page = bench_report.markdown({"environment": {"gpu": "NVIDIA H200", "versions": {}}, "rows": rows})
+    section = page.split("## Against issue 21's targets")[1].split("## Runs")[0]
+    assert "| standard | NVIDIA H200 | <= 1 | 0.80 | yes | 4.00 (0.20x) |  |  |" in section
+    assert "| thinking | NVIDIA H200 | <= 3 | 3.30 | **no** |  |  |  |" in section
+    assert "| thinking | NVIDIA H100 | <= 3 | 3.60 | **no** |  | 2.90 | yes |" in section
+    # the targets' card first
+    assert section.index("| thinking | NVIDIA H200") < section.index("| thinking | NVIDIA H100")
+    assert "| standard | NVIDIA H200 | 1.00 | 23.50 | **no** |" in section
+    assert "| thinking | NVIDIA H200 | 11.00 | 12.00 | superseded |" in section
+    assert "the fast path's decode step" not in section  # no decode table in this report
+    decode.update(bandwidth_GBps=4200, weight_bytes=8e9, prompt_tokens=96, new_tokens=256, torch="2", profiles={})
+    with_decode = bench_report.markdown({"environment": {"gpu": "NVIDIA H200", "versions": {}}, "rows": rows,
+                                         "decode": decode})
+    section = with_decode.split("## Against issue 21's targets")[1].split("## Runs")[0]
+    assert "| default compile mode | NVIDIA H200 | 64 | 7.80 | 2.20 | 3.5 | **no** |" in section
+    assert "merged copy" not in section  # only the fast path's own step is held to the floor
