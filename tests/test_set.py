@@ -143,6 +143,29 @@ def test_windows_line_endings_are_kept(project):
         b"report_to = []\r\n", b"report_to = []\r\ntemperature = 0.7\r\n")
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_a_new_table_takes_the_files_line_endings_and_ends_with_a_newline(project, newline):
+    """An older project's config.toml without [sft]: the table is added at the end in the file's own line endings."""
+    config = project / "config.toml"
+    text = config.read_text()
+    kept = text[:text.index("# Optional warm start")].rstrip("\n") + "\n"  # [sft] and its comment gone
+    config.write_bytes(kept.encode().replace(b"\n", newline))
+    before = config.read_bytes()
+    code, output = grpo_skill("set", "--project", str(project), "sft.max_steps=10", "sft.logging_steps=2")
+    assert code == 0, output
+    assert config.read_bytes() == before + newline.join([b"", b"[sft]", b"max_steps = 10", b"logging_steps = 2", b""])
+
+
+@pytest.mark.parametrize("typed", ["{enable_thinking=false}", "{enable_thinking = false}",
+                                   "{  enable_thinking = false  }"])
+def test_an_inline_table_is_written_as_the_template_writes_one(project, typed):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), f"dataset.chat_template_kwargs={typed}")
+    assert code == 0, output
+    assert config_text(project) == before.replace("# chat_template_kwargs = { enable_thinking = false }",
+                                                  "chat_template_kwargs = { enable_thinking = false }")
+
+
 def test_from_inside_the_project_and_the_same_value_again(project, monkeypatch):
     code, output = grpo_skill("set", "grpo.beta=0.1", cwd=project, monkeypatch=monkeypatch)
     assert code == 0 and "Changed config.toml" in output and "grpo.beta: 0.04 → 0.1" in output
