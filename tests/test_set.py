@@ -279,6 +279,17 @@ def test_a_conflict_left_by_update_is_refused_first(project):
     assert snapshot(project) == before
 
 
+def test_a_config_that_is_not_utf8_is_refused_naming_it(project):
+    config = project / "config.toml"
+    config.write_bytes(config.read_bytes() + "# caf\u00e9\n".encode("latin-1"))  # saved in Latin-1 by an editor
+    position = config.read_bytes().index(b"\xe9")
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    assert code == 1 and "Traceback" not in output
+    assert output.strip() == f"Error: {config}: not UTF-8 text (byte {position}); save it as UTF-8"
+    assert snapshot(project) == before
+
+
 def test_no_setting_is_a_usage_error(project):
     code, output = grpo_skill("set", "--project", str(project))
     assert code == 2 and "give at least one SECTION.KEY=VALUE or --param REWARD.PARAM=VALUE" in output

@@ -70,7 +70,11 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
     plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param
     parsed = given_settings.parse_params(param_items, sets)
-    old_text = path.read_bytes().decode("utf-8")  # as it is: its line endings kept
+    try:
+        old_text = path.read_bytes().decode("utf-8")  # as it is: its line endings kept
+    except UnicodeDecodeError as error:  # as `check` says it (project.load), before any edit is tried
+        raise SettingError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            path=shown, position=error.start)) from None
     raw = schema.parse(old_text, shown)  # a file that is not TOML is named at its line, as `check` names it
     listed = raw.get("rewards") if isinstance(raw.get("rewards"), list) else []
     rewards = [entry.get("name") if isinstance(entry, dict) else None for entry in listed]
