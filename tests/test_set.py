@@ -247,6 +247,10 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
                                           "`think_end_token`?"),
     (["grpo.beta=0.1", "grpo.beta=0.2"], "grpo.beta is given twice"),
+    (["dataset.prompt_column=nope"], "dataset.prompt_column (given on the command line): column 'nope' is not in "
+                                     "prompts.jsonl (it has: prompt); fix the name or the file"),
+    (["sft.response_column=nope"], "sft.response_column (given on the command line): column 'nope' is not in "
+                                   "sft.jsonl (it has: prompt, response, thinking); fix the name or the file"),
 ])
 def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args, message):
     before = snapshot(project)

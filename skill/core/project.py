@@ -614,7 +614,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     wanted = wanted_columns(config)
     shown = shown_path(data_file)
     try:
-        info = scan(data_file, shown, wanted)
+        info = scan(data_file, shown, wanted, given=config.source.overridden if config.source else ())
     except UnicodeDecodeError as error:
         raise ConfigError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
             file=shown, position=error.start)) from None
