@@ -239,7 +239,12 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     (["lora.r=sixteen"], "grpo-skill set 'lora.r=sixteen': 'sixteen' is not a TOML value"),
     (["grpo.num_generations=3"], "grpo.num_generations (given on the command line): per_device_train_batch_size x "
                                  "gradient_accumulation_steps = 8 is not divisible by num_generations = 3"),
-    (["grpo.max_completion_length=200"], "raise max_seq_length to"),  # the prompts no longer fit
+    # the prompts no longer fit: the key to add, or to give another value, in the same command
+    (["grpo.max_completion_length=200"], "model.max_seq_length (256) is below the longest prompt (79 tokens) + "
+                                         "grpo.max_completion_length (200); add model.max_seq_length=279 to this "
+                                         "`grpo-skill set` command, or shorten the prompts ("),
+    (["grpo.max_completion_length=200", "model.max_seq_length=260"],
+     "give model.max_seq_length=279 instead of 260 in this `grpo-skill set` command, or shorten the prompts ("),
     (['model.adapter="outputs/none"'], "model.adapter (given on the command line): no LoRA adapter in"),
     (["maxsteps=3"], "grpo-skill set 'maxsteps=3': write SECTION.KEY=VALUE, e.g. grpo-skill set "
                      "grpo.max_completion_length=1024"),
