@@ -3,6 +3,7 @@ the project passes `check`; `update` keeps what it set; `new --force` names what
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tomllib
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from rich.console import Console
 
 from grpo_skill import cli, history, plugins
 
@@ -227,6 +229,52 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     assert output.strip() == ("Error: --param format.*: 'format' is not one of the project's rewards (accuracy, "
                               "cosine_length); a reward is added as a [[rewards]] table in config.toml")
     assert snapshot(graded) == before
+
+
+def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
+        project, tmp_path, monkeypatch):
+    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
+    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
+    the doubled budget (240 alone no longer leaves room for the prompts)."""
+    import shlex
+    import types
+
+    from transformers import TrainerControl, TrainerState
+
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import callbacks, health
+
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
+    assert code == 0, output
+    monkeypatch.setattr(projects, "_for_run", None, raising=False)  # put back after the test
+    projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
+    added = []
+    trainer = types.SimpleNamespace(remove_callback=lambda callback: None, add_callback=added.append,
+                                    args=types.SimpleNamespace(num_generations=8))
+    callbacks.install(trainer, project / "outputs" / "metrics.jsonl")
+    (watch,) = [callback for callback in added if isinstance(callback, health.TrainingHealth)]
+    watch.console = Console(file=io.StringIO())  # train.py's live warning: metrics reads the row's record instead
+    args, state, control = types.SimpleNamespace(max_completion_length=120), TrainerState(), TrainerControl()
+    rows = []
+    for step in range(1, 7):
+        state.global_step = step
+        logs = {"loss": 0.01, "grad_norm": 0.5, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
+        watch.on_log(args, state, control, logs=logs)
+        rows.append({"step": step, **logs})
+    (project / "outputs" / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=outside, monkeypatch=monkeypatch)
+    assert code == 0, output
+    (advice,) = [line for line in output.splitlines() if "clipped_ratio" in line]
+    command = advice.split("e.g. ", 1)[1].split(";", 1)[0]
+    assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=240 "
+                       "model.max_seq_length=376")
+    code, output = grpo_skill(*shlex.split(command)[1:])
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (240, 376)
 
 
 # --- refusals ------------------------------------------------------------------------------------------------
