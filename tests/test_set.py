@@ -454,7 +454,7 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text(DATA)
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
-                              "question", "--answer-column", "final", "--reward", "accuracy:1",
+                              "question", "--answer-column", "final", "--reward", "accuracy:1", "--lang", "zh-CN",
                               "--set", "grpo.max_completion_length=64", "-o", str(tmp_path))
     assert code == 0, output
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "-o", str(tmp_path))
@@ -463,15 +463,26 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     assert len(notes) == 1, output
     note = notes[0]
     for dropped in ('dataset.path = "data/d.jsonl"', 'dataset.prompt_column = "question"',
-                    "grpo.max_completion_length = 64", "rewards = accuracy:1", "grpo-skill set"):
+                    "grpo.max_completion_length = 64", "rewards = accuracy:1", 'lang = "zh-CN"'):
         assert dropped in note, note
+    # each with what brings it back: `set` for a setting, `new` for what `set` cannot change
+    assert note.endswith("; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering "
+                         "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` "
+                         "(`set` cannot change them); the language comes from `grpo-skill new --lang` (`set` cannot "
+                         "change it)"), note
 
-    # the same answers: nothing dropped; a value `set` wrote is in config.toml alone, which is backed up and named
+    # the same answers: what `set` wrote since is in config.toml alone, which is backed up; named all the same
     project = tmp_path / "again"
-    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1", "--param",
+                              'thinking.think_end_token="</x>"')
     assert code == 0, output
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
     assert code == 0, output
     result = json.loads(output)
-    assert result["notes"] == [] and result["backed_up"] == ["config.toml"]
+    assert result["notes"] == [
+        "the earlier project's grpo.beta = 0.1, thinking.think_end_token = \"</x>\" are not carried over: this "
+        "render takes the preset's values and this command's options; `grpo-skill set SECTION.KEY=VALUE` changes "
+        "one setting of a project without rendering it again; `grpo-skill set --param REWARD.PARAM=VALUE` changes a "
+        "reward's param"]
+    assert result["backed_up"] == ["config.toml"]
     assert "beta = 0.1\n" in (Path(result["backup_dir"]) / "config.toml").read_text()
