@@ -88,6 +88,30 @@ def test_the_clipped_advice_gives_the_command_that_doubles_the_runs_budget():
     assert warning["advice"] in " ".join(output.getvalue().split())
 
 
+def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_it_is_read(tmp_path, monkeypatch):
+    """train.py's project and max_seq_length known: the doubled budget comes with max_seq_length raised by as much
+    (`set` would refuse the budget alone where the prompts no longer fit), and the command carries --project when
+    `grpo-skill metrics` reads it from another folder."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    callback = TrainingHealth(console=Console(file=io.StringIO()), project_dir=project, max_seq_length=256)
+    args, state, control = types.SimpleNamespace(max_completion_length=64), TrainerState(), TrainerControl()
+    rows = []
+    for step in range(1, 7):
+        state.global_step = step
+        logs = {**HEALTHY, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
+        callback.on_log(args, state, control, logs=logs)
+        rows.append({"step": step, **logs})
+    wanted = "grpo-skill set grpo.max_completion_length=128 model.max_seq_length=320;"
+    assert wanted in warnings_in(rows)[0]["advice"]  # read in the project folder: no --project
+    monkeypatch.chdir(tmp_path)
+    assert wanted.replace("set", "set --project proj") in warnings_in(rows)[0]["advice"]
+    (tmp_path / "beside").mkdir()
+    monkeypatch.chdir(tmp_path / "beside")  # not inside: the project's full path
+    assert wanted.replace("set", f"set --project {project.resolve()}") in warnings_in(rows)[0]["advice"]
+
+
 def test_a_reward_that_never_moves_is_flat(watch):
     rows, _ = watch(steps(15, reward=-1.0, frac_reward_zero_std=0.5))
     assert [(w["step"], w["check"]) for w in warnings_in(rows)] == [(10, "flat_reward")]

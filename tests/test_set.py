@@ -3,6 +3,7 @@ the project passes `check`; `update` keeps what it set; `new --force` names what
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tomllib
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from rich.console import Console
 
 from grpo_skill import cli, history, plugins
 
@@ -143,6 +145,29 @@ def test_windows_line_endings_are_kept(project):
         b"report_to = []\r\n", b"report_to = []\r\ntemperature = 0.7\r\n")
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_a_new_table_takes_the_files_line_endings_and_ends_with_a_newline(project, newline):
+    """An older project's config.toml without [sft]: the table is added at the end in the file's own line endings."""
+    config = project / "config.toml"
+    text = config.read_text()
+    kept = text[:text.index("# Optional warm start")].rstrip("\n") + "\n"  # [sft] and its comment gone
+    config.write_bytes(kept.encode().replace(b"\n", newline))
+    before = config.read_bytes()
+    code, output = grpo_skill("set", "--project", str(project), "sft.max_steps=10", "sft.logging_steps=2")
+    assert code == 0, output
+    assert config.read_bytes() == before + newline.join([b"", b"[sft]", b"max_steps = 10", b"logging_steps = 2", b""])
+
+
+@pytest.mark.parametrize("typed", ["{enable_thinking=false}", "{enable_thinking = false}",
+                                   "{  enable_thinking = false  }"])
+def test_an_inline_table_is_written_as_the_template_writes_one(project, typed):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), f"dataset.chat_template_kwargs={typed}")
+    assert code == 0, output
+    assert config_text(project) == before.replace("# chat_template_kwargs = { enable_thinking = false }",
+                                                  "chat_template_kwargs = { enable_thinking = false }")
+
+
 def test_from_inside_the_project_and_the_same_value_again(project, monkeypatch):
     code, output = grpo_skill("set", "grpo.beta=0.1", cwd=project, monkeypatch=monkeypatch)
     assert code == 0 and "Changed config.toml" in output and "grpo.beta: 0.04 → 0.1" in output
@@ -206,6 +231,52 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     assert snapshot(graded) == before
 
 
+def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
+        project, tmp_path, monkeypatch):
+    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
+    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
+    the doubled budget (240 alone no longer leaves room for the prompts)."""
+    import shlex
+    import types
+
+    from transformers import TrainerControl, TrainerState
+
+    from grpo_skill import project as projects
+    from grpo_skill.runtime import callbacks, health
+
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
+    assert code == 0, output
+    monkeypatch.setattr(projects, "_for_run", None, raising=False)  # put back after the test
+    projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
+    added = []
+    trainer = types.SimpleNamespace(remove_callback=lambda callback: None, add_callback=added.append,
+                                    args=types.SimpleNamespace(num_generations=8))
+    callbacks.install(trainer, project / "outputs" / "metrics.jsonl")
+    (watch,) = [callback for callback in added if isinstance(callback, health.TrainingHealth)]
+    watch.console = Console(file=io.StringIO())  # train.py's live warning: metrics reads the row's record instead
+    args, state, control = types.SimpleNamespace(max_completion_length=120), TrainerState(), TrainerControl()
+    rows = []
+    for step in range(1, 7):
+        state.global_step = step
+        logs = {"loss": 0.01, "grad_norm": 0.5, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
+        watch.on_log(args, state, control, logs=logs)
+        rows.append({"step": step, **logs})
+    (project / "outputs" / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=outside, monkeypatch=monkeypatch)
+    assert code == 0, output
+    (advice,) = [line for line in output.splitlines() if "clipped_ratio" in line]
+    command = advice.split("e.g. ", 1)[1].split(";", 1)[0]
+    assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=240 "
+                       "model.max_seq_length=376")
+    code, output = grpo_skill(*shlex.split(command)[1:])
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (240, 376)
+
+
 # --- refusals ------------------------------------------------------------------------------------------------
 
 
@@ -216,7 +287,12 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     (["lora.r=sixteen"], "grpo-skill set 'lora.r=sixteen': 'sixteen' is not a TOML value"),
     (["grpo.num_generations=3"], "grpo.num_generations (given on the command line): per_device_train_batch_size x "
                                  "gradient_accumulation_steps = 8 is not divisible by num_generations = 3"),
-    (["grpo.max_completion_length=200"], "raise max_seq_length to"),  # the prompts no longer fit
+    # the prompts no longer fit: the key to add, or to give another value, in the same command
+    (["grpo.max_completion_length=200"], "model.max_seq_length (256) is below the longest prompt (79 tokens) + "
+                                         "grpo.max_completion_length (200); add model.max_seq_length=279 to this "
+                                         "`grpo-skill set` command, or shorten the prompts ("),
+    (["grpo.max_completion_length=200", "model.max_seq_length=260"],
+     "give model.max_seq_length=279 instead of 260 in this `grpo-skill set` command, or shorten the prompts ("),
     (['model.adapter="outputs/none"'], "model.adapter (given on the command line): no LoRA adapter in"),
     (["maxsteps=3"], "grpo-skill set 'maxsteps=3': write SECTION.KEY=VALUE, e.g. grpo-skill set "
                      "grpo.max_completion_length=1024"),
@@ -224,6 +300,10 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
                                           "`think_end_token`?"),
     (["grpo.beta=0.1", "grpo.beta=0.2"], "grpo.beta is given twice"),
+    (["dataset.prompt_column=nope"], "dataset.prompt_column (given on the command line): column 'nope' is not in "
+                                     "prompts.jsonl (it has: prompt); fix the name or the file"),
+    (["sft.response_column=nope"], "sft.response_column (given on the command line): column 'nope' is not in "
+                                   "sft.jsonl (it has: prompt, response, thinking); fix the name or the file"),
 ])
 def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args, message):
     before = snapshot(project)
@@ -232,6 +312,24 @@ def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args,
     assert len(output.strip().splitlines()) == 1 and output.startswith("Error: ") and message in output, output
     if "given on the command line" in message:  # refused by the check of the whole project
         assert output.rstrip().endswith("config.toml is unchanged)")
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("./nope", "no model folder {project}/nope; give model.name a folder that holds a model (a relative path is read "
+               "from the project folder), or a hub id like 'Qwen/Qwen3-4B'"),
+    ("not a model!", "'not a model!' is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a "
+                     "model folder's path (such as ./my-model) or a hub id"),
+    ("./data", "{project}/data has no config.json, so it is not a model folder; give model.name a model folder or a "
+               "hub id"),
+])
+def test_a_model_name_that_is_no_model_is_fixed_with_set_not_train_pys_flag(project, name, problem):
+    """`set` has no --model: its refusal says what to give model.name."""
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), f"model.name={name}")
+    assert code == 1 and "--model" not in output
+    assert output.strip() == "Error: model.name (given on the command line): {} ({} is unchanged)".format(
+        problem.format(project=project.resolve()), project / "config.toml")
     assert snapshot(project) == before
 
 
@@ -253,6 +351,17 @@ def test_a_conflict_left_by_update_is_refused_first(project):
     before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.2")
     assert code == 1 and "a conflict that `grpo-skill update` left unmerged" in output
+    assert snapshot(project) == before
+
+
+def test_a_config_that_is_not_utf8_is_refused_naming_it(project):
+    config = project / "config.toml"
+    config.write_bytes(config.read_bytes() + "# caf\u00e9\n".encode("latin-1"))  # saved in Latin-1 by an editor
+    position = config.read_bytes().index(b"\xe9")
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    assert code == 1 and "Traceback" not in output
+    assert output.strip() == f"Error: {config}: not UTF-8 text (byte {position}); save it as UTF-8"
     assert snapshot(project) == before
 
 
@@ -345,7 +454,7 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text(DATA)
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
-                              "question", "--answer-column", "final", "--reward", "accuracy:1",
+                              "question", "--answer-column", "final", "--reward", "accuracy:1", "--lang", "zh-CN",
                               "--set", "grpo.max_completion_length=64", "-o", str(tmp_path))
     assert code == 0, output
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "-o", str(tmp_path))
@@ -354,15 +463,26 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     assert len(notes) == 1, output
     note = notes[0]
     for dropped in ('dataset.path = "data/d.jsonl"', 'dataset.prompt_column = "question"',
-                    "grpo.max_completion_length = 64", "rewards = accuracy:1", "grpo-skill set"):
+                    "grpo.max_completion_length = 64", "rewards = accuracy:1", 'lang = "zh-CN"'):
         assert dropped in note, note
+    # each with what brings it back: `set` for a setting, `new` for what `set` cannot change
+    assert note.endswith("; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering "
+                         "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` "
+                         "(`set` cannot change them); the language comes from `grpo-skill new --lang` (`set` cannot "
+                         "change it)"), note
 
-    # the same answers: nothing dropped; a value `set` wrote is in config.toml alone, which is backed up and named
+    # the same answers: what `set` wrote since is in config.toml alone, which is backed up; named all the same
     project = tmp_path / "again"
-    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1", "--param",
+                              'thinking.think_end_token="</x>"')
     assert code == 0, output
     code, output = grpo_skill("new", "again", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
     assert code == 0, output
     result = json.loads(output)
-    assert result["notes"] == [] and result["backed_up"] == ["config.toml"]
+    assert result["notes"] == [
+        "the earlier project's grpo.beta = 0.1, thinking.think_end_token = \"</x>\" are not carried over: this "
+        "render takes the preset's values and this command's options; `grpo-skill set SECTION.KEY=VALUE` changes "
+        "one setting of a project without rendering it again; `grpo-skill set --param REWARD.PARAM=VALUE` changes a "
+        "reward's param"]
+    assert result["backed_up"] == ["config.toml"]
     assert "beta = 0.1\n" in (Path(result["backup_dir"]) / "config.toml").read_text()

@@ -75,10 +75,21 @@ def write_jsonl(rows: list[dict], path: str | Path) -> Path:
     return path
 
 
-def missing_column(file: str, what: str, column: str, columns) -> ConfigError:
-    return ConfigError(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
-                         "file").format(what=what, column=column, file=Path(file).name,
-                                        columns=", ".join(sorted(columns)) or _("nothing")))
+class MissingColumn(ConfigError):
+    """A column the data file lacks; ``parts``: missing_column's arguments, to say it again as given."""
+
+    def __init__(self, message: str, parts: tuple):
+        super().__init__(message)
+        self.parts = parts
+
+
+def missing_column(file: str, what: str, column: str, columns, given: bool = False) -> ConfigError:
+    """``given``: ``what`` (a "table.key") was given on the command line, and is named so, as other keys are."""
+    key = _("{key} (given on the command line)").format(key=what) if given else what
+    return MissingColumn(_("{what}: column {column!r} is not in {file} (it has: {columns}); fix the name or the "
+                           "file").format(what=key, column=column, file=Path(file).name,
+                                          columns=", ".join(sorted(columns)) or _("nothing")),
+                         (file, what, column, columns))
 
 
 def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
@@ -97,10 +108,20 @@ def _check_row(file: str, line: int, row: dict, wanted, first: bool) -> None:
             file=file, line=line, column=prompt_column))
 
 
-def scan(data_file: Path, shown: str, wanted, chinese: bool = False) -> DatasetInfo:
+def scan(data_file: Path, shown: str, wanted, chinese: bool = False, given=()) -> DatasetInfo:
     """Rows and columns of a local data file; every row has the ``wanted`` (what needs it, column) columns and a
     prompt as text, else a ConfigError naming the first bad row by its line. ``chinese``: also the share of its
-    prompts written in Chinese."""
+    prompts written in Chinese. ``given``: the "table.key"s given on the command line; a missing column one of
+    them names is said to be given there."""
+    try:
+        return _scan(data_file, shown, wanted, chinese)
+    except MissingColumn as error:
+        if error.parts[1] not in given:
+            raise
+        raise missing_column(*error.parts, given=True) from None
+
+
+def _scan(data_file: Path, shown: str, wanted, chinese: bool) -> DatasetInfo:
     suffix = data_file.suffix
     prompt_column = wanted[0][1]
     if suffix == ".jsonl":

@@ -145,6 +145,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     the command line.
     """
     processes = processes or launch.world_size()
+    by_set = text is not None
     path = config_path(path)
     shown = shown_path(path)
     if not path.is_file():
@@ -165,7 +166,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden)
+    source = Source(Path(shown), text, overridden, by_set=by_set)
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
@@ -201,15 +202,26 @@ def check_draw(config: ProjectConfig, rows: int | None, processes: int = 1) -> N
         raise config.error(("grpo", key), problem)
 
 
+_for_run: ProjectConfig | None = None  # the config load_for_run gave this process
+
+
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
+    global _for_run
     config = load(path, overrides)
     if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
         for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
         print_warnings(config)
     check_hub_access(config)
+    _for_run = config
     return config
+
+
+def loaded_for_run() -> ProjectConfig | None:
+    """The config ``load_for_run`` loaded in this process (train.py's), if any: for the trainer's callbacks, whose
+    advice names the project and its max_seq_length (train.py hands them only the trainer)."""
+    return _for_run
 
 
 def print_warnings(config: ProjectConfig) -> None:
@@ -424,21 +436,28 @@ def check_model(config: ProjectConfig) -> None:
     name, local = config.model["name"], config.local_model_dir()
     if config.builds_its_model():
         return
+    by_set = config.source is not None and config.source.by_set  # `set` has no --model: its fix is model.name
     if local is None:
         if not HUB_ID.match(name):
             raise config.error(("model", "name"), _(
+                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a model "
+                "folder's path (such as ./my-model) or a hub id").format(name=name) if by_set else _(
                 "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; pass --model PATH").format(
                 name=name))
     elif not local.is_dir():
-        raise config.error(("model", "name"), _("no model folder {path}; pass --model PATH to a model folder, "
-                                                "or give a hub id").format(path=local))
+        raise config.error(("model", "name"), _(
+            "no model folder {path}; give model.name a folder that holds a model (a relative path is read from the "
+            "project folder), or a hub id like 'Qwen/Qwen3-4B'").format(path=local) if by_set else _(
+            "no model folder {path}; pass --model PATH to a model folder, or give a hub id").format(path=local))
     elif not (local / "config.json").is_file():
         if (local / "adapter_config.json").is_file():
             raise config.error(("model", "name"), _(
                 "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
                 "model").format(path=local))
-        raise config.error(("model", "name"), _("{path} has no config.json, so it is not a model folder; pass "
-                                                "--model PATH to one").format(path=local))
+        raise config.error(("model", "name"), _(
+            "{path} has no config.json, so it is not a model folder; give model.name a model folder or a hub "
+            "id").format(path=local) if by_set else _(
+            "{path} has no config.json, so it is not a model folder; pass --model PATH to one").format(path=local))
 
 
 def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
@@ -560,7 +579,8 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         if hub_cached(repo_id, kind):
             continue
         offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
-        flag = "--model PATH" if kind == "model" else _("dataset.path = a local file")
+        flag = ((_("model.name = a local folder") if config.source is not None and config.source.by_set
+                 else "--model PATH") if kind == "model" else _("dataset.path = a local file"))
         raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
                                   "({why}); use {flag}, or download it where there is a network").format(
             kind=_(kind), repo=repo_id, why=offline, flag=flag))
@@ -614,7 +634,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     wanted = wanted_columns(config)
     shown = shown_path(data_file)
     try:
-        info = scan(data_file, shown, wanted)
+        info = scan(data_file, shown, wanted, given=config.source.overridden if config.source else ())
     except UnicodeDecodeError as error:
         raise ConfigError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
             file=shown, position=error.start)) from None

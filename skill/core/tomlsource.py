@@ -67,6 +67,8 @@ class Source:
     path: Path
     text: str = ""
     overridden: set[str] = field(default_factory=set)  # dotted keys set on the command line
+    # the text is what `grpo-skill set` would write: a fix is a key to set, not a flag of train.py's
+    by_set: bool = False
 
     def error(self, loc: tuple, message: str) -> ConfigError:
         return ConfigError(self.said(loc, message))

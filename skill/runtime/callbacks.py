@@ -171,7 +171,11 @@ def install(trainer, metrics_path: str | Path) -> None:
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
-    trainer.add_callback(health.TrainingHealth())  # before JsonlMetrics: its warnings go into that step's row
+    from ..core.project import loaded_for_run
+
+    run = loaded_for_run()  # train.py's config: the clipped advice's command names its project and max_seq_length
+    trainer.add_callback(health.TrainingHealth(  # before JsonlMetrics: its warnings go into that step's row
+        project_dir=run.project_dir if run else None, max_seq_length=run.model["max_seq_length"] if run else None))
     trainer.add_callback(RewardSeconds(trainer))  # before JsonlMetrics too
     trainer.add_callback(JsonlMetrics(metrics_path))
     trainer.add_callback(traces.CompletionTraces(trainer, Path(metrics_path).parent / traces.TRACES_FILE))

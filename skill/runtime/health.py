@@ -14,13 +14,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 from transformers import TrainerCallback
 
 from ..core.commands import set_command
-from ..core.errors import UserError
+from ..core.errors import UserError, shown_path
 from ..core.i18n import N_, _
 
 HEALTH_KEY = "health"
@@ -79,8 +80,12 @@ CHECKS = {
 class TrainingHealth(TrainerCallback):
     """Warns once per check, with advice, when the logged metrics show a run in trouble."""
 
-    def __init__(self, limits: Limits | None = None, console: Console | None = None):
+    def __init__(self, limits: Limits | None = None, console: Console | None = None, project_dir=None,
+                 max_seq_length: int | None = None):
         self.limits = limits or Limits()
+        # the project and its model.max_seq_length, for the command the clipped advice gives (None: not known)
+        self.project_dir = Path(project_dir).resolve() if project_dir is not None else None
+        self.max_seq_length = max_seq_length
         self.console = console or Console(stderr=True)
         self.warned: set[str] = set()
         self.streaks = {"zero_std": 0, "clipped": 0}
@@ -134,7 +139,12 @@ class TrainingHealth(TrainerCallback):
                 if self.streaks[check] >= limits.steps:
                     values = {"limit": limit, "steps": step - self.streak_starts[check] + 1}
                     if check == "clipped":
-                        values["command"] = longer_budget(self.budget)
+                        settings = longer_budget(self.budget, self.max_seq_length)
+                        values["command"] = _command(settings, self.project_dir)
+                        if settings:  # recorded: `grpo-skill metrics` writes the command again where it runs
+                            values["settings"] = settings
+                            if self.project_dir is not None:
+                                values["project"] = str(self.project_dir)
                     fired.append((check, values))
 
             self.rewards.append((step, logs["reward"]))
@@ -158,11 +168,26 @@ class TrainingHealth(TrainerCallback):
         return fired
 
 
-def longer_budget(budget) -> str:
-    """The command that doubles the run's completion budget (``N`` where it is not known)."""
-    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
-        return set_command({"grpo.max_completion_length": 2 * budget})
-    return "grpo-skill set grpo.max_completion_length=N"
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def longer_budget(budget, max_seq_length=None) -> dict | None:
+    """The settings that double the run's completion budget, and raise model.max_seq_length by as much where it is
+    known: the prompts keep the room they had, without which `grpo-skill set` refuses the budget as train.py would
+    (it is what `set` raises it to on its own once the budget reaches it). None where the budget is not known."""
+    if not _count(budget):
+        return None
+    settings = {"grpo.max_completion_length": 2 * budget}
+    if _count(max_seq_length):
+        settings["model.max_seq_length"] = max_seq_length + budget
+    return settings
+
+
+def _command(settings: dict | None, project=None) -> str:
+    if not settings:
+        return "grpo-skill set grpo.max_completion_length=N"
+    return set_command(settings, shown_path(project) if project is not None else None)
 
 
 def raise_if_diverged(trainer) -> None:
@@ -185,6 +210,9 @@ def warnings_in(rows: list[dict]) -> list[dict]:
         for record in row.get(HEALTH_KEY) or ():
             record = dict(record)
             texts, values = CHECKS.get(record.get("check")), record.get("values")
+            if isinstance(values, dict) and isinstance(values.get("settings"), dict):
+                # the command as it works from here: --project where this is not the project folder
+                values = {**values, "command": _command(values["settings"], values.get("project"))}
             if texts and isinstance(values, dict):  # else (an older run): the text as it was recorded
                 try:
                     record["message"], record["advice"] = (_(text).format(**values) for text in texts)

@@ -103,13 +103,14 @@ def examples_file(config) -> Path | None:
     # every row needs a prompt (the first wanted: it must be text) and a response; a row may lack its thinking
     wanted = [(f"sft.{key}", settings[key]) for key in ("prompt_column", "response_column")]
     try:
-        info = scan(path, shown, wanted)
+        info = scan(path, shown, wanted, given=config.source.overridden if config.source else ())
     except UnicodeDecodeError as error:
         raise ExamplesError(_("{file}: not UTF-8 text (byte {position}); save it as UTF-8").format(
             file=shown, position=error.start)) from None
     thinking = settings["thinking_column"]
     if thinking and info.columns and thinking not in info.columns:
-        raise missing_column(shown, "sft.thinking_column", thinking, info.columns)
+        raise missing_column(shown, "sft.thinking_column", thinking, info.columns,
+                             given=config.source is not None and "sft.thinking_column" in config.source.overridden)
     return path
 
 

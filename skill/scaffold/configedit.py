@@ -70,7 +70,11 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
     plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param
     parsed = given_settings.parse_params(param_items, sets)
-    old_text = path.read_bytes().decode("utf-8")  # as it is: its line endings kept
+    try:
+        old_text = path.read_bytes().decode("utf-8")  # as it is: its line endings kept
+    except UnicodeDecodeError as error:  # as `check` says it (project.load), before any edit is tried
+        raise SettingError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            path=shown, position=error.start)) from None
     raw = schema.parse(old_text, shown)  # a file that is not TOML is named at its line, as `check` names it
     listed = raw.get("rewards") if isinstance(raw.get("rewards"), list) else []
     rewards = [entry.get("name") if isinstance(entry, dict) else None for entry in listed]
@@ -117,18 +121,16 @@ def _param_paths(param_items) -> list[list[str]]:
 
 
 def _item(text: str | None, value):
-    """The tomlkit item for a value: as the user wrote it where it is TOML (its form kept), else ``value``'s own."""
+    """The tomlkit item for a value: as the user wrote it where it is TOML (its form kept), else ``value``'s own; an
+    inline table as the template writes one, however it was spaced."""
     tomlkit = _tomlkit()
+    if isinstance(value, dict):
+        return _inline(value)
     if text is not None:
         try:
             return tomlkit.parse(f"v = {text}").item("v")
         except Exception:  # bare text, taken as a string (settings.parse_value said so)
             pass
-    if isinstance(value, dict):
-        table = tomlkit.inline_table()
-        for key, inner in value.items():
-            table[key] = _item(None, inner)
-        return table
     if isinstance(value, list):
         array = tomlkit.array()
         array.extend(_item(None, inner) for inner in value)
@@ -148,7 +150,12 @@ def _set_key(document, table_name: str, key: str, item) -> bool:
 
     table = document.get(table_name)
     if table is None:  # a table the file lacks (an older project's [sft]): a new one at the end
+        text = document.as_string()
+        newline = _newline(text)  # tomlkit writes a new table's lines with "\n" and no final newline
         table = tomlkit.table()
+        table.trivia.indent = "" if not text else newline if text.endswith("\n") else newline * 2  # a blank line
+        table.trivia.trail = newline
+        item.trivia.trail = newline
         table.add(key, item)
         document.add(table_name, table)
         return True

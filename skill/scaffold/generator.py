@@ -185,8 +185,6 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     notes: list[str] = []
     data = answers(name, **options, notes=notes)
     recorded = _recorded_answers(target) if target.is_dir() else None
-    if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
-        notes.extend(_not_carried_over(recorded, data))
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
         raise GenerateError(_("{target} exists and is not a folder; choose another name").format(target=target))
@@ -221,6 +219,9 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         finally:
             if plugin_name:
                 plugins.unregister(plugin_name)
+        if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
+            notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
+                                           _config_settings(rendered / config.CONFIG_FILE)))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -297,39 +298,94 @@ ANSWER_KEYS = {"preset": "model.preset", "model_name": "model.name", "backend": 
 NOT_CARRIED_SHOWN = 8  # settings named in new --force's note; the rest counted
 
 
-def _settings_of(data: dict) -> dict:
-    """A project's answers as the settings they make: {"model.name": ..., "grpo.beta": ..., "rewards": "a:1, b:2"}."""
+def _rewards_text(rewards: list) -> str:
+    """[[rewards]] as the note names them: "a:1, b:0.5 { max_len = 300 }"."""
     from ..core.schema import toml_text
 
+    return ", ".join(f"{reward.get('name')}:{reward.get('weight', 1.0):g}" + (
+        f" {toml_text(reward['params'])}" if reward.get("params") else "")
+        for reward in rewards if isinstance(reward, dict))
+
+
+def _settings_of(data: dict) -> dict:
+    """A project's answers as the settings they make: {"model.name": ..., "grpo.beta": ..., "rewards": [...]}."""
     found = {key: data[answer] for answer, key in ANSWER_KEYS.items() if answer in data}
     for table in ("lora", "grpo"):
         found.update({f"{table}.{key}": value for key, value in (data.get(table) or {}).items()})
     for table, keys in (data.get("settings") or {}).items():
         found.update({f"{table}.{key}": value for key, value in (keys or {}).items()})
     if isinstance(data.get("rewards"), list):
-        found["rewards"] = ", ".join(
-            f"{reward.get('name')}:{reward.get('weight', 1.0):g}" + (f" {toml_text(reward['params'])}"
-                                                                     if reward.get("params") else "")
-            for reward in data["rewards"] if isinstance(reward, dict))
+        found["rewards"] = data["rewards"]
     return found
 
 
-def _not_carried_over(recorded: dict, data: dict) -> list[str]:
-    """A note naming the settings of the project's recorded answers that ``data`` (this `new`) does not keep; none
-    where it keeps them all."""
+def _config_settings(path: Path) -> dict | None:
+    """A config.toml's values as _settings_of names them (a `grpo-skill set` or a hand edit since `new` is there,
+    not in the answers); None where it cannot be read."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, not UTF-8, not TOML (a conflict left by update): the answers alone
+        return None
+    found = {f"{table}.{key}": value for table, keys in raw.items() if isinstance(keys, dict)
+             for key, value in keys.items()}
+    if isinstance(raw.get("rewards"), list):
+        found["rewards"] = [{"weight": 1.0, **reward} for reward in raw["rewards"] if isinstance(reward, dict)]
+    return found
+
+
+def _param_changes(earlier: list, given: list) -> dict | None:
+    """"REWARD.PARAM" -> the earlier value, for each param of the same rewards (names and weights) that ``given``
+    does not keep: what `set --param` puts back; None where the rewards themselves differ."""
+    def shape(rewards):
+        return [(reward.get("name"), reward.get("weight", 1.0)) for reward in rewards if isinstance(reward, dict)]
+
+    if shape(earlier) != shape(given):
+        return None
+    changes = {}
+    for before, now in zip(earlier, given):
+        params, kept = before.get("params") or {}, now.get("params") or {}
+        changes.update({f"{before['name']}.{key}": value for key, value in params.items() if kept.get(key) != value})
+    return changes
+
+
+def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = None,
+                      new_config: dict | None = None) -> list[str]:
+    """A note naming the settings of the earlier project that this render does not keep, and how each comes back;
+    none where it keeps them all. The earlier ones are its recorded answers and, where both config files can be
+    read, its config.toml as it is (values `grpo-skill set` wrote since are in it alone)."""
     from ..core.schema import toml_value
 
     given, earlier = _settings_of(data), _settings_of(recorded)
-    dropped = [f"{key} = {value if key == 'rewards' else toml_value(value)}" for key, value in earlier.items()
-               if given.get(key) != value and value not in ({}, [], None)]  # an empty one held nothing
+    if earlier_config is not None and new_config is not None:
+        earlier, given = {**earlier, **earlier_config}, {**given, **new_config}
+    params = _param_changes(earlier.get("rewards") or [], given.get("rewards") or [])
+    if params is not None:  # the same rewards: only their params, which `set --param` changes
+        earlier.pop("rewards", None)
+    dropped = {key: value for key, value in earlier.items()
+               if given.get(key) != value and value not in ({}, [], None)}  # an empty one held nothing
+    dropped.update(params or {})
     if not dropped:
         return []
-    shown = ", ".join(dropped[:NOT_CARRIED_SHOWN])
-    if len(dropped) > NOT_CARRIED_SHOWN:
-        shown += _(" and {count} more").format(count=len(dropped) - NOT_CARRIED_SHOWN)
+    named = [f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
+             for key, value in dropped.items()]
+    shown = ", ".join(named[:NOT_CARRIED_SHOWN])
+    if len(named) > NOT_CARRIED_SHOWN:
+        shown += _(" and {count} more").format(count=len(named) - NOT_CARRIED_SHOWN)
+    ways = []  # how each kind comes back: `set` cannot choose the rewards or the language
+    if set(dropped) - {"rewards", "lang"} - set(params or {}):
+        ways.append(_("`grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
+                      "again"))
+    if params:
+        ways.append(_("`grpo-skill set --param REWARD.PARAM=VALUE` changes a reward's param"))
+    if "rewards" in dropped:
+        ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` (`set` cannot "
+                      "change them)"))
+    if "lang" in dropped:
+        ways.append(_("the language comes from `grpo-skill new --lang` (`set` cannot change it)"))
     return [_("the earlier project's {settings} are not carried over: this render takes the preset's values and "
-              "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
-              "rendering it again").format(settings=shown)]
+              "this command's options; {ways}").format(settings=shown, ways="; ".join(ways))]
 
 
 def _in_preset_order(data: dict) -> dict | None:
