@@ -246,12 +246,11 @@ def test_the_training_health_budget_advice_is_a_set_command_that_works_from_wher
 
     code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
     assert code == 0, output
-    monkeypatch.setattr(projects, "_for_run", None, raising=False)  # put back after the test
-    projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
+    config = projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
     added = []
     trainer = types.SimpleNamespace(remove_callback=lambda callback: None, add_callback=added.append,
                                     args=types.SimpleNamespace(num_generations=8))
-    callbacks.install(trainer, project / "outputs" / "metrics.jsonl")
+    callbacks.install(trainer, project / "outputs" / "metrics.jsonl", config)
     (watch,) = [callback for callback in added if isinstance(callback, health.TrainingHealth)]
     watch.console = Console(file=io.StringIO())  # train.py's live warning: metrics reads the row's record instead
     args, state, control = types.SimpleNamespace(max_completion_length=120), TrainerState(), TrainerControl()

@@ -202,26 +202,15 @@ def check_draw(config: ProjectConfig, rows: int | None, processes: int = 1) -> N
         raise config.error(("grpo", key), problem)
 
 
-_for_run: ProjectConfig | None = None  # the config load_for_run gave this process
-
-
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
-    global _for_run
     config = load(path, overrides)
     if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
         for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
         print_warnings(config)
     check_hub_access(config)
-    _for_run = config
     return config
-
-
-def loaded_for_run() -> ProjectConfig | None:
-    """The config ``load_for_run`` loaded in this process (train.py's), if any: for the trainer's callbacks, whose
-    advice names the project and its max_seq_length (train.py hands them only the trainer)."""
-    return _for_run
 
 
 def print_warnings(config: ProjectConfig) -> None:

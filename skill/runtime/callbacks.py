@@ -166,16 +166,16 @@ def checkpoint_when_a_reward_fails(trainer):
                                   command=resume.resume_command())) from None
 
 
-def install(trainer, metrics_path: str | Path) -> None:
+def install(trainer, metrics_path: str | Path, config=None) -> None:
     """Replace the trainer's default printing with RichProgress, and record metrics."""
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
-    from ..core.project import loaded_for_run
-
-    run = loaded_for_run()  # train.py's config: the clipped advice's command names its project and max_seq_length
+    # the clipped advice's command names the project and its max_seq_length (a train.py from before it passed config:
+    # the command without them)
     trainer.add_callback(health.TrainingHealth(  # before JsonlMetrics: its warnings go into that step's row
-        project_dir=run.project_dir if run else None, max_seq_length=run.model["max_seq_length"] if run else None))
+        project_dir=config.project_dir if config else None,
+        max_seq_length=config.model["max_seq_length"] if config else None))
     trainer.add_callback(RewardSeconds(trainer))  # before JsonlMetrics too
     trainer.add_callback(JsonlMetrics(metrics_path))
     trainer.add_callback(traces.CompletionTraces(trainer, Path(metrics_path).parent / traces.TRACES_FILE))
