@@ -335,6 +335,56 @@ def test_check_finds_the_projects_own_rewards(cli, project):
     assert "rewards no_repetition:1" in cli("check", str(project)).stdout
 
 
+def test_new_takes_a_reward_that_the_projects_rewards_py_defines(cli, tmp_path):
+    """no_repetition is installed nowhere: the rewards.py that `new` writes registers it, so --reward may name it."""
+    import tomllib
+
+    cli("new", "own", "--preset", "tiny", "-r", "thinking", "-r", "no_repetition:0.5", "--param",
+        "no_repetition.ngram=4", "-o", str(tmp_path))
+    project = tmp_path / "own"
+    text = (project / "config.toml").read_text()
+    assert tomllib.loads(text)["rewards"] == [{"name": "thinking", "weight": 1.0},
+                                              {"name": "no_repetition", "weight": 0.5, "params": {"ngram": 4}}]
+    assert text.count('name = "no_repetition"') == 1  # no commented example of it under the chosen one
+    assert "rewards thinking:1, no_repetition:0.5" in cli("check", str(project)).stdout
+    # scored by the project's rewards.py with the param given: 5 word 4-grams, 4 distinct (trigrams: -1/3)
+    scored = json.loads(cli("rewards", "try", "no_repetition", "-c", "a b c d a b c d", "--project", str(project),
+                            "--json").stdout)
+    assert scored["samples"][0]["scores"]["no_repetition"] == pytest.approx(-0.2)
+
+
+def test_new_names_the_rewards_py_reward_in_its_refusals(cli, tmp_path):
+    typo = cli("new", "own", "--preset", "tiny", "-r", "no_repetiton", "-o", str(tmp_path), check=False)
+    assert typo.returncode == 1 and "unknown reward 'no_repetiton'; did you mean 'no_repetition'?" in typo.stderr
+    param = cli("new", "own", "--preset", "tiny", "-r", "no_repetition", "--param", "no_repetition.ngrm=3",
+                "-o", str(tmp_path), check=False)
+    assert param.returncode == 1 and "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?" in \
+        param.stderr
+    unchosen = cli("new", "own", "--preset", "tiny", "--param", "no_repetition.ngram=4", "-o", str(tmp_path),
+                   check=False)
+    assert unchosen.returncode == 1 and "add --reward no_repetition" in unchosen.stderr
+    assert not (tmp_path / "own").exists()
+
+
+def test_new_in_a_process_leaves_no_reward_of_the_template_registered(tmp_path):
+    """The template's rewards are known while `new` checks its options, not after: no_repetition is not taken for
+    an installed reward by what runs next in the same process."""
+    from grpo_skill import generator
+
+    generator.render("own", tmp_path, preset_name="tiny", reward_options=("no_repetition:0.5",))
+    assert "no_repetition" not in plugins.rewards()
+
+
+def test_a_run_scores_the_reward_new_took_from_rewards_py(cli, tmp_path):
+    from grpo_skill.runtime import metrics
+
+    cli("new", "own", "--preset", "tiny", "-r", "no_repetition:0.5", "-o", str(tmp_path))
+    project = tmp_path / "own"
+    subprocess.run([sys.executable, "train.py", "--max-steps", "1"], cwd=project, check=True, capture_output=True)
+    logged = [row for row in metrics.read_metrics(project / "outputs") if "reward" in row]
+    assert [row["step"] for row in logged] == [1] and "rewards/no_repetition/mean" in logged[0]
+
+
 def test_the_projects_own_reward_reads_every_completion_form_trl_passes(cli, project, tmp_path):
     # a tool-using turn (several assistant messages) and content given as parts: grpo_skill.completion_text reads both
     turn = [{"role": "assistant", "content": "the cat sat the cat sat the cat sat"},

@@ -166,7 +166,13 @@ def test_a_reward_of_the_rewards_py_here_says_to_add_project(cli, tmp_path):
         assert hint == "the rewards.py here is not loaded: if it registers 'no_repetition', add --project ."
         assert "no_repetition" in cli("rewards", *command, "--project", ".", cwd=project).stdout
     elsewhere = cli("rewards", "show", "no_repetition", cwd=tmp_path, check=False)  # no rewards.py there
-    assert elsewhere.returncode == 1 and "--project" not in elsewhere.stderr
+    assert elsewhere.returncode == 1 and "add --project ." not in elsewhere.stderr
+    # installed nowhere, but every new project's rewards.py has it: said, with how to choose it
+    assert elsewhere.stderr.splitlines()[1] == (
+        "'no_repetition' is a reward of the rewards.py that `grpo-skill new` writes into every project: "
+        "`grpo-skill new PATH --reward no_repetition` chooses it, and --project PATH finds it in a project")
+    unknown = cli("rewards", "show", "no_such_reward", cwd=tmp_path, check=False)
+    assert unknown.returncode == 1 and len(unknown.stderr.splitlines()) == 1
 
 
 def test_the_projects_no_repetition_reads_chinese_character_by_character(cli, tmp_path):

@@ -5,7 +5,9 @@ number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a
 is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
-   the end of its clause (。！？；，、 or a line end);
+   the end of its clause (。！？；，、 or a line end); or a self-correction, 应为 / 应是 / 应该是 opening a clause
+   after a bare no (不，/ 不对，/ 错了，) or after a question that held a number or an anchor ("结果是42吗？不，应为41"
+   -> 41), and not asked itself; inside a sentence ("为什么应为正数", "x应为3的倍数") it is no answer;
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
@@ -28,6 +30,12 @@ _CLAUSE_END = "。！？；，、\n!?;"
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
+# a self-correction: 应为 / 应该是 right at the start of a clause, then the answer and the mark that ends it
+_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:])[\s*_]*(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*"
+                         rf"(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
+# the clause before it that makes it one: a bare no, or a question that proposed an answer
+_BARE_NO = re.compile(r"[\s*_]*(?:不对|不是的?|不正确|不|错了?|有误)[了啊呀哦]?[\s*_]*")
+_PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
@@ -121,14 +129,35 @@ def _read(segment: str) -> str | None:
     return None
 
 
+def _corrections(text: str) -> list[tuple[int, str]]:
+    """(where, the answer's clause) of each self-correction in ``text``: "结果是42吗？不，应为41" -> 41."""
+    found = []
+    for match in _CORRECTION.finditer(text):
+        if match.group(2) in ("？", "?"):  # asked, not stated: "应为41吗？"
+            continue
+        mark = text[match.start() - 1]
+        clause = re.split(f"[{_CLAUSE_END}]", text[:match.start() - 1])[-1]
+        asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
+        if asked or _BARE_NO.fullmatch(clause):
+            found.append((match.start(), match.group(1)))
+    return found
+
+
+def _anchored(text: str) -> list[tuple[int, str]]:
+    """(where, the answer's clause) of each anchor and self-correction in ``text``, in the order written."""
+    anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    return sorted(anchors + _corrections(text), key=lambda found: found[0])
+
+
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
-    for pattern in (_ANCHOR, _TOTAL):
-        for match in reversed(list(pattern.finditer(text))):
-            answer = _read(match.group(1))
+    totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
+    for found in (_anchored(text), totals):
+        for _where, segment in reversed(found):
+            answer = _read(segment)
             if answer is not None:
                 return answer
     plain = _multiplied(_fractions_in_digits(text.translate(_FULL_WIDTH_PUNCTUATION)))
@@ -140,8 +169,8 @@ def anchored_text(text: str) -> str | None:
     """The words after the last anchor ("答案是巴黎" -> "巴黎"), for a gold answer that is text, not a number."""
     if not has_cjk(text):
         return None
-    matches = list(_ANCHOR.finditer(text))
-    return matches[-1].group(1).strip() if matches else None
+    found = _anchored(text)
+    return found[-1][1].strip() if found else None
 
 
 def gold_number(gold: str) -> str | None:

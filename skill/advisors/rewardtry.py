@@ -41,6 +41,13 @@ def find_reward(name: str, project: str | None) -> Reward:
             raise RegistryError(str(error) + "\n" + _(
                 "the rewards.py here is not loaded: if it registers {name!r}, add --project .").format(
                 name=name)) from None
+        from ..scaffold.generator import template_reward_names
+
+        if project is None and name in template_reward_names():  # not installed: every new project defines it
+            raise RegistryError(str(error) + "\n" + _(
+                "{name!r} is a reward of the rewards.py that `grpo-skill new` writes into every project: "
+                "`grpo-skill new PATH --reward {name}` chooses it, and --project PATH finds it in a project").format(
+                name=name)) from None
         raise
 
 

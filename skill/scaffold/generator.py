@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -59,6 +60,41 @@ def template_dir() -> Path:
     from . import history
 
     return history.template_dir()
+
+
+TEMPLATE_REWARDS = "rewards.py.jinja"  # the rewards.py every new project has
+_template_plugin: list[str] = []  # its plugin's name while template_rewards() has it registered
+
+
+@contextlib.contextmanager
+def template_rewards():
+    """The rewards of the rewards.py that `new` writes into the project, registered while `new` checks --reward and
+    --param: the project will have them, so `new --reward no_repetition` is as valid as a built-in reward. They are
+    read from the template's own file, rendered, so there is no second list of them to keep in step."""
+    if _template_plugin and plugins.pm.has_plugin(_template_plugin[-1]):  # already inside: nothing more to do
+        yield
+        return
+    from jinja2 import Environment, StrictUndefined
+
+    environment = Environment(extensions=["jinja2.ext.i18n"], undefined=StrictUndefined, keep_trailing_newline=True)
+    environment.install_null_translations()  # the comments' language changes no reward
+    source = (template_dir() / TEMPLATE_REWARDS).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="grpo-skill-template-") as folder:
+        (Path(folder) / "rewards.py").write_text(environment.from_string(source).render(), encoding="utf-8")
+        name = plugins.register_project(folder)
+        _template_plugin.append(name)
+        try:
+            yield
+        finally:
+            _template_plugin.remove(name)
+            if plugins.pm.has_plugin(name):  # rendering the project registers its own rewards.py in its place
+                plugins.unregister(name)
+
+
+def template_reward_names() -> set[str]:
+    """The names of the rewards that every new project's rewards.py registers."""
+    with template_rewards():
+        return {name for name, registered in plugins.rewards().items() if registered.plugin == _template_plugin[-1]}
 
 
 def parse_reward(option: str) -> tuple[str, float]:
@@ -183,7 +219,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     names its files relative to the project, for a target in a temporary folder)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
-    data = answers(name, **options, notes=notes)
+    with template_rewards():
+        data = answers(name, **options, notes=notes)
     recorded = _recorded_answers(target) if target.is_dir() else None
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
