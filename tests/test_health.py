@@ -88,14 +88,10 @@ def test_the_clipped_advice_gives_the_command_that_doubles_the_runs_budget():
     assert warning["advice"] in " ".join(output.getvalue().split())
 
 
-def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_it_is_read(tmp_path, monkeypatch):
-    """train.py's project and max_seq_length known: the doubled budget comes with max_seq_length raised by as much
-    (`set` would refuse the budget alone where the prompts no longer fit), and the command carries --project when
-    `grpo-skill metrics` reads it from another folder."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    callback = TrainingHealth(console=Console(file=io.StringIO()), project_dir=project, max_seq_length=256)
+def clipped_rows(config_file, run_dir):
+    """Six steps of clipped completions (budget 64) logged by the callback of a run of ``config_file``."""
+    callback = TrainingHealth(console=Console(file=io.StringIO()), config_file=config_file, run_dir=run_dir,
+                              max_seq_length=256)
     args, state, control = types.SimpleNamespace(max_completion_length=64), TrainerState(), TrainerControl()
     rows = []
     for step in range(1, 7):
@@ -103,13 +99,41 @@ def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_i
         logs = {**HEALTHY, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
         callback.on_log(args, state, control, logs=logs)
         rows.append({"step": step, **logs})
+    return rows
+
+
+def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_it_is_read(tmp_path, monkeypatch):
+    """train.py's config and max_seq_length known: the doubled budget comes with max_seq_length raised by as much
+    (`set` would refuse the budget alone where the prompts no longer fit), and the command carries --project when
+    `grpo-skill metrics` reads it from another folder."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    rows = clipped_rows(project / "config.toml", project / "outputs")
     wanted = "grpo-skill set grpo.max_completion_length=128 model.max_seq_length=320;"
-    assert wanted in warnings_in(rows)[0]["advice"]  # read in the project folder: no --project
+    assert wanted in warnings_in(rows, project / "outputs")[0]["advice"]  # read in the project folder: no --project
+    assert wanted in warnings_in(rows, "outputs")[0]["advice"]
     monkeypatch.chdir(tmp_path)
-    assert wanted.replace("set", "set --project proj") in warnings_in(rows)[0]["advice"]
+    assert wanted.replace("set", "set --project proj") in warnings_in(rows, "proj/outputs")[0]["advice"]
     (tmp_path / "beside").mkdir()
     monkeypatch.chdir(tmp_path / "beside")  # not inside: the project's full path
-    assert wanted.replace("set", f"set --project {project.resolve()}") in warnings_in(rows)[0]["advice"]
+    assert wanted.replace("set", f"set --project {project.resolve()}") in warnings_in(rows, "../proj/outputs")[0][
+        "advice"]
+
+
+def test_the_clipped_advice_names_the_config_the_run_read_where_its_outputs_are_now(tmp_path, monkeypatch):
+    """A run of `train.py --config big.toml` names big.toml (not the folder's config.toml, which it did not read);
+    a project copied with its outputs names the copy's config, not the one the run was made from."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    rows = clipped_rows(project / "big.toml", project / "outputs")
+    (advice,) = [warning["advice"] for warning in warnings_in(rows, "outputs")]
+    assert "grpo-skill set --project big.toml grpo.max_completion_length=128" in advice
+    rows = clipped_rows(project / "config.toml", project / "outputs")
+    monkeypatch.chdir(tmp_path)
+    (advice,) = [warning["advice"] for warning in warnings_in(rows, "copy/outputs")]  # read from a copy
+    assert "grpo-skill set --project copy grpo.max_completion_length=128" in advice
 
 
 def test_a_reward_that_never_moves_is_flat(watch):

@@ -12,11 +12,13 @@ from .tomlsource import toml_text
 
 def set_command(settings: dict[str, Any], project: str | Path | None = None) -> str:
     """``grpo-skill set [--project DIR] SECTION.KEY=VALUE ...`` for ``settings`` ("table.key" -> value; a key without
-    a table is [grpo]'s, as plan names them), each a TOML value quoted for the shell; ``--project`` only where
-    ``project`` is not the current folder."""
+    a table is [grpo]'s, as plan names them), each a TOML value quoted for the shell; ``project``: a project folder or
+    its config file, given as ``--project`` only where it is not the current folder or its config.toml (what `set`
+    edits without it)."""
     items = [shlex.quote(f"{key if '.' in key else 'grpo.' + key}={toml_text(value)}")
              for key, value in settings.items()]
     where = []
-    if project is not None and Path(project).expanduser().resolve() != Path.cwd().resolve():
+    here = Path.cwd().resolve()
+    if project is not None and Path(project).expanduser().resolve() not in (here, here / "config.toml"):
         where = ["--project", shlex.quote(str(project))]
     return " ".join(["grpo-skill", "set", *where, *items])

@@ -171,10 +171,10 @@ def install(trainer, metrics_path: str | Path, config=None) -> None:
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
-    # the clipped advice's command names the project and its max_seq_length (a train.py from before it passed config:
-    # the command without them)
+    # the clipped advice's command names the run's config file and its max_seq_length (a train.py from before it
+    # passed config: the command without them)
     trainer.add_callback(health.TrainingHealth(  # before JsonlMetrics: its warnings go into that step's row
-        project_dir=config.project_dir if config else None,
+        config_file=config.path if config else None, run_dir=Path(metrics_path).parent,
         max_seq_length=config.model["max_seq_length"] if config else None))
     trainer.add_callback(RewardSeconds(trainer))  # before JsonlMetrics too
     trainer.add_callback(JsonlMetrics(metrics_path))

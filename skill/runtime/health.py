@@ -12,6 +12,7 @@ Imports transformers: use it only after unsloth has been imported.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,11 +81,13 @@ CHECKS = {
 class TrainingHealth(TrainerCallback):
     """Warns once per check, with advice, when the logged metrics show a run in trouble."""
 
-    def __init__(self, limits: Limits | None = None, console: Console | None = None, project_dir=None,
-                 max_seq_length: int | None = None):
+    def __init__(self, limits: Limits | None = None, console: Console | None = None, config_file=None,
+                 run_dir=None, max_seq_length: int | None = None):
         self.limits = limits or Limits()
-        # the project and its model.max_seq_length, for the command the clipped advice gives (None: not known)
-        self.project_dir = Path(project_dir).resolve() if project_dir is not None else None
+        # the run's config file (train.py --config's, not always config.toml), its folder and model.max_seq_length,
+        # for the command the clipped advice gives (None: not known)
+        self.config_file = Path(config_file).resolve() if config_file is not None else None
+        self.run_dir = Path(run_dir).resolve() if run_dir is not None else None
         self.max_seq_length = max_seq_length
         self.console = console or Console(stderr=True)
         self.warned: set[str] = set()
@@ -140,11 +143,13 @@ class TrainingHealth(TrainerCallback):
                     values = {"limit": limit, "steps": step - self.streak_starts[check] + 1}
                     if check == "clipped":
                         settings = longer_budget(self.budget, self.max_seq_length)
-                        values["command"] = _command(settings, self.project_dir)
+                        values["command"] = _command(settings, self.config_file)
                         if settings:  # recorded: `grpo-skill metrics` writes the command again where it runs
                             values["settings"] = settings
-                            if self.project_dir is not None:
-                                values["project"] = str(self.project_dir)
+                            if self.config_file is not None and self.run_dir is not None:
+                                # relative to the run folder: a project copied or moved with its outputs (or a run
+                                # fetched from a GPU machine) names its own config file, not the one it ran from
+                                values["config"] = os.path.relpath(self.config_file, self.run_dir)
                     fired.append((check, values))
 
             self.rewards.append((step, logs["reward"]))
@@ -184,10 +189,12 @@ def longer_budget(budget, max_seq_length=None) -> dict | None:
     return settings
 
 
-def _command(settings: dict | None, project=None) -> str:
+def _command(settings: dict | None, config_file=None) -> str:
     if not settings:
         return "grpo-skill set grpo.max_completion_length=N"
-    return set_command(settings, shown_path(project) if project is not None else None)
+    if config_file is not None and Path(config_file).name == "config.toml":
+        config_file = Path(config_file).parent  # the project folder: what `set --project` is given most often
+    return set_command(settings, shown_path(config_file) if config_file is not None else None)
 
 
 def raise_if_diverged(trainer) -> None:
@@ -203,16 +210,20 @@ def raise_if_diverged(trainer) -> None:
                     step=step, metric=metric, value=value))
 
 
-def warnings_in(rows: list[dict]) -> list[dict]:
-    """The health warnings recorded in metrics.jsonl rows, with their step, in the current language."""
+def warnings_in(rows: list[dict], run_dir=None) -> list[dict]:
+    """The health warnings recorded in metrics.jsonl rows, with their step, in the current language; ``run_dir``:
+    the folder they were read from, where a recorded config file's relative path starts."""
     found = []
     for row in rows:
         for record in row.get(HEALTH_KEY) or ():
             record = dict(record)
             texts, values = CHECKS.get(record.get("check")), record.get("values")
             if isinstance(values, dict) and isinstance(values.get("settings"), dict):
-                # the command as it works from here: --project where this is not the project folder
-                values = {**values, "command": _command(values["settings"], values.get("project"))}
+                # the command as it works from here: --project where the config is not this folder's config.toml
+                config = values.get("config")
+                config = (Path(os.path.normpath(Path(run_dir).absolute() / config))
+                          if isinstance(config, str) and run_dir is not None else None)
+                values = {**values, "command": _command(values["settings"], config)}
             if texts and isinstance(values, dict):  # else (an older run): the text as it was recorded
                 try:
                     record["message"], record["advice"] = (_(text).format(**values) for text in texts)

@@ -50,7 +50,7 @@ def metrics(run_dir, plot, show_completions, as_json):
     summary = run_metrics.reward_trend(rows)
     if plot_path:
         summary["plot"] = str(run_metrics.plot_metrics(rows, plot_path))
-    summary["health"] = health.warnings_in(rows)
+    summary["health"] = health.warnings_in(rows, run_dir)
     logged = summary["steps"] > 0  # completions of an earlier run may outlive an emptied metrics.jsonl
     summary["latest_completions"] = traces.latest(run_dir, show_completions) if show_completions and logged else []
     if not logged:
