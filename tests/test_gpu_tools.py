@@ -620,7 +620,9 @@ def test_the_benchmark_page_holds_each_cards_default_against_issue_21s_targets()
             row("thinking", "generated default", 3.6, "NVIDIA H100", preset_defaults=True),
             row("standard", "generated default, 24 GiB card", 1.0, "NVIDIA H200", peak_reserved_gib=23.5),
             row("thinking", "generated default, 24 GiB card", 11.0, "NVIDIA H200", peak_reserved_gib=12.0,
-                superseded="auto takes another path since")]
+                superseded="auto takes the settings of the row 'generated default, 24 GiB card, split' since"),
+            row("thinking", "generated default, 24 GiB card, split", 3.5, "NVIDIA H200", peak_reserved_gib=21.5),
+            row("thinking", "generated default", 2.0, "NVIDIA A100")]  # not marked as the preset as `new` makes it
     measured = {"refresh_ms": 40.0, "tells": "", "error": None}
     decode = {"device": "NVIDIA H200", "rows": [
         {"path": DEFAULT_PATH, "batch": 64, "decode_ms": 7.8, "floor_ms": 2.2, "x_floor": 3.5, **measured},
@@ -630,10 +632,13 @@ def test_the_benchmark_page_holds_each_cards_default_against_issue_21s_targets()
     assert "| standard | NVIDIA H200 | <= 1 | 0.80 | yes | 4.00 (0.20x) |  |  |" in section
     assert "| thinking | NVIDIA H200 | <= 3 | 3.30 | **no** |  |  |  |" in section
     assert "| thinking | NVIDIA H100 | <= 3 | 3.60 | **no** |  | 2.90 | yes |" in section
+    assert "A100" not in section
     # the targets' card first
     assert section.index("| thinking | NVIDIA H200") < section.index("| thinking | NVIDIA H100")
-    assert "| standard | NVIDIA H200 | 1.00 | 23.50 | **no** |" in section
-    assert "| thinking | NVIDIA H200 | 11.00 | 12.00 | superseded |" in section
+    assert "| standard | NVIDIA H200 | generated default, 24 GiB card | 1.00 | 23.50 | **no** |" in section
+    # a superseded row is not held to the target; the row its note names, measuring what `new` makes now, is
+    assert ("| thinking | NVIDIA H200 | generated default, 24 GiB card | 11.00 | 12.00 | superseded |\n"
+            "| thinking | NVIDIA H200 | generated default, 24 GiB card, split | 3.50 | 21.50 | yes |") in section
     assert "the fast path's decode step" not in section  # no decode table in this report
     decode.update(bandwidth_GBps=4200, weight_bytes=8e9, prompt_tokens=96, new_tokens=256, torch="2", profiles={})
     with_decode = bench_report.markdown({"environment": {"gpu": "NVIDIA H200", "versions": {}}, "rows": rows,
