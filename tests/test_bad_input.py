@@ -146,6 +146,8 @@ CLI_CASES = [
     Case("check-no-config", "no such config file", args=("check", "{tmp}/empty"),
          setup=lambda tmp, project: (tmp / "empty").mkdir()),
     Case("check-not-utf8", "not UTF-8 text", files={"proj/config.toml": b"[model]\nname = \"\xff\xfe\"\n"}),
+    Case("check-bom", "config.toml: starts with a byte-order mark (BOM), which TOML does not allow; save it as UTF-8 "
+         "without BOM", files={"proj/config.toml": b"\xef\xbb\xbf[model]\nname = \"x\"\n"}),
     # what `grpo-skill update` could not merge, left in the project: named before anything reads the file
     Case("check-conflict-train-py", "proj/train.py:2: a conflict that `grpo-skill update` left unmerged; resolve "
          "the conflicts", files={"proj/train.py": "import sys\n<<<<<<< before updating\nA = 1\n=======\nA = 2\n"

@@ -353,6 +353,16 @@ def test_a_conflict_left_by_update_is_refused_first(project):
     assert snapshot(project) == before
 
 
+def test_a_config_saved_with_a_byte_order_mark_is_refused_naming_it(project):
+    config = project / "config.toml"
+    config.write_bytes(b"\xef\xbb\xbf" + config.read_bytes())  # as some Windows editors save UTF-8
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.beta=0.1")
+    assert output.strip() == (f"Error: {config}: starts with a byte-order mark (BOM), which TOML does not allow; save "
+                              "it as UTF-8 without BOM") and code == 1
+    assert snapshot(project) == before
+
+
 def test_a_config_that_is_not_utf8_is_refused_naming_it(project):
     config = project / "config.toml"
     config.write_bytes(config.read_bytes() + "# caf\u00e9\n".encode("latin-1"))  # saved in Latin-1 by an editor

@@ -73,6 +73,9 @@ SAVES_NO_CHECKPOINT = ("save_steps", "save_total_limit", "resume_from_checkpoint
 # ---- validation -----------------------------------------------------------------------------------------
 
 def parse(text: str, path: str | Path) -> dict:
+    if text.startswith("\ufeff"):  # Windows editors may save one; tomllib reads it as an "Invalid statement"
+        raise ConfigError(_("{path}: starts with a byte-order mark (BOM), which TOML does not allow; save it as UTF-8 "
+                            "without BOM").format(path=path))
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
