@@ -198,6 +198,10 @@ FORMS_ZH = [
     ("答案是5吗？不，应为6。一共有9个。", "6", 1.0),  # a corrected anchor a later total, as 答案是6。一共有9个 would
     ("结果是42吗？不，应为41。不对，应为40", "40", 1.0),  # a correction of a correction
     ("小明有5个吗？不，应为6个。答案是7", "7", 1.0),
+    # a correction that states a property, not a value, states nothing
+    ("答案是12吗？不，应为3的倍数。", "12", 1.0),
+    ("答案是12吗？不，应该是一个偶数。", "12", 1.0),
+    ("答案是12吗？不，应该是一个偶数。", "1", 0.0),
 ]
 
 

@@ -12,8 +12,8 @@ is found first, in this order, the last of its kind winning:
 A self-correction replaces the answer stated last before it, and takes its kind in this order: 应为 / 应是 / 应该是
 opening a clause after a bare no (不，/ 不对，/ 错了，) or after a question that held a number or an anchor.
 "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a
-later number, as any number is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数") or with
-no answer stated before it, it states nothing.
+later number, as any number is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"), stating
+a property ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
 calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
@@ -40,6 +40,8 @@ _CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:])[\s*_]*(?:应该是|应该�
 # the clause before it that makes it one: a bare no, or a question that proposed an answer
 _BARE_NO = re.compile(r"[\s*_]*(?:不对|不是的?|不正确|不|错了?|有误)[了啊呀哦]?[\s*_]*")
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
+# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
+_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
@@ -153,7 +155,7 @@ def _corrections(text: str) -> list[tuple[int, int, str, int]]:
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match.group(2) in ("？", "?"):  # asked, not stated: "应为41吗？"
+        if match.group(2) in ("？", "?") or _PROPERTY.search(match.group(1)):  # asked ("应为41吗？"), or no value
             continue
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END}]", text[:match.start() - 1])[-1]
