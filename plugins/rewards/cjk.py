@@ -10,10 +10,11 @@ is found first, in this order, the last of its kind winning:
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the answer stated last before it, and takes its kind in this order: 应为 / 应是 / 应该是
-opening a clause after a bare no (不，/ 不对，/ 错了，) or after a question that held a number or an anchor.
-"结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a
-later number, as any number is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"), stating
-a property ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
+opening a clause (perhaps after what it names: 总数应为, 它应为), after a no, a wait or an error owned (不，/ 不对不对，/
+错了，/ 等等，/ 更正：/ 我算错了，) or after a question that held a number or an anchor. "结果是42吗？不，应为41" -> 41;
+"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a later number, as any number
+is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"), stating a property ("应为3的倍数",
+"应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
 calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
@@ -34,11 +35,15 @@ _CLAUSE_END = "。！？；，、\n!?;"
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
-# a self-correction: 应为 / 应该是 right at the start of a clause, then the answer and the mark that ends it
-_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:])[\s*_]*(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*"
-                         rf"(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
-# the clause before it that makes it one: a bare no, or a question that proposed an answer
-_BARE_NO = re.compile(r"[\s*_]*(?:不对|不是的?|不正确|不|错了?|有误)[了啊呀哦]?[\s*_]*")
+# a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), perhaps after
+# what it names ("总数应为41", "它应为41"), then the answer and the mark that ends it
+_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*(?:它|这个?|那个?|总数|总和|总量|总价|个数|数量|数目)?"
+                         rf"(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
+# the clause before it that makes it one: a no, a wait, an error owned ("不对不对", "等等", "更正", "我算错了") ...
+# but not 不错 ("right") or 错不了 ("can't be wrong")
+_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*(?:不对|不是的?|不正确|不|(?:我|刚才)?[算写看弄搞]?错了?|有误|等等|等一下|更正|纠正)"
+                      r"[了啊呀哦]?[\s*_]*)+")
+# ... or a question that proposed an answer
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
 # a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
 _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
@@ -158,7 +163,7 @@ def _corrections(text: str) -> list[tuple[int, int, str, int]]:
         if match.group(2) in ("？", "?") or _PROPERTY.search(match.group(1)):  # asked ("应为41吗？"), or no value
             continue
         mark = text[match.start() - 1]
-        clause = re.split(f"[{_CLAUSE_END}]", text[:match.start() - 1])[-1]
+        clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
         asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
         if not (asked or _BARE_NO.fullmatch(clause)):
             continue
