@@ -5,11 +5,16 @@ number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a
 is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
-   the end of its clause (。！？；，、 or a line end); or a self-correction, 应为 / 应是 / 应该是 opening a clause
-   after a bare no (不，/ 不对，/ 错了，) or after a question that held a number or an anchor ("结果是42吗？不，应为41"
-   -> 41), and not asked itself; inside a sentence ("为什么应为正数", "x应为3的倍数") it is no answer;
+   the end of its clause (。！？；，、 or a line end);
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
+
+A self-correction replaces the answer stated last before it, and takes its kind in this order: 应为 / 应是 / 应该是
+opening a clause (perhaps after what it names: 总数应为, 它应为), after a no, a wait or an error owned (不，/ 不对不对，/
+错了，/ 等等，/ 更正：/ 我算错了，) or after a question that held a number or an anchor. "结果是42吗？不，应为41" -> 41;
+"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a later number, as any number
+is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"), stating a property ("应为3的倍数",
+"应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
 calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
@@ -30,12 +35,20 @@ _CLAUSE_END = "。！？；，、\n!?;"
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
-# a self-correction: 应为 / 应该是 right at the start of a clause, then the answer and the mark that ends it
-_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:])[\s*_]*(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*"
-                         rf"(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
-# the clause before it that makes it one: a bare no, or a question that proposed an answer
-_BARE_NO = re.compile(r"[\s*_]*(?:不对|不是的?|不正确|不|错了?|有误)[了啊呀哦]?[\s*_]*")
+# a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), perhaps after
+# what it names ("总数应为41", "它应为41"), then the answer and the mark that ends it
+_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*(?:它|这个?|那个?|总数|总和|总量|总价|个数|数量|数目)?"
+                         rf"(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
+# the clause before it that makes it one: a no, a wait, an error owned ("不对不对", "等等", "更正", "我算错了") ...
+# but not 不错 ("right") or 错不了 ("can't be wrong")
+_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*(?:不对|不是的?|不正确|不|(?:我|刚才)?[算写看弄搞]?错了?|有误|等等|等一下|更正|纠正)"
+                      r"[了啊呀哦]?[\s*_]*)+")
+# ... or a question that proposed an answer
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
+# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
+_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
+# where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
+_ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
@@ -129,24 +142,41 @@ def _read(segment: str) -> str | None:
     return None
 
 
-def _corrections(text: str) -> list[tuple[int, str]]:
-    """(where, the answer's clause) of each self-correction in ``text``: "结果是42吗？不，应为41" -> 41."""
+def _last_number(text: str) -> str | None:
+    """The last run of ``text`` without Chinese characters that holds a number or LaTeX ("有20张" -> "20")."""
+    plain = _multiplied(_fractions_in_digits(text.translate(_FULL_WIDTH_PUNCTUATION)))
+    runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
+    return runs[-1] if runs else None
+
+
+def _corrections(text: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, the answer's clause, rank) of each self-correction in ``text``: "结果是42吗？不，应为41" -> 41.
+
+    A correction replaces the answer stated last before it and takes its rank: after 结果是42 it is an anchor, after
+    "有5个吗" a number, which a later number outranks ("有5个吗？不，应为6个。又买了3个，现在有9个" -> 9). With no
+    answer stated before it, it corrects nothing."""
+    # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
+    stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match.group(1).strip()]
+    stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match.group(2) in ("？", "?"):  # asked, not stated: "应为41吗？"
+        if match.group(2) in ("？", "?") or _PROPERTY.search(match.group(1)):  # asked ("应为41吗？"), or no value
             continue
         mark = text[match.start() - 1]
-        clause = re.split(f"[{_CLAUSE_END}]", text[:match.start() - 1])[-1]
+        clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
         asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
-        if asked or _BARE_NO.fullmatch(clause):
-            found.append((match.start(), match.group(1)))
+        if not (asked or _BARE_NO.fullmatch(clause)):
+            continue
+        # what it corrects: a number stated after the last anchor or total, else that one (an anchor where both end)
+        end, rank = max((where for where in stated if where[0] <= match.start()),
+                        key=lambda where: (where[0], -where[1]), default=(0, None))
+        if _last_number(text[end:match.start()]) is not None:
+            rank = _NUMBER_RANK
+        if rank is None:  # no answer stated before it
+            continue
+        found.append((match.start(), match.end(), match.group(1), rank))
+        stated.append((match.end(), rank))
     return found
-
-
-def _anchored(text: str) -> list[tuple[int, str]]:
-    """(where, the answer's clause) of each anchor and self-correction in ``text``, in the order written."""
-    anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
-    return sorted(anchors + _corrections(text), key=lambda found: found[0])
 
 
 def stated_answer(text: str) -> str | None:
@@ -154,23 +184,31 @@ def stated_answer(text: str) -> str | None:
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
+    corrections = _corrections(text)
+    anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
     totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
-    for found in (_anchored(text), totals):
-        for _where, segment in reversed(found):
+    for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, totals)):
+        found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
+        for _where, segment in sorted(found, reverse=True):
             answer = _read(segment)
             if answer is not None:
                 return answer
-    plain = _multiplied(_fractions_in_digits(text.translate(_FULL_WIDTH_PUNCTUATION)))
-    runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
-    return runs[-1] if runs else None
+    # a correction of a number is the answer unless a number comes after it
+    for _start, end, segment, rank in reversed(corrections):
+        answer = _read(segment) if rank == _NUMBER_RANK else None
+        if answer is not None:
+            return _last_number(text[end:]) or answer
+    return _last_number(text)
 
 
 def anchored_text(text: str) -> str | None:
-    """The words after the last anchor ("答案是巴黎" -> "巴黎"), for a gold answer that is text, not a number."""
+    """The words after the last anchor ("答案是巴黎" -> "巴黎"), a correction of one included ("答案是巴黎吗？不，应为伦敦"
+    -> "伦敦"), for a gold answer that is text, not a number."""
     if not has_cjk(text):
         return None
-    found = _anchored(text)
-    return found[-1][1].strip() if found else None
+    found = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    found += [(start, segment) for start, _end, segment, rank in _corrections(text) if rank == _ANCHOR_RANK]
+    return max(found)[1].strip() if found else None
 
 
 def gold_number(gold: str) -> str | None:
