@@ -250,6 +250,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            _build_own_rewards(loaded, plugin_name)
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
             raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
@@ -266,6 +267,16 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _build_own_rewards(loaded, plugin_name: str | None) -> None:
+    """Build the chosen rewards of the project's own rewards.py as `check` builds them, so that `new` refuses the
+    params their factories refuse. Only those: they need nothing beyond grpo-skill, while a built-in reward may
+    import packages (trl, math-verify) that `new` does not need."""
+    for choice in loaded.rewards:
+        reward = plugins.get_reward(choice.name)
+        if plugin_name and reward.source == plugin_name:
+            reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
