@@ -532,3 +532,18 @@ def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_pat
     assert json.loads(output)["notes"] == []
     assert 'generation = "plain"' in config_text(tmp_path / "older")
 
+
+def test_new_force_joins_the_ways_back_in_the_cli_language(tmp_path):
+    code, output = grpo_skill("new", "zh", "--preset", "tiny", "--lang", "en", "-o", str(tmp_path))
+    assert code == 0, output
+    code, output = grpo_skill("set", "--project", str(tmp_path / "zh"), "grpo.max_steps=7", "--param",
+                              'thinking.think_end_token="</x>"')
+    assert code == 0, output
+    code, output = grpo_skill("--lang", "zh-CN", "new", "zh", "--preset", "tiny", "--lang", "en", "--force", "--json",
+                              "-o", str(tmp_path))
+    assert code == 0, output
+    note, = json.loads(output)["notes"]
+    # the ways back with the Chinese semicolon, as the sentence before them: no ASCII "; " inside Chinese text
+    assert note.endswith("；`grpo-skill set SECTION.KEY=VALUE` 修改项目的单个设置，无需重新渲染；"
+                         "`grpo-skill set --param REWARD.PARAM=VALUE` 修改某个奖励的参数"), note
+    assert "; " not in note

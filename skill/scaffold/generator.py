@@ -481,8 +481,9 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
                       "change them)"))
     if "lang" in dropped:
         ways.append(_("the language comes from `grpo-skill new --lang` (`set` cannot change it)"))
+    # Translators: what separates the ways to bring settings back in new --force's note.
     return [_("the earlier project's {settings} are not carried over: this render takes the preset's values and "
-              "this command's options; {ways}").format(settings=shown, ways="; ".join(ways))]
+              "this command's options; {ways}").format(settings=shown, ways=_("; ").join(ways))]
 
 
 def _in_preset_order(data: dict) -> dict | None:
