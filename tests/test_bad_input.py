@@ -658,6 +658,12 @@ REWARDS_PY_CASES = [
          files=BROKEN_FACTORY),
     Case("check-own-reward-param-typo", "reward 'no_repetition' has no param 'ngrm'; did you mean `ngram`?",
          edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngrm = 4 }')),
+    # the template's own reward refuses a word n-gram of fewer than 1 word, as the built-in rewards refuse theirs
+    Case("check-own-reward-ngram-0", "reward 'no_repetition' (plugin proj/rewards.py): params.ngram must be a whole "
+         "number from 1 up (got 0)", edits=edit('name = "thinking"', 'name = "no_repetition"\nparams = { ngram = 0 }')),
+    Case("new-own-reward-ngram-negative", "the project would not run: reward 'no_repetition' (plugin ok/rewards.py): "
+         "params.ngram must be a whole number from 1 up (got -2)",
+         args=("new", "ok", "-p", "tiny", "-r", "no_repetition", "--param", "no_repetition.ngram=-2")),
     # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
     Case("check-budget-follows-grpo", "params.soft_punish_cache = 30 must be between 1 and max_completion_len (24)",
          edits=(("max_completion_length = 32", "max_completion_length = 24"),

@@ -366,6 +366,37 @@ def test_new_names_the_rewards_py_reward_in_its_refusals(cli, tmp_path):
     assert not (tmp_path / "own").exists()
 
 
+def test_the_projects_no_repetition_refuses_an_ngram_below_1(cli, tmp_path):
+    """A word n-gram of 0 or fewer words scores nonsense: its factory refuses it, so `new` writes no project and
+    `check` (and train.py) stops, each in one line."""
+    for ngram in ("0", "-2"):
+        refused = cli("new", "own", "--preset", "tiny", "-r", "no_repetition", "--param",
+                      f"no_repetition.ngram={ngram}", "-o", str(tmp_path), check=False)
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith("Error: the project would not run: reward 'no_repetition' (plugin ")
+        assert refused.stderr.rstrip().endswith(
+            f"rewards.py): params.ngram must be a whole number from 1 up (got {ngram})"), refused.stderr
+        assert not (tmp_path / "own").exists()
+    cli("new", "own", "--preset", "tiny", "-r", "no_repetition", "-o", str(tmp_path))
+    project = tmp_path / "own"
+    edit(project, 'name = "no_repetition"\nweight = 1.0', 'name = "no_repetition"\nweight = 1.0\n'
+                                                           'params = { ngram = 0 }')
+    refused = cli("check", str(project), check=False)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert refused.stderr.rstrip().endswith("rewards.py): params.ngram must be a whole number from 1 up (got 0)")
+
+
+def test_the_projects_no_repetition_scores_0_not_minus_0_when_nothing_repeats(cli, tmp_path):
+    import math
+
+    cli("new", "own", "--preset", "tiny", "-o", str(tmp_path))
+    scored = json.loads(cli("rewards", "try", "no_repetition", "-c", "the cat sat on the mat", "-c", "go go go go go",
+                            "-c", "hi", "--project", str(tmp_path / "own"), "--json").stdout)
+    scores = [sample["scores"]["no_repetition"] for sample in scored["samples"]]
+    assert scores == [0.0, pytest.approx(-2 / 3), 0.0]  # "hi" is shorter than a trigram: nothing to repeat
+    assert [math.copysign(1.0, score) for score in scores] == [1.0, -1.0, 1.0]  # -0.0 would print as a penalty
+
+
 def test_new_in_a_process_leaves_no_reward_of_the_template_registered(tmp_path):
     """The template's rewards are known while `new` checks its options, not after: no_repetition is not taken for
     an installed reward by what runs next in the same process."""

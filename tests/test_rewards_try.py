@@ -161,18 +161,35 @@ def test_a_reward_of_the_rewards_py_here_says_to_add_project(cli, tmp_path):
     for command in (["try", "no_repetition", "-c", "a b c", "-c", "a a a"], ["show", "no_repetition"]):
         refused = cli("rewards", *command, cwd=project, check=False)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
-        first, hint = refused.stderr.splitlines()  # the registry's own line, then how to load rewards.py
-        assert first.startswith("Error: unknown reward 'no_repetition'; did you mean 'repetition'?")
-        assert hint == "the rewards.py here is not loaded: if it registers 'no_repetition', add --project ."
+        # how to load rewards.py, and no "did you mean" naming another reward (the built-in repetition)
+        assert refused.stderr.splitlines() == [
+            "Error: the rewards.py here is not loaded: if it registers 'no_repetition', add --project ."]
         assert "no_repetition" in cli("rewards", *command, "--project", ".", cwd=project).stdout
+    # a typo of it: suggested, with how to load the rewards.py that has it
+    typo = cli("rewards", "show", "no_repetiton", cwd=project, check=False)
+    assert typo.returncode == 1 and typo.stderr.splitlines()[0].startswith(
+        "Error: unknown reward 'no_repetiton'; did you mean 'no_repetition'? Choose one of: ")
+    assert typo.stderr.splitlines()[1] == (
+        "the rewards.py here is not loaded: if it registers 'no_repetition', add --project .")
+
+    # installed nowhere, but every new project's rewards.py has it: said in one line, with how to choose it
     elsewhere = cli("rewards", "show", "no_repetition", cwd=tmp_path, check=False)  # no rewards.py there
-    assert elsewhere.returncode == 1 and "add --project ." not in elsewhere.stderr
-    # installed nowhere, but every new project's rewards.py has it: said, with how to choose it
-    assert elsewhere.stderr.splitlines()[1] == (
+    assert elsewhere.returncode == 1 and elsewhere.stderr.splitlines() == [
+        "Error: 'no_repetition' is a reward of the rewards.py that `grpo-skill new` writes into every project: "
+        "`grpo-skill new PATH --reward no_repetition` chooses it, and --project PATH finds it in a project"]
+    typo = cli("rewards", "show", "no_repetiton", cwd=tmp_path, check=False)
+    assert typo.returncode == 1 and typo.stderr.splitlines()[0].startswith(
+        "Error: unknown reward 'no_repetiton'; did you mean 'no_repetition'? Choose one of: ")
+    assert typo.stderr.splitlines()[1] == (
         "'no_repetition' is a reward of the rewards.py that `grpo-skill new` writes into every project: "
         "`grpo-skill new PATH --reward no_repetition` chooses it, and --project PATH finds it in a project")
+    # a typo of a built-in reward is suggested as before, without the template's line
+    near = cli("rewards", "show", "repetiton", cwd=tmp_path, check=False)
+    assert near.returncode == 1 and len(near.stderr.splitlines()) == 1
+    assert near.stderr.startswith("Error: unknown reward 'repetiton'; did you mean 'repetition'? Choose one of: ")
     unknown = cli("rewards", "show", "no_such_reward", cwd=tmp_path, check=False)
     assert unknown.returncode == 1 and len(unknown.stderr.splitlines()) == 1
+    assert "did you mean" not in unknown.stderr
 
 
 def test_the_projects_no_repetition_reads_chinese_character_by_character(cli, tmp_path):

@@ -495,3 +495,65 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
         "reward's param"]
     assert result["backed_up"] == ["config.toml"]
     assert "beta = 0.1\n" in (Path(result["backup_dir"]) / "config.toml").read_text()
+
+
+def test_new_force_with_another_preset_names_only_what_the_user_set(tmp_path, monkeypatch, tiny_model):
+    """The earlier preset's own values (model, lengths, LoRA, [grpo]) are replaced by the new preset's by design: the
+    note names only what the user set since `new` (set, or a hand edit) that the new render does not keep."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, output = grpo_skill("new", "f2", "--preset", "tiny", "-o", str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "f2"
+    again = ("new", "f2", "--preset", "standard", "--model", str(tiny_model), "--force", "--json", "-o", str(tmp_path))
+    code, output = grpo_skill(*again)
+    assert code == 0, output
+    assert json.loads(output)["notes"] == []  # nothing of the user's: no setting to bring back
+
+    code, output = grpo_skill("new", "f2", "--preset", "tiny", "--force", "-o", str(tmp_path))
+    assert code == 0, output
+    # grpo.beta = 0.1 is the standard preset's too: kept, so not named
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_steps=7", "grpo.beta=0.1")
+    assert code == 0, output
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace('split = "train"', 'split = "test"', 1))  # by hand
+    code, output = grpo_skill(*again)
+    assert code == 0, output
+    assert json.loads(output)["notes"] == [
+        "the earlier project's grpo.max_steps = 7, dataset.split = \"test\" are not carried over: this render takes "
+        "the preset's values and this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of "
+        "a project without rendering it again"]
+
+
+def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_path, monkeypatch, tmp_path_factory):
+    """A default that the template itself changed since the project was made is no value of the user's."""
+    def plain_generation(repo):
+        config = repo / "config.toml.jinja"
+        config.write_text(config.read_text(encoding="utf-8").replace('generation = "auto"', 'generation = "plain"', 1),
+                          encoding="utf-8")
+
+    changed = template_versions(tmp_path_factory.mktemp("generation"), plain_generation)
+    monkeypatch.setattr(history, "templates_dir", lambda: changed["A"])
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "-o", str(tmp_path))
+    assert code == 0, output
+    assert 'generation = "auto"' in config_text(tmp_path / "older")
+    monkeypatch.setattr(history, "templates_dir", lambda: changed["B"])
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
+    assert code == 0, output
+    assert json.loads(output)["notes"] == []
+    assert 'generation = "plain"' in config_text(tmp_path / "older")
+
+
+def test_new_force_joins_the_ways_back_in_the_cli_language(tmp_path):
+    code, output = grpo_skill("new", "zh", "--preset", "tiny", "--lang", "en", "-o", str(tmp_path))
+    assert code == 0, output
+    code, output = grpo_skill("set", "--project", str(tmp_path / "zh"), "grpo.max_steps=7", "--param",
+                              'thinking.think_end_token="</x>"')
+    assert code == 0, output
+    code, output = grpo_skill("--lang", "zh-CN", "new", "zh", "--preset", "tiny", "--lang", "en", "--force", "--json",
+                              "-o", str(tmp_path))
+    assert code == 0, output
+    note, = json.loads(output)["notes"]
+    # the ways back with the Chinese semicolon, as the sentence before them: no ASCII "; " inside Chinese text
+    assert note.endswith("；`grpo-skill set SECTION.KEY=VALUE` 修改项目的单个设置，无需重新渲染；"
+                         "`grpo-skill set --param REWARD.PARAM=VALUE` 修改某个奖励的参数"), note
+    assert "; " not in note

@@ -33,22 +33,32 @@ from .rewardtext import render_show, render_try  # noqa: F401,E402
 
 def find_reward(name: str, project: str | None) -> Reward:
     """The registered reward ``name``. Unknown while the current folder's rewards.py is not loaded, the error
-    says how to load it: rewards.py is code, so it runs only when asked (--project)."""
+    says how to load it: rewards.py is code, so it runs only when asked (--project). The rewards of the rewards.py
+    that every new project has are named or suggested as such, not mistaken for an installed one."""
     try:
         return plugins.get_reward(name)
-    except RegistryError as error:
-        if project is None and Path("rewards.py").is_file():
-            raise RegistryError(str(error) + "\n" + _(
-                "the rewards.py here is not loaded: if it registers {name!r}, add --project .").format(
-                name=name)) from None
-        from ..scaffold.generator import template_reward_names
+    except RegistryError:
+        if project is not None:
+            raise
+    from ..scaffold.generator import template_reward_names
 
-        if project is None and name in template_reward_names():  # not installed: every new project defines it
-            raise RegistryError(str(error) + "\n" + _(
-                "{name!r} is a reward of the rewards.py that `grpo-skill new` writes into every project: "
-                "`grpo-skill new PATH --reward {name}` chooses it, and --project PATH finds it in a project").format(
-                name=name)) from None
-        raise
+    template = template_reward_names()
+    meant = name if name in template else plugins.closest(name, [*plugins.rewards(), *template])
+    meant = meant if meant in template else None  # a reward of every project's rewards.py, named or misspelt
+    lines = []
+    if name not in template:  # the registry's "did you mean" would name another reward than the one meant
+        try:
+            plugins.get_reward(name, suggest=template)
+        except RegistryError as error:
+            lines.append(str(error))
+    if Path("rewards.py").is_file():
+        lines.append(_("the rewards.py here is not loaded: if it registers {name!r}, add --project .").format(
+            name=meant or name))
+    elif meant:  # not installed: every new project defines it
+        lines.append(_("{name!r} is a reward of the rewards.py that `grpo-skill new` writes into every project: "
+                       "`grpo-skill new PATH --reward {name}` chooses it, and --project PATH finds it in a "
+                       "project").format(name=meant))
+    raise RegistryError("\n".join(lines))
 
 
 def _group_key(prompt) -> str:

@@ -285,7 +285,15 @@ def presets() -> dict[str, Registered]:
     return preset_collection().items
 
 
-def get_from(collection: Collection, kind: str, name: str):
+def closest(name: str, names) -> str | None:
+    """The name of ``names`` that ``name`` most likely misspells, if any is close enough."""
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def get_from(collection: Collection, kind: str, name: str, suggest=()):
+    """The item ``name`` of ``collection``. ``suggest``: names it does not hold that a misspelt name may still mean
+    (a project's own rewards), offered as "did you mean" beside its own."""
     if name in collection.clashes:
         owners = collection.clashes[name]
         installed = [owner for owner in owners if _sources.get(owner, ("",))[0] == "entry point"]
@@ -300,12 +308,12 @@ def get_from(collection: Collection, kind: str, name: str):
             kind=kind, name=name, first=shown_name(owners[0]), second=shown_name(owners[1]), fix=fix))
     if name not in collection.items:
         choices = sorted(collection.items)
-        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+        close = closest(name, [*choices, *suggest])
         if close:
             message = _("unknown {kind} {name!r}; did you mean {suggestion!r}? Choose one of: {choices}")
         else:
             message = _("unknown {kind} {name!r}; choose one of: {choices}")
-        message = message.format(kind=kind, name=name, suggestion=close[0] if close else "", choices=", ".join(choices))
+        message = message.format(kind=kind, name=name, suggestion=close or "", choices=", ".join(choices))
         broken = [info.name for info in _failures] + sorted(shown_name(name) for name in collection.errors)
         if broken:
             message += _(" (not loaded, with errors: {plugins}; see grpo-skill plugins)").format(
@@ -317,8 +325,8 @@ def get_from(collection: Collection, kind: str, name: str):
     return collection.items[name].item
 
 
-def get_reward(name: str) -> Reward:
-    return get_from(reward_collection(), _("reward"), name)
+def get_reward(name: str, suggest=()) -> Reward:
+    return get_from(reward_collection(), _("reward"), name, suggest)
 
 
 def get_preset(name: str) -> Preset:

@@ -250,6 +250,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            _build_own_rewards(loaded, plugin_name)
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
             raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
@@ -258,7 +259,9 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
                 plugins.unregister(plugin_name)
         if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
             notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
-                                           _config_settings(rendered / config.CONFIG_FILE)))
+                                           _config_settings(rendered / config.CONFIG_FILE),
+                                           written=_written_settings(recorded, Path(scratch) / ".earlier"),
+                                           defaults=_preset_defaults(recorded, name)))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -266,6 +269,16 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _build_own_rewards(loaded, plugin_name: str | None) -> None:
+    """Build the chosen rewards of the project's own rewards.py as `check` builds them, so that `new` refuses the
+    params their factories refuse. Only those: they need nothing beyond grpo-skill, while a built-in reward may
+    import packages (trl, math-verify) that `new` does not need."""
+    for choice in loaded.rewards:
+        reward = plugins.get_reward(choice.name)
+        if plugin_name and reward.source == plugin_name:
+            reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
@@ -310,10 +323,10 @@ def _put_in_place(rendered: Path, target: Path) -> None:
     shutil.copytree(rendered, target, dirs_exist_ok=True)
 
 
-def _copy_template(destination: Path, data: dict) -> None:
+def _copy_template(destination: Path, data: dict, template: Path | None = None) -> None:
     # unsafe: the template is ours and its only "unsafe" feature is TemplateTranslations
-    copying.copy_into_new_folder(template_dir(), destination, data=data, defaults=True, quiet=True, overwrite=True,
-                                 unsafe=True)
+    copying.copy_into_new_folder(template or template_dir(), destination, data=data, defaults=True, quiet=True,
+                                 overwrite=True, unsafe=True)
 
 
 def _recorded_answers(target: Path) -> dict | None:
@@ -372,46 +385,93 @@ def _config_settings(path: Path) -> dict | None:
     return found
 
 
-def _param_changes(earlier: list, given: list) -> dict | None:
-    """"REWARD.PARAM" -> the earlier value, for each param of the same rewards (names and weights) that ``given``
-    does not keep: what `set --param` puts back; None where the rewards themselves differ."""
-    def shape(rewards):
-        return [(reward.get("name"), reward.get("weight", 1.0)) for reward in rewards if isinstance(reward, dict)]
+PARAM = "params"  # the first part of a reward param's key in _flat's settings: (PARAM, "REWARD", "PARAM")
+_ABSENT = object()
 
-    if shape(earlier) != shape(given):
+
+def _flat(settings: dict) -> dict:
+    """``settings`` with its rewards as their names and weights ("rewards") and each param a key of its own, last:
+    a reward's param is compared alone, as `set --param` changes it."""
+    flat = {key: value for key, value in settings.items() if key != "rewards"}
+    if isinstance(settings.get("rewards"), list):
+        rewards = [reward for reward in settings["rewards"] if isinstance(reward, dict)]
+        flat["rewards"] = [(reward.get("name"), reward.get("weight", 1.0)) for reward in rewards]
+        flat.update({(PARAM, reward.get("name"), key): value for reward in rewards
+                     for key, value in (reward.get("params") or {}).items()})
+    return flat
+
+
+def _written_settings(recorded: dict, scratch: Path) -> dict | None:
+    """config.toml's values as the earlier `new` wrote them: its recorded answers rendered with the template version
+    it records (this one where that is not in the shipped history); None where they do not render."""
+    from . import history
+
+    data = {key: value for key, value in recorded.items() if not key.startswith("_")}
+    commit = recorded.get("_commit") if recorded.get("_src_path") == history.SOURCE else None
+    earlier = scratch / "template"
+    template = earlier if commit and history.checkout(str(commit), earlier) else None
+    try:
+        _copy_template(scratch / "project", data, template)
+    except Exception:  # answers that template cannot use: the recorded answers stand in for it
         return None
-    changes = {}
-    for before, now in zip(earlier, given):
-        params, kept = before.get("params") or {}, now.get("params") or {}
-        changes.update({f"{before['name']}.{key}": value for key, value in params.items() if kept.get(key) != value})
-    return changes
+    return _config_settings(scratch / "project" / config.CONFIG_FILE)
+
+
+def _preset_defaults(recorded: dict, name: str) -> dict | None:
+    """The answers the earlier project's preset gives with no option but its language (the CLI's, or --lang): what
+    its `new` chose alone. None where that preset is not installed."""
+    preset, lang = recorded.get("preset"), recorded.get("lang", "en")
+    if not isinstance(preset, str):
+        return None
+    try:
+        with template_rewards():
+            return answers(name, preset, lang=lang if lang in LANGS else "en")
+    except UserError:
+        return None
 
 
 def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = None,
-                      new_config: dict | None = None) -> list[str]:
-    """A note naming the settings of the earlier project that this render does not keep, and how each comes back;
-    none where it keeps them all. The earlier ones are its recorded answers and, where both config files can be
-    read, its config.toml as it is (values `grpo-skill set` wrote since are in it alone)."""
+                      new_config: dict | None = None, *, written: dict | None = None,
+                      defaults: dict | None = None) -> list[str]:
+    """A note naming the values the user chose for the earlier project that this render does not keep, and how each
+    comes back; none where it keeps them all. The user's values: its recorded answers that differ from what its
+    preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
+    be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
+    set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
+    those by design."""
     from ..core.schema import toml_value
 
-    given, earlier = _settings_of(data), _settings_of(recorded)
-    if earlier_config is not None and new_config is not None:
-        earlier, given = {**earlier, **earlier_config}, {**given, **new_config}
-    params = _param_changes(earlier.get("rewards") or [], given.get("rewards") or [])
-    if params is not None:  # the same rewards: only their params, which `set --param` changes
-        earlier.pop("rewards", None)
+    answered = _settings_of(recorded)
+    earlier = _flat({**answered, **(earlier_config or {})})
+    given = _flat({**_settings_of(data), **(new_config or {})})
+    from_new, preset_gave = _flat(answered), _flat(_settings_of(defaults) if defaults is not None else {})
+    in_config = _flat(earlier_config) if earlier_config is not None else {}
+    as_written = _flat(written) if written is not None else from_new  # without it: the answers alone
+
+    def chosen(key, value) -> bool:
+        if key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value):
+            return True  # the language is never the preset's; a value changed since `new` is the user's
+        return key in from_new and from_new[key] != preset_gave.get(key, _ABSENT)  # given to `new`
+
     dropped = {key: value for key, value in earlier.items()
-               if given.get(key) != value and value not in ({}, [], None)}  # an empty one held nothing
-    dropped.update(params or {})
+               if chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
+    kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
+    # the earlier rewards named whole where they are the user's, or hold a param of the user's that this render's
+    # rewards cannot take: `new --reward` brings them back, not `set --param`
+    if "rewards" in dropped or any(isinstance(key, tuple) and key[1] not in kept_rewards for key in dropped):
+        dropped = {key: value for key, value in dropped.items() if not isinstance(key, tuple)}
+        dropped["rewards"] = {**answered, **(earlier_config or {})}.get("rewards") or []
     if not dropped:
         return []
-    named = [f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
+    params = [key for key in dropped if isinstance(key, tuple)]
+    named = [f"{key[1]}.{key[2]} = {toml_value(value)}" if isinstance(key, tuple) else
+             f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
              for key, value in dropped.items()]
     shown = ", ".join(named[:NOT_CARRIED_SHOWN])
     if len(named) > NOT_CARRIED_SHOWN:
         shown += _(" and {count} more").format(count=len(named) - NOT_CARRIED_SHOWN)
     ways = []  # how each kind comes back: `set` cannot choose the rewards or the language
-    if set(dropped) - {"rewards", "lang"} - set(params or {}):
+    if set(dropped) - {"rewards", "lang"} - set(params):
         ways.append(_("`grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
                       "again"))
     if params:
@@ -421,8 +481,9 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
                       "change them)"))
     if "lang" in dropped:
         ways.append(_("the language comes from `grpo-skill new --lang` (`set` cannot change it)"))
+    # Translators: what separates the ways to bring settings back in new --force's note.
     return [_("the earlier project's {settings} are not carried over: this render takes the preset's values and "
-              "this command's options; {ways}").format(settings=shown, ways="; ".join(ways))]
+              "this command's options; {ways}").format(settings=shown, ways=_("; ").join(ways))]
 
 
 def _in_preset_order(data: dict) -> dict | None:

@@ -96,6 +96,21 @@ def current_commit(folder: Path | None = None, manifest: dict | None = None) -> 
     return manifest["ref"] if folder_files(folder or template_dir()) == manifest["files"] else None
 
 
+def checkout(commit: str, destination: Path) -> bool:
+    """Write the template as it was at ``commit`` (a version of the shipped history, as a project records it) into
+    ``destination``, a new folder, without git's own files; False where this installation cannot give it."""
+    from .git import installed
+
+    manifest = load_manifest()
+    if not manifest or not knows(manifest, commit) or not bundle_path().is_file() or not installed():
+        return False
+    with tempfile.TemporaryDirectory(prefix="grpo-skill-template-") as scratch:
+        if _git_status("clone", "-q", "--no-checkout", str(bundle_path()), scratch) != 0:
+            return False
+        destination.mkdir(parents=True)
+        return _git_status("--work-tree", str(destination), "checkout", "-q", commit, "--", ".", cwd=scratch) == 0
+
+
 @contextlib.contextmanager
 def git_reads_bundle(bundle: Path | None = None, git_config: dict[str, str] | None = None, **env: str):
     """While inside, git (and so copier) clones :data:`SOURCE` from ``bundle``, copier caches nothing, and
