@@ -71,27 +71,10 @@ def test_clipped_completions_advise_a_larger_budget(watch):
     assert warning["check"] == "clipped" and "max_completion_length" in warning["advice"]
 
 
-def test_the_clipped_advice_gives_the_command_that_doubles_the_runs_budget():
-    """GRPOConfig's max_completion_length (64 here): the advice names `grpo-skill set` with twice it, printed and
-    recorded, and `grpo-skill metrics` says it again from the recorded values."""
-    output = io.StringIO()
-    callback = TrainingHealth(console=Console(file=output, width=300))
-    args, state, control = types.SimpleNamespace(max_completion_length=64), TrainerState(), TrainerControl()
-    rows = []
-    for step in range(1, 7):
-        state.global_step = step
-        logs = {**HEALTHY, "reward": 0.1 * step, "completions/clipped_ratio": 0.8}
-        callback.on_log(args, state, control, logs=logs)
-        rows.append({"step": step, **logs})
-    (warning,) = warnings_in(rows)
-    assert "e.g. grpo-skill set grpo.max_completion_length=128; or add a length reward" in warning["advice"]
-    assert warning["advice"] in " ".join(output.getvalue().split())
-
-
-def clipped_rows(config_file, run_dir):
-    """Six steps of clipped completions (budget 64) logged by the callback of a run of ``config_file``."""
-    callback = TrainingHealth(console=Console(file=io.StringIO()), config_file=config_file, run_dir=run_dir,
-                              max_seq_length=256)
+def clipped_rows(console=None, **known):
+    """Six steps of clipped completions (budget 64) logged by a TrainingHealth told ``known`` (the run's config
+    file, its folder, max_seq_length)."""
+    callback = TrainingHealth(console=console or Console(file=io.StringIO()), **known)
     args, state, control = types.SimpleNamespace(max_completion_length=64), TrainerState(), TrainerControl()
     rows = []
     for step in range(1, 7):
@@ -102,6 +85,16 @@ def clipped_rows(config_file, run_dir):
     return rows
 
 
+def test_the_clipped_advice_gives_the_command_that_doubles_the_runs_budget():
+    """GRPOConfig's max_completion_length (64 here): the advice names `grpo-skill set` with twice it, printed and
+    recorded, and `grpo-skill metrics` says it again from the recorded values."""
+    output = io.StringIO()
+    rows = clipped_rows(Console(file=output, width=300))
+    (warning,) = warnings_in(rows)
+    assert "e.g. grpo-skill set grpo.max_completion_length=128; or add a length reward" in warning["advice"]
+    assert warning["advice"] in " ".join(output.getvalue().split())
+
+
 def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_it_is_read(tmp_path, monkeypatch):
     """train.py's config and max_seq_length known: the doubled budget comes with max_seq_length raised by as much
     (`set` would refuse the budget alone where the prompts no longer fit), and the command carries --project when
@@ -109,7 +102,7 @@ def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_i
     project = tmp_path / "proj"
     project.mkdir()
     monkeypatch.chdir(project)
-    rows = clipped_rows(project / "config.toml", project / "outputs")
+    rows = clipped_rows(config_file=project / "config.toml", run_dir=project / "outputs", max_seq_length=256)
     wanted = "grpo-skill set grpo.max_completion_length=128 model.max_seq_length=320;"
     assert wanted in warnings_in(rows, project / "outputs")[0]["advice"]  # read in the project folder: no --project
     assert wanted in warnings_in(rows, "outputs")[0]["advice"]
@@ -127,10 +120,10 @@ def test_the_clipped_advice_names_the_config_the_run_read_where_its_outputs_are_
     project = tmp_path / "proj"
     project.mkdir()
     monkeypatch.chdir(project)
-    rows = clipped_rows(project / "big.toml", project / "outputs")
+    rows = clipped_rows(config_file=project / "big.toml", run_dir=project / "outputs", max_seq_length=256)
     (advice,) = [warning["advice"] for warning in warnings_in(rows, "outputs")]
     assert "grpo-skill set --project big.toml grpo.max_completion_length=128" in advice
-    rows = clipped_rows(project / "config.toml", project / "outputs")
+    rows = clipped_rows(config_file=project / "config.toml", run_dir=project / "outputs", max_seq_length=256)
     monkeypatch.chdir(tmp_path)
     (advice,) = [warning["advice"] for warning in warnings_in(rows, "copy/outputs")]  # read from a copy
     assert "grpo-skill set --project copy grpo.max_completion_length=128" in advice
