@@ -210,7 +210,21 @@ FORMS_ZH = [
     ("结果是42。更正：应为41", "41", 1.0),
     ("结果是42。我算错了，应为41", "41", 1.0),
     ("结果是42吗？不，总数应为41", "41", 1.0),
-    ("结果是42吗？不，它应为41", "41", 1.0),
+    # working between an anchor and its correction leaves it the anchor's correction; a questioned one corrects none
+    ("答案是42。验算：6×7=42，42-1=41。不对，应为41。", "41", 1.0),
+    ("一共有8个。再算：5+4=9。不对，应为9个。", "9", 1.0),
+    ("答案是42吗？不，应为41吗？不，应为40。", "40", 1.0),
+    ("答案是7吗?不,应为8吗?不,应为9", "9", 1.0),
+    # the numbers of a corrected number's explanation or check state no new answer
+    ("有42个吗？不，应为41个，因为要减去1个。", "41", 1.0),
+    ("有42个吗？不，应为41个。验证：41+1=42，正确。", "41", 1.0),
+    # 它/这 name anything: what follows them is no answer
+    ("答案是42吗？不，这应为一道减法题，所以42-1=41。", "1", 0.0),
+    ("答案是42吗？不，它应为一个两位数。", "1", 0.0),
+    # a text answer is taken as it is, property word or not
+    ("答案是偶数。不对，应为奇数。", "奇数", 1.0),
+    ("答案是偶数。不对，应为奇数。", "偶数", 0.0),
+    ("答案是李白的诗吗？不，应为杜甫的诗。", "杜甫的诗", 1.0),
     ("结果是42。我算错了，应为四十一", "41", 1.0),
     ("等等，应为四十一", "41", 0.0),  # no answer stated before it: it corrects nothing
     ("结果是42。不错，应为43", "42", 1.0),  # 不错 is "right", no no

@@ -36,8 +36,9 @@ _CLAUSE_END = "。！？；，、\n!?;"
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
 # a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), perhaps after
-# what it names ("总数应为41", "它应为41"), then the answer and the mark that ends it
-_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*(?:它|这个?|那个?|总数|总和|总量|总价|个数|数量|数目)?"
+# the quantity it names ("总数应为41"; not 它/这, which name anything: "这应为一道减法题"), then the answer and the mark
+# that ends it
+_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*(?:总数|总和|总量|总价|个数|数量|数目)?"
                          rf"(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
 # the clause before it that makes it one: a no, a wait, an error owned ("不对不对", "等等", "更正", "我算错了") ...
 # but not 不错 ("right") or 错不了 ("can't be wrong")
@@ -47,6 +48,9 @@ _BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*(?:不对|不是的?|�
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
 # a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
 _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
+# a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
+# "应为41个。验证：41+1=42"
+_EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
@@ -149,28 +153,30 @@ def _last_number(text: str) -> str | None:
     return runs[-1] if runs else None
 
 
-def _corrections(text: str) -> list[tuple[int, int, str, int]]:
+def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, str, int]]:
     """(start, end, the answer's clause, rank) of each self-correction in ``text``: "结果是42吗？不，应为41" -> 41.
 
-    A correction replaces the answer stated last before it and takes its rank: after 结果是42 it is an anchor, after
-    "有5个吗" a number, which a later number outranks ("有5个吗？不，应为6个。又买了3个，现在有9个" -> 9). With no
-    answer stated before it, it corrects nothing."""
+    A correction replaces the last anchor or total before it and takes its rank, whatever working came between
+    ("答案是42。验算：6×7=42，42-1=41。不对，应为41" -> 41); with neither before it, the number before it, and a later
+    number outranks it ("有5个吗？不，应为6个。又买了3个，现在有9个" -> 9). With no answer stated before it, it corrects
+    nothing. ``values_only``: a correction that states a property (应为3的倍数) states nothing; a text answer
+    (anchored_text) takes it as it is (应为奇数)."""
     # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
     stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match.group(1).strip()]
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match.group(2) in ("？", "?") or _PROPERTY.search(match.group(1)):  # asked ("应为41吗？"), or no value
+        if match.group(2) in ("？", "?") or (values_only and _PROPERTY.search(match.group(1))):  # asked, or no value
             continue
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
         asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
         if not (asked or _BARE_NO.fullmatch(clause)):
             continue
-        # what it corrects: a number stated after the last anchor or total, else that one (an anchor where both end)
-        end, rank = max((where for where in stated if where[0] <= match.start()),
-                        key=lambda where: (where[0], -where[1]), default=(0, None))
-        if _last_number(text[end:match.start()]) is not None:
+        # what it corrects: the last anchor or total (an anchor where both end), else a number before it
+        _end, rank = max((where for where in stated if where[0] <= match.start()),
+                         key=lambda where: (where[0], -where[1]), default=(0, None))
+        if rank is None and _last_number(text[:match.start()]) is not None:
             rank = _NUMBER_RANK
         if rank is None:  # no answer stated before it
             continue
@@ -193,11 +199,11 @@ def stated_answer(text: str) -> str | None:
             answer = _read(segment)
             if answer is not None:
                 return answer
-    # a correction of a number is the answer unless a number comes after it
+    # a correction of a number is the answer unless a number comes after it, other than in its explanation
     for _start, end, segment, rank in reversed(corrections):
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
-            return _last_number(text[end:]) or answer
+            return answer if _EXPLAINED.match(text[end:]) else _last_number(text[end:]) or answer
     return _last_number(text)
 
 
@@ -207,7 +213,8 @@ def anchored_text(text: str) -> str | None:
     if not has_cjk(text):
         return None
     found = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
-    found += [(start, segment) for start, _end, segment, rank in _corrections(text) if rank == _ANCHOR_RANK]
+    found += [(start, segment) for start, _end, segment, rank in _corrections(text, values_only=False)
+              if rank == _ANCHOR_RANK]
     return max(found)[1].strip() if found else None
 
 
