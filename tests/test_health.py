@@ -125,8 +125,23 @@ def test_the_clipped_advice_names_the_config_the_run_read_where_its_outputs_are_
     assert "grpo-skill set --project big.toml grpo.max_completion_length=128" in advice
     rows = clipped_rows(config_file=project / "config.toml", run_dir=project / "outputs", max_seq_length=256)
     monkeypatch.chdir(tmp_path)
-    (advice,) = [warning["advice"] for warning in warnings_in(rows, "copy/outputs")]  # read from a copy
-    assert "grpo-skill set --project copy grpo.max_completion_length=128" in advice
+    (warning,) = warnings_in(rows, "copy/outputs")  # read from a copy
+    assert "grpo-skill set --project copy grpo.max_completion_length=128" in warning["advice"]
+    assert warning["values"]["command"].startswith("grpo-skill set --project copy ")  # --json says the same
+
+
+def test_the_clipped_advice_names_the_project_when_its_outputs_folder_is_a_link(tmp_path, monkeypatch):
+    project, scratch = tmp_path / "proj", tmp_path / "scratch" / "big" / "run_a"
+    project.mkdir()
+    scratch.mkdir(parents=True)
+    (project / "outputs").symlink_to(scratch)
+    rows = clipped_rows(config_file=project / "config.toml", run_dir=project / "outputs", max_seq_length=256)
+    monkeypatch.chdir(tmp_path)
+    (warning,) = warnings_in(rows, "proj/outputs")
+    assert "grpo-skill set --project proj grpo.max_completion_length=128" in warning["advice"]
+    monkeypatch.chdir(project)
+    (warning,) = warnings_in(rows, "outputs")
+    assert "grpo-skill set grpo.max_completion_length=128" in warning["advice"]
 
 
 def test_a_reward_that_never_moves_is_flat(watch):

@@ -221,9 +221,11 @@ def warnings_in(rows: list[dict], run_dir=None) -> list[dict]:
             if isinstance(values, dict) and isinstance(values.get("settings"), dict):
                 # the command as it works from here: --project where the config is not this folder's config.toml
                 config = values.get("config")
-                config = (Path(os.path.normpath(Path(run_dir).absolute() / config))
+                # from the run folder resolved, as the path was recorded (an outputs folder may be a symbolic link)
+                config = (Path(os.path.normpath(Path(run_dir).resolve() / config))
                           if isinstance(config, str) and run_dir is not None else None)
                 values = {**values, "command": _command(values["settings"], config)}
+                record["values"] = values  # --json says the command as the text does
             if texts and isinstance(values, dict):  # else (an older run): the text as it was recorded
                 try:
                     record["message"], record["advice"] = (_(text).format(**values) for text in texts)
