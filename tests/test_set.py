@@ -524,6 +524,21 @@ def test_new_force_with_another_preset_names_only_what_the_user_set(tmp_path, mo
         "a project without rendering it again"]
 
 
+def test_new_force_names_no_value_this_command_sets_and_words_one_value_as_one(tmp_path):
+    code, output = grpo_skill("new", "f3", "--preset", "tiny", "--set", "grpo.max_steps=200", "-o", str(tmp_path))
+    assert code == 0, output
+    again = ("new", "f3", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
+    code, output = grpo_skill(*again, "--set", "grpo.max_steps=300")  # overridden on purpose: nothing to say
+    assert code == 0, output
+    assert json.loads(output)["notes"] == []
+    code, output = grpo_skill(*again)
+    assert code == 0, output
+    assert json.loads(output)["notes"] == [
+        "the earlier project's grpo.max_steps = 300 is not carried over: this render takes the preset's values and "
+        "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
+        "rendering it again"]
+
+
 def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_path, monkeypatch, tmp_path_factory):
     """A default that the template itself changed since the project was made is no value of the user's."""
     def plain_generation(repo):

@@ -261,7 +261,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
                                            _config_settings(rendered / config.CONFIG_FILE),
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
-                                           defaults=_preset_defaults(recorded, name)))
+                                           defaults=_preset_defaults(recorded, name),
+                                           given_now=frozenset(given.dotted() if given else ())))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -438,13 +439,13 @@ def _preset_defaults(recorded: dict, name: str) -> dict | None:
 
 def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = None,
                       new_config: dict | None = None, *, written: dict | None = None,
-                      defaults: dict | None = None) -> list[str]:
+                      defaults: dict | None = None, given_now: frozenset = frozenset()) -> list[str]:
     """A note naming the values the user chose for the earlier project that this render does not keep, and how each
     comes back; none where it keeps them all. The user's values: its recorded answers that differ from what its
     preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
     be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
     set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
-    those by design."""
+    those by design, nor one that this command sets itself (``given_now``: its --set keys)."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
@@ -459,8 +460,8 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
             return True  # the language is never the preset's; a value changed since `new` is the user's
         return key in from_new and from_new[key] != preset_gave.get(key, _ABSENT)  # given to `new`
 
-    dropped = {key: value for key, value in earlier.items()
-               if chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
+    dropped = {key: value for key, value in earlier.items() if key not in given_now
+               and chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
     kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
     # the earlier rewards named whole where they are the user's, or hold a param of the user's that this render's
     # rewards cannot take: `new --reward` brings them back, not `set --param`
@@ -488,8 +489,11 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     if "lang" in dropped:
         ways.append(_("the language comes from `grpo-skill new --lang` (`set` cannot change it)"))
     # Translators: what separates the ways to bring settings back in new --force's note.
-    return [_("the earlier project's {settings} are not carried over: this render takes the preset's values and "
-              "this command's options; {ways}").format(settings=shown, ways=_("; ").join(ways))]
+    return [i18n.ngettext(
+        "the earlier project's {settings} is not carried over: this render takes the preset's values and this "
+        "command's options; {ways}",
+        "the earlier project's {settings} are not carried over: this render takes the preset's values and this "
+        "command's options; {ways}", len(named)).format(settings=shown, ways=_("; ").join(ways))]
 
 
 def _in_preset_order(data: dict) -> dict | None:
