@@ -861,3 +861,12 @@ def test_config_toml_keeps_a_chinese_column_name_readable(cli, tmp_path):
         "--answer-column", "答案", cwd=tmp_path)
     text = (tmp_path / "zh" / "config.toml").read_text(encoding="utf-8")
     assert 'prompt_column = "题目"' in text and 'path = "data/题库.csv"' in text and "\\u" not in text
+
+
+def test_the_next_command_new_prints_works_pasted_for_a_folder_with_a_space(cli, tmp_path):
+    result = cli("new", "my runs/first", "--preset", "tiny", cwd=tmp_path)
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("Next:")]
+    cd = line.removeprefix("Next:").strip().split(" && ")[0]
+    shell = subprocess.run(["bash", "-c", f"{cd} && pwd"], cwd=tmp_path, capture_output=True, text=True)
+    assert shell.returncode == 0, shell.stderr
+    assert Path(shell.stdout.strip()) == (tmp_path / "my runs" / "first").resolve()

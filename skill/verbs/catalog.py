@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from ..core.i18n import N_, _
@@ -150,7 +152,8 @@ def plugin_new(name, output_dir, as_json):
 
     def text(data):
         click.echo(_("Created {package} ({count} files).").format(package=data["package"], count=len(files)))
-        click.echo(_("Next:  cd {package} && pip install -e '.[test]' && pytest").format(package=target))
+        click.echo(_("Next:  cd {package} && pip install -e '.[test]' && pytest").format(
+            package=shlex.quote(str(target))))
 
     emit(result, as_json, text)
 

@@ -3,6 +3,7 @@ without loading a model."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
         if rendered.backed_up:
             click.echo(_("Replaced files you had changed; your versions are in {folder}: {files}").format(
                 folder=rendered.backup_dir, files=", ".join(rendered.backed_up)), err=True)
-        click.echo(_("Next:  cd {project} && python train.py").format(project=target))
+        click.echo(_("Next:  cd {project} && python train.py").format(project=shlex.quote(str(target))))
         if repository == "kept":
             click.echo(_("note: the project's git repository is kept; review the changes with git diff and commit "
                          "them before `grpo-skill update`"), err=True)
