@@ -9,12 +9,14 @@ is found first, in this order, the last of its kind winning:
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
-A self-correction replaces the answer stated last before it, and takes its kind in this order: 应为 / 应是 / 应该是
-opening a clause (perhaps after what it names: 总数应为, 它应为), after a no, a wait or an error owned (不，/ 不对不对，/
-错了，/ 等等，/ 更正：/ 我算错了，) or after a question that held a number or an anchor. "结果是42吗？不，应为41" -> 41;
-"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a later number, as any number
-is. Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"), stating a property ("应为3的倍数",
-"应该是一个偶数") or with no answer stated before it, it states nothing.
+A self-correction replaces the last anchor or total before it (working in between does not count), else the last
+number, and takes its kind in this order: 应为 / 应是 / 应该是 opening a clause (perhaps after the quantity it names:
+总数应为), after a no, a wait or an error owned (不，/ 不对不对，/ 错了，/ 等等，/ 更正：/ 我算错了，) or after a question
+that held a number or an anchor. "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a
+corrected number is outranked by a later number, as any number is, but not by one in a clause that explains or checks
+it ("应为41个，因为要减去1个" -> 41). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"),
+stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it
+states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
 calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
