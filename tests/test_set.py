@@ -525,15 +525,14 @@ def test_new_force_with_another_preset_names_only_what_the_user_set(tmp_path, mo
 
 
 def test_new_force_names_no_value_this_command_sets_and_words_one_value_as_one(tmp_path):
-    code, output = grpo_skill("new", "f3", "--preset", "tiny", "--set", "grpo.max_steps=200", "-o", str(tmp_path))
-    assert code == 0, output
-    again = ("new", "f3", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
-    code, output = grpo_skill(*again, "--set", "grpo.max_steps=300")  # overridden on purpose: nothing to say
-    assert code == 0, output
-    assert json.loads(output)["notes"] == []
-    code, output = grpo_skill(*again)
-    assert code == 0, output
-    assert json.loads(output)["notes"] == [
+    def notes(*args):
+        code, output = grpo_skill("new", "f3", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path), *args)
+        assert code == 0, output
+        return json.loads(output)["notes"]
+
+    notes("--set", "grpo.max_steps=200")
+    assert notes("--set", "grpo.max_steps=300") == []  # overridden on purpose: nothing to say
+    assert notes() == [
         "the earlier project's grpo.max_steps = 300 is not carried over: this render takes the preset's values and "
         "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
         "rendering it again"]
