@@ -152,11 +152,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         raise ConfigError(
             _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=shown)
         )
-    try:
-        text = path.read_text(encoding="utf-8") if text is None else text
-    except UnicodeDecodeError as error:
-        raise ConfigError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
-            path=shown, position=error.start)) from None
+    text = read_config(path, shown) if text is None else text
     raw = schema.parse(text, shown)
     overridden = set(given)
     for dotted, value in (overrides or {}).items():
@@ -200,6 +196,16 @@ def check_draw(config: ProjectConfig, rows: int | None, processes: int = 1) -> N
         key = next((key for key in ("generation_batch_size", "steps_per_generation") if key in config.grpo),
                    "steps_per_generation")
         raise config.error(("grpo", key), problem)
+
+
+def read_config(path: Path, shown: str) -> str:
+    """A config file's text as written (its line endings kept, for `set` to write back), or the ConfigError that
+    names a file that is not UTF-8."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
+            path=shown, position=error.start)) from None
 
 
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:

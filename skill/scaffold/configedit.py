@@ -60,7 +60,7 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
     """The edit of ``project``'s config.toml (a folder or the file itself) that the items ask for, nothing written;
     a SettingError for an item that cannot work."""
     from ..core import plugins
-    from ..core.project import config_path
+    from ..core.project import config_path, read_config
 
     path = config_path(project)
     shown = shown_path(path)
@@ -70,11 +70,7 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
     plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param
     parsed = given_settings.parse_params(param_items, sets)
-    try:
-        old_text = path.read_bytes().decode("utf-8")  # as it is: its line endings kept
-    except UnicodeDecodeError as error:  # as `check` says it (project.load), before any edit is tried
-        raise SettingError(_("{path}: not UTF-8 text (byte {position}); save it as UTF-8").format(
-            path=shown, position=error.start)) from None
+    old_text = read_config(path, shown)  # as it is: its line endings kept; not UTF-8 refused as `check` refuses it
     raw = schema.parse(old_text, shown)  # a file that is not TOML is named at its line, as `check` names it
     listed = raw.get("rewards") if isinstance(raw.get("rewards"), list) else []
     rewards = [entry.get("name") if isinstance(entry, dict) else None for entry in listed]
