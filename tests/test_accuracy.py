@@ -229,6 +229,13 @@ FORMS_ZH = [
     ("等等，应为四十一", "41", 0.0),  # no answer stated before it: it corrects nothing
     ("结果是42。不错，应为43", "42", 1.0),  # 不错 is "right", no no
     ("答案是5。为什么应为正数？", "5", 1.0),
+    # LaTeX in \( \) or \[ \] is read whole, an anchor's or a correction's: its \( is no aside in brackets
+    ("答案是 \\(42\\) 吗？不，应为 \\(41\\)", "41", 1.0),
+    ("答案是 \\(42\\) 吗？不，应为 \\(41\\)", "42", 0.0),
+    ("答案是 \\(42\\)", "42", 1.0),
+    ("答案是 \\(x=3\\)", "3", 1.0),
+    ("答案是 \\[\\frac{1}{2}\\]", "1/2", 1.0),
+    ("答案：20张(=2×10张)", "20", 1.0),  # an aside in ASCII brackets is still no result
 ]
 
 

@@ -24,7 +24,8 @@ it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too u
 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an; fractions
 and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2). Numerals outside an anchor
 or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown
-emphasis may wrap it (**答案**：42).
+emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by
+math-verify.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|�
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
+_DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
 # Chinese numerals count as a number only at the end of the answer or before a measure word: 一样, 一起 are words
@@ -135,8 +137,12 @@ def _read(segment: str) -> str | None:
         return None
     if segment.startswith("\\boxed") or segment.startswith("$"):
         return segment
-    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20 (an aside in brackets aside)
-    result = re.sub(r"\([^)]*\)", "", segment).rpartition("=")[2].strip()
+    delimited = _DELIMITED_LATEX.match(segment)  # \(x=3\): math-verify reads it whole
+    if delimited:
+        return delimited.group(0)
+    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20 (an aside in brackets aside;
+    # LaTeX's \( \) are no brackets)
+    result = re.sub(r"(?<!\\)\([^)]*\)", "", segment).rpartition("=")[2].strip()
     if result != segment and (_HAS_MATHS.search(result) or chinese_numeral(result) is not None):
         segment = result
     numeral = chinese_numeral(segment)
