@@ -18,14 +18,15 @@ it ("应为41个，因为要减去1个" -> 41). Asked ("应为41吗？"), inside
 stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it
 states nothing.
 
-Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米": a
-calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after
-it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts there (千米, 千克,
-千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by cn2an; fractions
-and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2). Numerals outside an anchor
-or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown
-emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by
-math-verify.
+Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
+a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
+or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
+there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
+cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
+before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in 正负3, nor in a score of games: 胜7场负3场), in a gold
+too. Numerals outside an anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be
+doubled (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
+\\[...\\]) is read whole, by math-verify.
 """
 
 from __future__ import annotations
@@ -130,9 +131,19 @@ def _fractions_in_digits(text: str) -> str:
     return _MIXED.sub(mixed, _FRACTION.sub(fraction, _PERCENT.sub(percent, text)))
 
 
+# 负 before a number is its minus (负3 -> -3, 负二分之一 -> -1/2), but not in 正负3 (plus or minus) nor in a
+# score of games (胜7场负3场: 3 lost)
+_MINUS = re.compile(r"(?<![正胜\d])负\s*(?=\d)(?!\d+(?:\.\d+)?\s*[场局盘轮])")
+
+
+def _in_digits(text: str) -> str:
+    """Fractions, percentages, signs and orders of magnitude in words as digits: 负二分之一 -> -1/2, 3万 -> 30000."""
+    return _multiplied(_MINUS.sub("-", _fractions_in_digits(text)))
+
+
 def _read(segment: str) -> str | None:
     """The answer in an anchored or total segment: its first run holding a number, or its Chinese numerals."""
-    segment = _multiplied(_fractions_in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION))).strip(" *_:")
+    segment = _in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION)).strip(" *_:")
     if not segment:
         return None
     if segment.startswith("\\boxed") or segment.startswith("$"):
@@ -156,7 +167,7 @@ def _read(segment: str) -> str | None:
 
 def _last_number(text: str) -> str | None:
     """The last run of ``text`` without Chinese characters that holds a number or LaTeX ("有20张" -> "20")."""
-    plain = _multiplied(_fractions_in_digits(text.translate(_FULL_WIDTH_PUNCTUATION)))
+    plain = _in_digits(text.translate(_FULL_WIDTH_PUNCTUATION))
     runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
     return runs[-1] if runs else None
 
@@ -227,13 +238,13 @@ def anchored_text(text: str) -> str | None:
 
 
 def gold_number(gold: str) -> str | None:
-    """A gold answer written with Chinese numerals, an order of magnitude or a fraction in words ("二十", "3万",
-    "四分之三", "百分之二十五") as digits; None for anything else."""
+    """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a minus in words
+    ("二十", "3万", "四分之三", "百分之二十五", "负3") as digits; None for anything else."""
     if not has_cjk(gold):
         return None
     stripped = gold.strip().rstrip("。.")
     numeral = chinese_numeral(stripped)
     if numeral is not None and _NUMERALS.match(stripped).end() == len(stripped):
         return numeral
-    digits = _multiplied(_fractions_in_digits(stripped))
+    digits = _in_digits(stripped)
     return digits if digits != stripped and not has_cjk(digits) else None
