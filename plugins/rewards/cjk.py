@@ -10,13 +10,12 @@ is found first, in this order, the last of its kind winning:
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last
-number, and takes its kind in this order: 应为 / 应是 / 应该是 opening a clause (perhaps after the quantity it names:
-总数应为), after a no, a wait or an error owned (不，/ 不对不对，/ 错了，/ 等等，/ 更正：/ 我算错了，) or after a question
-that held a number or an anchor. "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a
-corrected number is outranked by a later number, as any number is, but not by one in a clause that explains or checks
-it ("应为41个，因为要减去1个" -> 41). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "x应为3的倍数"),
-stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it
-states nothing.
+number, and takes its kind in this order: 应为 / 应是 / 应该是 opening a clause (perhaps after the quantity or the variable
+it names: 总数应为, x应为, x的值应为), after a no, a wait or an error owned (不，/ 不对不对，/ 错了，/ 等等，/ 更正：/ 我算错了，) or after a
+question that held a number or an anchor. "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is
+outranked by a later number, as any number is, but not by one in a clause that explains or checks it ("应为41个，因为要减去1个"
+-> 41). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a property where a number is read
+("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
 a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
@@ -40,9 +39,10 @@ _CLAUSE_END = "。！？；，、\n!?;"
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
 # a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), perhaps after
-# the quantity it names ("总数应为41"; not 它/这, which name anything: "这应为一道减法题"), then the answer and the mark
-# that ends it
-_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*(?:总数|总和|总量|总价|个数|数量|数目)?"
+# the quantity it names ("总数应为41") or a variable ("x应为3", "$x_1$的值应为3"; not 它/这, which name anything:
+# "这应为一道减法题"), then the answer and the mark that ends it
+_SUBJECT = r"(?:总数|总和|总量|总价|个数|数量|数目|(?:\$|\\\()?[A-Za-z]{1,2}(?:_\{?\w+\}?|\d)?(?:\$|\\\))?\s*(?:的值)?)"
+_CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*{_SUBJECT}?"
                          rf"(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
 # the clause before it that makes it one: a no, a wait, an error owned ("不对不对", "等等", "更正", "我算错了") ...
 # but not 不错 ("right") or 错不了 ("can't be wrong")
