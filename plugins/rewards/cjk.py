@@ -5,14 +5,18 @@ number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a
 is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
-   the end of its clause (。！？；，、 or a line end);
+   the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last
-number, and takes its kind in this order: 应为 / 应是 / 应该是 opening a clause (perhaps after the quantity or the variable
-it names: 总数应为, x应为, x的值应为), after a no, a wait or an error owned (不，/ 不对不对，/ 错了，/ 等等，/ 更正：/ 我算错了，) or after a
-question that held a number or an anchor. "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is
+number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"),
+opening a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait,
+an error owned or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/
+不好意思，/ 抱歉，/ 对不起，), after a question that held a number or an anchor ("答案是42吗？是41"), or right after an
+ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...) before Chinese text ends a clause; one in maths does not
+(1+2+…+100). An apology takes an answer back only as the whole clause before a correction ("抱歉，应为41"), never
+by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is
 outranked by a later number, as any number is, but not by one in a clause that explains or checks it ("应为41个，因为要减去1个"
 -> 41). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a property where a number is read
 ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
@@ -34,19 +38,26 @@ import re
 
 # CJK ideographs and the full-width punctuation that ends a clause
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CLAUSE_END = "。！？；，、\n!?;"
+# an ellipsis before Chinese text ends a clause too ("答案是42……不对，是41"); one in maths does not (1+2+…+100): those
+# that end one are marked with _ELLIPSIS first (_ellipses)
+_ELLIPSIS = "\ufe19"
+_CLAUSE_END = "。！？；，、\n!?;" + _ELLIPSIS
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
 _ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
                      rf"([^{_CLAUSE_END}]*)")
-# a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), perhaps after
-# the quantity it names ("总数应为41") or a variable ("x应为3", "$x_1$的值应为3"; not 它/这, which name anything:
-# "这应为一道减法题"), then the answer and the mark that ends it
+# a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), or a bare 是
+# before a number ("不对，是41"; group "bare"), perhaps after the quantity it names ("总数应为41") or a variable
+# ("x应为3", "$x_1$的值应为3"; not 它/这, which name anything: "这应为一道减法题"), then the answer and the mark that ends it
 _SUBJECT = r"(?:总数|总和|总量|总价|个数|数量|数目|(?:\$|\\\()?[A-Za-z]{1,2}(?:_\{?\w+\}?|\d)?(?:\$|\\\))?\s*(?:的值)?)"
 _CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*{_SUBJECT}?"
-                         rf"(?:应该是|应该为|应当是|应当为|应为|应是)[\s*_]*(?:[:：=][\s*_]*)?([^{_CLAUSE_END}]*)([{_CLAUSE_END}]?)")
-# the clause before it that makes it one: a no, a wait, an error owned ("不对不对", "等等", "更正", "我算错了") ...
-# but not 不错 ("right") or 错不了 ("can't be wrong")
-_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*(?:不对|不是的?|不正确|不|(?:我|刚才)?[算写看弄搞]?错了?|有误|等等|等一下|更正|纠正)"
+                         r"(?:应该是|应该为|应当是|应当为|应为|应是"
+                         r"|(?P<bare>是)(?=[\s*_]*(?:[-+$\\\d]|负|约|大约|[零〇一二两三四五六七八九十]|百分之)))"
+                         rf"[\s*_]*(?:[:：=][\s*_]*)?(?P<answer>[^{_CLAUSE_END}]*)(?P<mark>[{_CLAUSE_END}]?)")
+# the clause before it that makes it one: a no, a wait, an error owned, an apology ("不对不对", "哦不", "等等",
+# "更正", "纠正一下", "我算错了", "刚才说的不对", "不好意思", "抱歉") ... but not 不错 ("right") or 错不了 ("can't be wrong")
+_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉]*"
+                      r"(?:不对|不是的?|不正确|不|(?:我|刚才|之前|前面|上面)?(?:[算写看弄搞说]的?)?(?:错了?|不对|有误)|等等|等一下"
+                      r"|(?:我|让我|我来)?(?:更正|纠正)(?:一下)?|不好意思|抱歉|对不起)"
                       r"[了啊呀哦]?[\s*_]*)+")
 # ... or a question that proposed an answer
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
@@ -185,12 +196,14 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match.group(2) in ("？", "?") or (values_only and _PROPERTY.search(match.group(1))):  # asked, or no value
+        if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(match["answer"])):  # asked, or no value
             continue
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
+        # after a no, a question that proposed an answer or a hesitation (42……应为41)
         asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
-        if not (asked or _BARE_NO.fullmatch(clause)):
+        hesitated = mark == _ELLIPSIS and not clause.strip(" *_")
+        if not (asked or hesitated or _BARE_NO.fullmatch(clause)):
             continue
         # what it corrects: the last anchor or total (an anchor where both end), else a number before it
         _end, rank = max((where for where in stated if where[0] <= match.start()),
@@ -199,9 +212,17 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
             rank = _NUMBER_RANK
         if rank is None:  # no answer stated before it
             continue
-        found.append((match.start(), match.end(), match.group(1), rank))
+        found.append((match.start(), match.end(), match["answer"], rank))
         stated.append((match.end(), rank))
     return found
+
+
+_ELLIPSES = re.compile(r"(?:…+|⋯+|\.{3,})(?=[\s*_]*[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
+
+
+def _ellipses(text: str) -> str:
+    """Each ellipsis before Chinese text (……, …, ⋯, ...) as _ELLIPSIS, one a character: it ends a clause."""
+    return _ELLIPSES.sub(lambda match: _ELLIPSIS * len(match.group(0)), text)
 
 
 def stated_answer(text: str) -> str | None:
@@ -209,6 +230,7 @@ def stated_answer(text: str) -> str | None:
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
+    text = _ellipses(text)
     corrections = _corrections(text)
     anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
     totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
@@ -231,6 +253,7 @@ def anchored_text(text: str) -> str | None:
     -> "伦敦"), for a gold answer that is text, not a number."""
     if not has_cjk(text):
         return None
+    text = _ellipses(text)
     found = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
     found += [(start, segment) for start, _end, segment, rank in _corrections(text, values_only=False)
               if rank == _ANCHOR_RANK]
