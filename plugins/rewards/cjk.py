@@ -30,6 +30,10 @@ before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in 正负3, 
 too. Numerals outside an anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be
 doubled (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
 \\[...\\]) is read whole, by math-verify.
+
+A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
+100以内, the 一 of 一个偶数; 至少 and 最多 do state one: "至少需要5辆" -> 5): "答案是3的倍数" states nothing, as
+"应为3的倍数" does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
 """
 
 from __future__ import annotations
@@ -152,9 +156,21 @@ def _in_digits(text: str) -> str:
     return _multiplied(_MINUS.sub("-", _fractions_in_digits(text)))
 
 
+# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (至少 and
+# 最多 state one: "至少需要3辆")
+_NAMED = re.compile(r"(?<=[大小多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
+                    r"|-?\d+(?:\.\d+)?(?=\s*(?:的?(?:公?倍数|公?因数|公?约数|质因数)|[个人只元岁分次天本]?(?:以上|以下|以内)))"
+                    r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
+
+
+def _unnamed(text: str) -> str:
+    """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数): no run reads them."""
+    return _NAMED.sub("某", text)
+
+
 def _read(segment: str) -> str | None:
     """The answer in an anchored or total segment: its first run holding a number, or its Chinese numerals."""
-    segment = _in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION)).strip(" *_:")
+    segment = _unnamed(_in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION))).strip(" *_:")
     if not segment:
         return None
     if segment.startswith("\\boxed") or segment.startswith("$"):
@@ -176,9 +192,11 @@ def _read(segment: str) -> str | None:
     return None
 
 
-def _last_number(text: str) -> str | None:
-    """The last run of ``text`` without Chinese characters that holds a number or LaTeX ("有20张" -> "20")."""
+def _last_number(text: str, unnamed: bool = True) -> str | None:
+    """The last run of ``text`` without Chinese characters that holds a number or LaTeX ("有20张" -> "20"), not one
+    that a property names (``unnamed``: 3的倍数)."""
     plain = _in_digits(text.translate(_FULL_WIDTH_PUNCTUATION))
+    plain = _unnamed(plain) if unnamed else plain
     runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
     return runs[-1] if runs else None
 
@@ -227,7 +245,8 @@ def _ellipses(text: str) -> str:
 
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
-    Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number."""
+    Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
+    "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
     text = _ellipses(text)
@@ -245,7 +264,10 @@ def stated_answer(text: str) -> str | None:
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
             return answer if _EXPLAINED.match(text[end:]) else _last_number(text[end:]) or answer
-    return _last_number(text)
+    answer = _last_number(text)
+    if answer is None and _last_number(text, unnamed=False) is not None:
+        return ""  # its only numbers name properties ("答案是3的倍数"): it states no answer
+    return answer
 
 
 def anchored_text(text: str) -> str | None:
