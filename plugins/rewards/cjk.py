@@ -10,16 +10,18 @@ is found first, in this order, the last of its kind winning:
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last
-number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"),
-opening a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait,
-an error owned or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/
-不好意思，/ 抱歉，/ 对不起，), after a question that held a number or an anchor ("答案是42吗？是41"), or right after an
-ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...) before Chinese text ends a clause; one in maths does not
-(1+2+…+100). An apology takes an answer back only as the whole clause before a correction ("抱歉，应为41"), never
-by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is
-outranked by a later number, as any number is, but not by one in a clause that explains or checks it ("应为41个，因为要减去1个"
--> 41). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a property where a number is read
-("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
+number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening
+a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned
+or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that
+held a number or an anchor ("答案是42吗？是41"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
+before Chinese text ends a clause; one in maths does not (1+2+…+100). An apology takes an answer back only as the
+whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41;
+"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
+not by one in a clause that explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only
+describes it does not outrank it ("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是,
+or 是 right after a number: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9). Asked ("应为41吗？"), inside a sentence
+("为什么应为正数", "因为x应为3"), stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before
+it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
 a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
@@ -70,6 +72,11 @@ _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
 # "应为41个。验证：41+1=42"
 _EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
+# in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
+# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个"); one that describes it does not ("应为15平方米，
+# 长5米宽3米", "长是5米")
+_SENTENCE_END = re.compile(r"[。！？!?\n]")
+_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]|\d[\u4e00-\u9fff]?是")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
@@ -206,7 +213,7 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
 
     A correction replaces the last anchor or total before it and takes its rank, whatever working came between
     ("答案是42。验算：6×7=42，42-1=41。不对，应为41" -> 41); with neither before it, the number before it, and a later
-    number outranks it ("有5个吗？不，应为6个。又买了3个，现在有9个" -> 9). With no answer stated before it, it corrects
+    number outranks it (``_outranking``: "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9). With no answer stated before it, it corrects
     nothing. ``values_only``: a correction that states a property (应为3的倍数) states nothing; a text answer
     (anchored_text) takes it as it is (应为奇数)."""
     # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
@@ -243,6 +250,22 @@ def _ellipses(text: str) -> str:
     return _ELLIPSES.sub(lambda match: _ELLIPSIS * len(match.group(0)), text)
 
 
+def _outranking(text: str, end: int) -> str | None:
+    """The number after a corrected number (its correction ends at ``end``) that outranks it: the last one after its
+    sentence, else the last in a clause of its sentence that concludes (_CONCLUDES)."""
+    rest = text[end:]
+    sentence_end = _SENTENCE_END.search(text[end - 1:end] + rest)  # its own mark may end the sentence
+    split = max(sentence_end.start() - 1, 0) if sentence_end else len(rest)
+    later = _last_number(rest[split:])
+    if later is not None:
+        return later
+    for clause in reversed(re.split(f"[{_CLAUSE_END},]", rest[:split])):
+        number = _last_number(clause) if _CONCLUDES.search(clause) else None
+        if number is not None:
+            return number
+    return None
+
+
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
@@ -263,7 +286,7 @@ def stated_answer(text: str) -> str | None:
     for _start, end, segment, rank in reversed(corrections):
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
-            return answer if _EXPLAINED.match(text[end:]) else _last_number(text[end:]) or answer
+            return answer if _EXPLAINED.match(text[end:]) else _outranking(text, end) or answer
     answer = _last_number(text)
     if answer is None and _last_number(text, unnamed=False) is not None:
         return ""  # its only numbers name properties ("答案是3的倍数"): it states no answer
