@@ -314,21 +314,21 @@ def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args,
     assert snapshot(project) == before
 
 
+FIX_MODEL_NAME = "give model.name a model folder (a relative path is read from the project folder) or a hub id"
+
+
 @pytest.mark.parametrize("name, problem", [
-    ("./nope", "no model folder {project}/nope; give model.name a folder that holds a model (a relative path is read "
-               "from the project folder), or a hub id like 'Qwen/Qwen3-4B'"),
-    ("not a model!", "'not a model!' is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a "
-                     "model folder's path (such as ./my-model) or a hub id"),
-    ("./data", "{project}/data has no config.json, so it is not a model folder; give model.name a model folder or a "
-               "hub id"),
+    ("./nope", "no model folder {project}/nope"),
+    ("not a model!", "'not a model!' is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'"),
+    ("./data", "{project}/data has no config.json, so it is not a model folder"),
 ])
 def test_a_model_name_that_is_no_model_is_fixed_with_set_not_train_pys_flag(project, name, problem):
     """`set` has no --model: its refusal says what to give model.name."""
     before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), f"model.name={name}")
     assert code == 1 and "--model" not in output
-    assert output.strip() == "Error: model.name (given on the command line): {} ({} is unchanged)".format(
-        problem.format(project=project.resolve()), project / "config.toml")
+    assert output.strip() == "Error: model.name (given on the command line): {}; {} ({} is unchanged)".format(
+        problem.format(project=project.resolve()), FIX_MODEL_NAME, project / "config.toml")
     assert snapshot(project) == before
 
 

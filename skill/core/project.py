@@ -431,28 +431,25 @@ def check_model(config: ProjectConfig) -> None:
     name, local = config.model["name"], config.local_model_dir()
     if config.builds_its_model():
         return
-    by_set = config.source is not None and config.source.by_set  # `set` has no --model: its fix is model.name
     if local is None:
-        if not HUB_ID.match(name):
-            raise config.error(("model", "name"), _(
-                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a model "
-                "folder's path (such as ./my-model) or a hub id").format(name=name) if by_set else _(
-                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; pass --model PATH").format(
-                name=name))
+        problem = None if HUB_ID.match(name) else _(
+            "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'").format(name=name)
     elif not local.is_dir():
+        problem = _("no model folder {path}").format(path=local)
+    elif (local / "config.json").is_file():
+        problem = None
+    elif (local / "adapter_config.json").is_file():
         raise config.error(("model", "name"), _(
-            "no model folder {path}; give model.name a folder that holds a model (a relative path is read from the "
-            "project folder), or a hub id like 'Qwen/Qwen3-4B'").format(path=local) if by_set else _(
-            "no model folder {path}; pass --model PATH to a model folder, or give a hub id").format(path=local))
-    elif not (local / "config.json").is_file():
-        if (local / "adapter_config.json").is_file():
-            raise config.error(("model", "name"), _(
-                "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
-                "model").format(path=local))
-        raise config.error(("model", "name"), _(
-            "{path} has no config.json, so it is not a model folder; give model.name a model folder or a hub "
-            "id").format(path=local) if by_set else _(
-            "{path} has no config.json, so it is not a model folder; pass --model PATH to one").format(path=local))
+            "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
+            "model").format(path=local))
+    else:
+        problem = _("{path} has no config.json, so it is not a model folder").format(path=local)
+    if problem is None:
+        return
+    by_set = config.source is not None and config.source.by_set  # `set` has no --model: its fix is model.name
+    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id") if by_set
+           else _("pass --model PATH to a model folder, or give a hub id"))
+    raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
 def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
