@@ -332,6 +332,17 @@ def test_a_model_name_that_is_no_model_is_fixed_with_set_not_train_pys_flag(proj
     assert snapshot(project) == before
 
 
+def test_max_seq_length_past_the_models_positions_is_refused_naming_the_key_as_set_takes_it(project):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "model.max_seq_length=50000")
+    assert code == 1
+    assert output.strip() == (
+        "Error: model.max_seq_length (given on the command line): the model reads at most 40960 tokens "
+        "(max_position_embeddings in its config.json); set model.max_seq_length to 40960 or less "
+        f"({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+
+
 def test_a_refusal_names_the_line_of_the_file_as_it_is(project):
     """A key added above a problem shifts it in the text checked; the message names the file's own line."""
     config = project / "config.toml"

@@ -81,6 +81,11 @@ class ProjectConfig:
     def reward_weights(self) -> list[float]:
         return [choice.weight for choice in self.rewards]
 
+    @property
+    def by_set(self) -> bool:
+        """The config `grpo-skill set` would write: a fix is a key of that command, not a flag of train.py's."""
+        return self.source is not None and self.source.by_set
+
     def error(self, loc: tuple, message: str) -> ConfigError:
         return (self.source or Source(self.path)).error(loc, message)
 
@@ -446,9 +451,8 @@ def check_model(config: ProjectConfig) -> None:
         problem = _("{path} has no config.json, so it is not a model folder").format(path=local)
     if problem is None:
         return
-    by_set = config.source is not None and config.source.by_set  # `set` has no --model: its fix is model.name
-    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id") if by_set
-           else _("pass --model PATH to a model folder, or give a hub id"))
+    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id")
+           if config.by_set else _("pass --model PATH to a model folder, or give a hub id"))
     raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
@@ -529,10 +533,12 @@ def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:
 def check_positions(config: ProjectConfig, positions: int | None) -> None:
     """model.max_seq_length within what the model reads: a longer one would pass every check and fail (or
     extrapolate silently) deep in training."""
-    if positions is not None and config.model["max_seq_length"] > positions:
-        raise config.error(("model", "max_seq_length"), _(
-            "the model reads at most {positions} tokens (max_position_embeddings in its config.json); set "
-            "max_seq_length to {positions} or less").format(positions=positions))
+    if positions is None or config.model["max_seq_length"] <= positions:
+        return
+    key = "model.max_seq_length" if config.by_set else "max_seq_length"  # as `set` takes it; in [model] of the file
+    raise config.error(("model", "max_seq_length"), _(
+        "the model reads at most {positions} tokens (max_position_embeddings in its config.json); set {key} to "
+        "{positions} or less").format(positions=positions, key=key))
 
 
 # ---- the hub --------------------------------------------------------------------------------------------
@@ -571,8 +577,8 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         if hub_cached(repo_id, kind):
             continue
         offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
-        flag = ((_("model.name = a local folder") if config.source is not None and config.source.by_set
-                 else "--model PATH") if kind == "model" else _("dataset.path = a local file"))
+        flag = ((_("model.name = a local folder") if config.by_set else "--model PATH") if kind == "model"
+                else _("dataset.path = a local file"))
         raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
                                   "({why}); use {flag}, or download it where there is a network").format(
             kind=_(kind), repo=repo_id, why=offline, flag=flag))
