@@ -343,6 +343,36 @@ def test_max_seq_length_past_the_models_positions_is_refused_naming_the_key_as_s
     assert snapshot(project) == before
 
 
+def test_a_max_seq_length_set_raised_itself_is_named_as_raised_and_the_fix_is_the_budget(project):
+    """The budget given raises model.max_seq_length past the model's positions: the refusal says the value is set's,
+    and lowers the budget the user gave; that command is taken."""
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40900")
+    assert code == 1
+    assert output.strip() == (
+        "Error: model.max_seq_length (raised to 41124 by `grpo-skill set` to fit grpo.max_completion_length=40900): "
+        "the model reads at most 40960 tokens (max_position_embeddings in its config.json); lower "
+        "grpo.max_completion_length to 40736 or less in this `grpo-skill set` command, leaving the prompts the 224 "
+        f"tokens they had ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40736")
+    assert code == 0, output
+    assert "model.max_seq_length: 256 → 40960" in output
+
+
+def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
+    (project / "data" / "long.jsonl").write_text(json.dumps({"prompt": "word " * 300}) + "\n")
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "dataset.path=data/long.jsonl",
+                              "grpo.max_completion_length=300")
+    assert code == 1 and len(output.strip().splitlines()) == 1
+    assert output.startswith(
+        "Error: model.max_seq_length (raised to 524 by `grpo-skill set` to fit grpo.max_completion_length=300) is "
+        "below the longest prompt ("), output
+    assert "; add model.max_seq_length=" in output and "(524)" not in output
+    assert snapshot(project) == before
+
+
 def test_a_refusal_names_the_line_of_the_file_as_it_is(project):
     """A key added above a problem shifts it in the text checked; the message names the file's own line."""
     config = project / "config.toml"

@@ -140,14 +140,15 @@ def config_path(path: str | Path) -> Path:
 
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
-         processes: int | None = None, text: str | None = None, given: tuple[str, ...] = ()) -> ProjectConfig:
+         processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
+         derived: dict[str, str] | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
     ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
     (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
     `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
-    the command line.
+    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived).
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -167,7 +168,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden, by_set=by_set)
+    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}))
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
@@ -536,9 +537,15 @@ def check_positions(config: ProjectConfig, positions: int | None) -> None:
     if positions is None or config.model["max_seq_length"] <= positions:
         return
     key = "model.max_seq_length" if config.by_set else "max_seq_length"  # as `set` takes it; in [model] of the file
+    fix = _("set {key} to {positions} or less").format(key=key, positions=positions)
+    room = config.model["max_seq_length"] - config.grpo["max_completion_length"]
+    if config.by_set and "model.max_seq_length" in config.source.derived and positions > room:
+        # raised by `set` to fit the budget it was given: that budget is what to lower
+        fix = _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
+                "prompts the {room} tokens they had").format(most=positions - room, room=room)
     raise config.error(("model", "max_seq_length"), _(
-        "the model reads at most {positions} tokens (max_position_embeddings in its config.json); set {key} to "
-        "{positions} or less").format(positions=positions, key=key))
+        "the model reads at most {positions} tokens (max_position_embeddings in its config.json); {fix}").format(
+        positions=positions, fix=fix))
 
 
 # ---- the hub --------------------------------------------------------------------------------------------

@@ -38,8 +38,8 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
                else _("add model.max_seq_length={needed} to this `grpo-skill set` command"))
         problem = _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
                     "grpo.max_completion_length ({completion}); {fix}, or shorten the prompts").format(
-            limit=limit, longest=longest, completion=completion,
-            fix=fix.format(needed=longest + completion, limit=limit))
+            limit=config.source.derived.get("model.max_seq_length", limit),  # a value `set` raised says so
+            longest=longest, completion=completion, fix=fix.format(needed=longest + completion, limit=limit))
     if problem:
         raise ConfigError(problem)
 
