@@ -231,29 +231,27 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     assert snapshot(graded) == before
 
 
-def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
-        project, tmp_path, monkeypatch):
-    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
-    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
-    the doubled budget (240 alone no longer leaves room for the prompts)."""
-    import shlex
+def clipped_run_advice(project: Path, elsewhere: Path, monkeypatch) -> tuple[str, str]:
+    """Completions clipped at the project's budget for six steps of train.py's health callback (installed as
+    train.py installs it, on the project's model's config), then `grpo-skill metrics` run in ``elsewhere``: its
+    clipped advice and the command in it."""
     import types
 
-    from transformers import TrainerControl, TrainerState
+    from transformers import AutoConfig, TrainerControl, TrainerState
 
     from grpo_skill import project as projects
     from grpo_skill.runtime import callbacks, health
 
-    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
-    assert code == 0, output
     config = projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
     added = []
     trainer = types.SimpleNamespace(remove_callback=lambda callback: None, add_callback=added.append,
-                                    args=types.SimpleNamespace(num_generations=8))
+                                    args=types.SimpleNamespace(num_generations=8),
+                                    model=types.SimpleNamespace(config=AutoConfig.from_pretrained(config.model_path())))
     callbacks.install(trainer, project / "outputs" / "metrics.jsonl", config)
     (watch,) = [callback for callback in added if isinstance(callback, health.TrainingHealth)]
     watch.console = Console(file=io.StringIO())  # train.py's live warning: metrics reads the row's record instead
-    args, state, control = types.SimpleNamespace(max_completion_length=120), TrainerState(), TrainerControl()
+    budget = config.grpo["max_completion_length"]
+    args, state, control = types.SimpleNamespace(max_completion_length=budget), TrainerState(), TrainerControl()
     rows = []
     for step in range(1, 7):
         state.global_step = step
@@ -261,19 +259,54 @@ def test_the_training_health_budget_advice_is_a_set_command_that_works_from_wher
         watch.on_log(args, state, control, logs=logs)
         rows.append({"step": step, **logs})
     (project / "outputs" / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-
-    outside = tmp_path / "elsewhere"
-    outside.mkdir()
-    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=outside, monkeypatch=monkeypatch)
+    elsewhere.mkdir(exist_ok=True)
+    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=elsewhere, monkeypatch=monkeypatch)
     assert code == 0, output
     (advice,) = [line for line in output.splitlines() if "clipped_ratio" in line]
-    command = advice.split("e.g. ", 1)[1].split(";", 1)[0]
+    return advice, advice.split("e.g. ", 1)[1].split(";", 1)[0]
+
+
+def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
+        project, tmp_path, monkeypatch):
+    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
+    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
+    the doubled budget (240 alone no longer leaves room for the prompts)."""
+    import shlex
+
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
+    assert code == 0, output
+    _advice, command = clipped_run_advice(project, tmp_path / "elsewhere", monkeypatch)
     assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=240 "
                        "model.max_seq_length=376")
     code, output = grpo_skill(*shlex.split(command)[1:])
     assert code == 0, output
     config = tomllib.loads(config_text(project))
     assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (240, 376)
+
+
+def test_the_budget_advice_for_a_model_of_few_positions_goes_only_as_far_as_it_reads(
+        project, tmp_path, monkeypatch, tiny_model):
+    """The model reads 300 positions: twice the budget of 120 (and max_seq_length 376) would be refused, so the
+    advice raises both as far as that goes, says so, and `set` takes it."""
+    import shlex
+
+    small = project / "small-model"
+    shutil.copytree(tiny_model, small)
+    model_config = json.loads((small / "config.json").read_text())
+    (small / "config.json").write_text(json.dumps({**model_config, "max_position_embeddings": 300}))
+    code, output = grpo_skill("set", "--project", str(project), "model.name=./small-model",
+                              "grpo.max_completion_length=120")
+    assert code == 0, output
+    advice, command = clipped_run_advice(project, tmp_path / "elsewhere", monkeypatch)
+    # max_seq_length up to the 300 positions, the budget to what leaves the prompts their 136 tokens
+    assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=164 "
+                       "model.max_seq_length=300")
+    assert ("as far as the model reads (300 tokens, its max_position_embeddings; twice the budget does not fit)"
+            in advice)
+    code, output = grpo_skill(*shlex.split(command)[1:])
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (164, 300)
 
 
 # --- refusals ------------------------------------------------------------------------------------------------
