@@ -743,7 +743,8 @@ LOAD_CASES = [  # train.py's first call, in-process, with the overrides its flag
          overrides={"grpo.max_steps": 0}),
     Case("train-max-steps-negative", "grpo.max_steps = -1 (given on the command line): must be at least 1",
          mode="load", overrides={"grpo.max_steps": -1}),
-    Case("train-model-missing", "no model folder /no/such/model; pass --model PATH to a model folder", mode="load",
+    Case("train-model-missing", "no model folder /no/such/model; pass --model PATH to a model folder, or give a hub id",
+         mode="load",
          overrides={"model.name": "/no/such/model"}),  # train.py's flag; `set` names model.name instead
     Case("train-backend", 'model.backend = "jax" (given on the command line)', mode="load",
          overrides={"model.backend": "jax"}),

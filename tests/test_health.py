@@ -114,6 +114,26 @@ def test_the_clipped_advice_keeps_the_prompts_room_and_names_the_project_where_i
         "advice"]
 
 
+def test_the_clipped_advice_stops_at_the_models_positions(tmp_path, monkeypatch):
+    """A model of 300 positions: twice the budget of 64 (max_seq_length 320) does not fit, so max_seq_length goes to
+    300 and the budget to what that leaves the prompts' 192 tokens, said; a model of more positions changes
+    nothing; with max_seq_length already at them, no command, and the advice says why."""
+    monkeypatch.chdir(tmp_path)
+    known = {"config_file": tmp_path / "config.toml", "run_dir": tmp_path / "outputs", "max_seq_length": 256}
+    (warning,) = warnings_in(clipped_rows(**known, positions=300), "outputs")
+    assert warning["advice"] == (
+        "raise [grpo] max_completion_length (and model.max_seq_length) as far as the model reads (300 tokens, its "
+        "max_position_embeddings; twice the budget does not fit), e.g. grpo-skill set grpo.max_completion_length=108 "
+        "model.max_seq_length=300; or add a length reward such as soft_overlong")
+    (warning,) = warnings_in(clipped_rows(**known, positions=40960), "outputs")
+    assert "e.g. grpo-skill set grpo.max_completion_length=128 model.max_seq_length=320;" in warning["advice"]
+    assert "positions" not in warning["values"]
+    (warning,) = warnings_in(clipped_rows(**known, positions=256), "outputs")
+    assert warning["advice"] == (
+        "max_completion_length cannot grow and keep the prompts their room: model.max_seq_length is already the 256 "
+        "tokens the model reads (its max_position_embeddings); add a length reward such as soft_overlong")
+
+
 def test_the_clipped_advice_names_the_config_the_run_read_where_its_outputs_are_now(tmp_path, monkeypatch):
     """A run of `train.py --config big.toml` names big.toml (not the folder's config.toml, which it did not read);
     a project copied with its outputs names the copy's config, not the one the run was made from."""

@@ -231,29 +231,27 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     assert snapshot(graded) == before
 
 
-def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
-        project, tmp_path, monkeypatch):
-    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
-    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
-    the doubled budget (240 alone no longer leaves room for the prompts)."""
-    import shlex
+def clipped_run_advice(project: Path, elsewhere: Path, monkeypatch) -> tuple[str, str]:
+    """Completions clipped at the project's budget for six steps of train.py's health callback (installed as
+    train.py installs it, on the project's model's config), then `grpo-skill metrics` run in ``elsewhere``: its
+    clipped advice and the command in it."""
     import types
 
-    from transformers import TrainerControl, TrainerState
+    from transformers import AutoConfig, TrainerControl, TrainerState
 
     from grpo_skill import project as projects
     from grpo_skill.runtime import callbacks, health
 
-    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
-    assert code == 0, output
     config = projects.load_for_run(project)  # as train.py does, then the trainer's callbacks as it installs them
     added = []
     trainer = types.SimpleNamespace(remove_callback=lambda callback: None, add_callback=added.append,
-                                    args=types.SimpleNamespace(num_generations=8))
+                                    args=types.SimpleNamespace(num_generations=8),
+                                    model=types.SimpleNamespace(config=AutoConfig.from_pretrained(config.model_path())))
     callbacks.install(trainer, project / "outputs" / "metrics.jsonl", config)
     (watch,) = [callback for callback in added if isinstance(callback, health.TrainingHealth)]
     watch.console = Console(file=io.StringIO())  # train.py's live warning: metrics reads the row's record instead
-    args, state, control = types.SimpleNamespace(max_completion_length=120), TrainerState(), TrainerControl()
+    budget = config.grpo["max_completion_length"]
+    args, state, control = types.SimpleNamespace(max_completion_length=budget), TrainerState(), TrainerControl()
     rows = []
     for step in range(1, 7):
         state.global_step = step
@@ -261,19 +259,54 @@ def test_the_training_health_budget_advice_is_a_set_command_that_works_from_wher
         watch.on_log(args, state, control, logs=logs)
         rows.append({"step": step, **logs})
     (project / "outputs" / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-
-    outside = tmp_path / "elsewhere"
-    outside.mkdir()
-    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=outside, monkeypatch=monkeypatch)
+    elsewhere.mkdir(exist_ok=True)
+    code, output = grpo_skill("metrics", str(project / "outputs"), cwd=elsewhere, monkeypatch=monkeypatch)
     assert code == 0, output
     (advice,) = [line for line in output.splitlines() if "clipped_ratio" in line]
-    command = advice.split("e.g. ", 1)[1].split(";", 1)[0]
+    return advice, advice.split("e.g. ", 1)[1].split(";", 1)[0]
+
+
+def test_the_training_health_budget_advice_is_a_set_command_that_works_from_where_metrics_ran(
+        project, tmp_path, monkeypatch):
+    """Completions clipped at a budget of 120 (79-token prompts, max_seq_length 256): `grpo-skill metrics`, run
+    outside the project, advises a command that `set` takes as printed: --project, and max_seq_length raised with
+    the doubled budget (240 alone no longer leaves room for the prompts)."""
+    import shlex
+
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=120")
+    assert code == 0, output
+    _advice, command = clipped_run_advice(project, tmp_path / "elsewhere", monkeypatch)
     assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=240 "
                        "model.max_seq_length=376")
     code, output = grpo_skill(*shlex.split(command)[1:])
     assert code == 0, output
     config = tomllib.loads(config_text(project))
     assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (240, 376)
+
+
+def test_the_budget_advice_for_a_model_of_few_positions_goes_only_as_far_as_it_reads(
+        project, tmp_path, monkeypatch, tiny_model):
+    """The model reads 300 positions: twice the budget of 120 (and max_seq_length 376) would be refused, so the
+    advice raises both as far as that goes, says so, and `set` takes it."""
+    import shlex
+
+    small = project / "small-model"
+    shutil.copytree(tiny_model, small)
+    model_config = json.loads((small / "config.json").read_text())
+    (small / "config.json").write_text(json.dumps({**model_config, "max_position_embeddings": 300}))
+    code, output = grpo_skill("set", "--project", str(project), "model.name=./small-model",
+                              "grpo.max_completion_length=120")
+    assert code == 0, output
+    advice, command = clipped_run_advice(project, tmp_path / "elsewhere", monkeypatch)
+    # max_seq_length up to the 300 positions, the budget to what leaves the prompts their 136 tokens
+    assert command == (f"grpo-skill set --project {project.resolve()} grpo.max_completion_length=164 "
+                       "model.max_seq_length=300")
+    assert ("as far as the model reads (300 tokens, its max_position_embeddings; twice the budget does not fit)"
+            in advice)
+    code, output = grpo_skill(*shlex.split(command)[1:])
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (164, 300)
 
 
 # --- refusals ------------------------------------------------------------------------------------------------
@@ -314,21 +347,62 @@ def test_a_refusal_is_one_line_naming_the_key_and_changes_nothing(project, args,
     assert snapshot(project) == before
 
 
+FIX_MODEL_NAME = "give model.name a model folder (a relative path is read from the project folder) or a hub id"
+
+
 @pytest.mark.parametrize("name, problem", [
-    ("./nope", "no model folder {project}/nope; give model.name a folder that holds a model (a relative path is read "
-               "from the project folder), or a hub id like 'Qwen/Qwen3-4B'"),
-    ("not a model!", "'not a model!' is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a "
-                     "model folder's path (such as ./my-model) or a hub id"),
-    ("./data", "{project}/data has no config.json, so it is not a model folder; give model.name a model folder or a "
-               "hub id"),
+    ("./nope", "no model folder {project}/nope"),
+    ("not a model!", "'not a model!' is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'"),
+    ("./data", "{project}/data has no config.json, so it is not a model folder"),
 ])
 def test_a_model_name_that_is_no_model_is_fixed_with_set_not_train_pys_flag(project, name, problem):
     """`set` has no --model: its refusal says what to give model.name."""
     before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), f"model.name={name}")
     assert code == 1 and "--model" not in output
-    assert output.strip() == "Error: model.name (given on the command line): {} ({} is unchanged)".format(
-        problem.format(project=project.resolve()), project / "config.toml")
+    assert output.strip() == "Error: model.name (given on the command line): {}; {} ({} is unchanged)".format(
+        problem.format(project=project.resolve()), FIX_MODEL_NAME, project / "config.toml")
+    assert snapshot(project) == before
+
+
+def test_max_seq_length_past_the_models_positions_is_refused_naming_the_key_as_set_takes_it(project):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "model.max_seq_length=50000")
+    assert code == 1
+    assert output.strip() == (
+        "Error: model.max_seq_length (given on the command line): the model reads at most 40960 tokens "
+        "(max_position_embeddings in its config.json); set model.max_seq_length to 40960 or less "
+        f"({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+
+
+def test_a_max_seq_length_set_raised_itself_is_named_as_raised_and_the_fix_is_the_budget(project):
+    """The budget given raises model.max_seq_length past the model's positions: the refusal says the value is set's,
+    and lowers the budget the user gave; that command is taken."""
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40900")
+    assert code == 1
+    assert output.strip() == (
+        "Error: model.max_seq_length (raised to 41124 by `grpo-skill set` to fit grpo.max_completion_length=40900): "
+        "the model reads at most 40960 tokens (max_position_embeddings in its config.json); lower "
+        "grpo.max_completion_length to 40736 or less in this `grpo-skill set` command, leaving the prompts the 224 "
+        f"tokens they had ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40736")
+    assert code == 0, output
+    assert "model.max_seq_length: 256 → 40960" in output
+
+
+def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
+    (project / "data" / "long.jsonl").write_text(json.dumps({"prompt": "word " * 300}) + "\n")
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "dataset.path=data/long.jsonl",
+                              "grpo.max_completion_length=300")
+    assert code == 1 and len(output.strip().splitlines()) == 1
+    assert output.startswith(
+        "Error: model.max_seq_length (raised to 524 by `grpo-skill set` to fit grpo.max_completion_length=300) is "
+        "below the longest prompt ("), output
+    assert "; add model.max_seq_length=" in output and "(524)" not in output
     assert snapshot(project) == before
 
 

@@ -81,6 +81,11 @@ class ProjectConfig:
     def reward_weights(self) -> list[float]:
         return [choice.weight for choice in self.rewards]
 
+    @property
+    def by_set(self) -> bool:
+        """The config `grpo-skill set` would write: a fix is a key of that command, not a flag of train.py's."""
+        return self.source is not None and self.source.by_set
+
     def error(self, loc: tuple, message: str) -> ConfigError:
         return (self.source or Source(self.path)).error(loc, message)
 
@@ -135,14 +140,15 @@ def config_path(path: str | Path) -> Path:
 
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
-         processes: int | None = None, text: str | None = None, given: tuple[str, ...] = ()) -> ProjectConfig:
+         processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
+         derived: dict[str, str] | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
     ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
     (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
     `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
-    the command line.
+    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived).
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -162,7 +168,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden, by_set=by_set)
+    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}))
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
@@ -431,28 +437,24 @@ def check_model(config: ProjectConfig) -> None:
     name, local = config.model["name"], config.local_model_dir()
     if config.builds_its_model():
         return
-    by_set = config.source is not None and config.source.by_set  # `set` has no --model: its fix is model.name
     if local is None:
-        if not HUB_ID.match(name):
-            raise config.error(("model", "name"), _(
-                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; give model.name a model "
-                "folder's path (such as ./my-model) or a hub id").format(name=name) if by_set else _(
-                "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'; pass --model PATH").format(
-                name=name))
+        problem = None if HUB_ID.match(name) else _(
+            "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'").format(name=name)
     elif not local.is_dir():
+        problem = _("no model folder {path}").format(path=local)
+    elif (local / "config.json").is_file():
+        problem = None
+    elif (local / "adapter_config.json").is_file():
         raise config.error(("model", "name"), _(
-            "no model folder {path}; give model.name a folder that holds a model (a relative path is read from the "
-            "project folder), or a hub id like 'Qwen/Qwen3-4B'").format(path=local) if by_set else _(
-            "no model folder {path}; pass --model PATH to a model folder, or give a hub id").format(path=local))
-    elif not (local / "config.json").is_file():
-        if (local / "adapter_config.json").is_file():
-            raise config.error(("model", "name"), _(
-                "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
-                "model").format(path=local))
-        raise config.error(("model", "name"), _(
-            "{path} has no config.json, so it is not a model folder; give model.name a model folder or a hub "
-            "id").format(path=local) if by_set else _(
-            "{path} has no config.json, so it is not a model folder; pass --model PATH to one").format(path=local))
+            "{path} is a LoRA adapter, not a model; set model.adapter to it and model.name to its base "
+            "model").format(path=local))
+    else:
+        problem = _("{path} has no config.json, so it is not a model folder").format(path=local)
+    if problem is None:
+        return
+    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id")
+           if config.by_set else _("pass --model PATH to a model folder, or give a hub id"))
+    raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
 def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
@@ -532,10 +534,18 @@ def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:
 def check_positions(config: ProjectConfig, positions: int | None) -> None:
     """model.max_seq_length within what the model reads: a longer one would pass every check and fail (or
     extrapolate silently) deep in training."""
-    if positions is not None and config.model["max_seq_length"] > positions:
-        raise config.error(("model", "max_seq_length"), _(
-            "the model reads at most {positions} tokens (max_position_embeddings in its config.json); set "
-            "max_seq_length to {positions} or less").format(positions=positions))
+    if positions is None or config.model["max_seq_length"] <= positions:
+        return
+    key = "model.max_seq_length" if config.by_set else "max_seq_length"  # as `set` takes it; in [model] of the file
+    fix = _("set {key} to {positions} or less").format(key=key, positions=positions)
+    room = config.model["max_seq_length"] - config.grpo["max_completion_length"]
+    if config.by_set and "model.max_seq_length" in config.source.derived and positions > room:
+        # raised by `set` to fit the budget it was given: that budget is what to lower
+        fix = _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
+                "prompts the {room} tokens they had").format(most=positions - room, room=room)
+    raise config.error(("model", "max_seq_length"), _(
+        "the model reads at most {positions} tokens (max_position_embeddings in its config.json); {fix}").format(
+        positions=positions, fix=fix))
 
 
 # ---- the hub --------------------------------------------------------------------------------------------
@@ -574,8 +584,8 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         if hub_cached(repo_id, kind):
             continue
         offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
-        flag = ((_("model.name = a local folder") if config.source is not None and config.source.by_set
-                 else "--model PATH") if kind == "model" else _("dataset.path = a local file"))
+        flag = ((_("model.name = a local folder") if config.by_set else "--model PATH") if kind == "model"
+                else _("dataset.path = a local file"))
         raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
                                   "({why}); use {flag}, or download it where there is a network").format(
             kind=_(kind), repo=repo_id, why=offline, flag=flag))

@@ -69,17 +69,21 @@ class Source:
     overridden: set[str] = field(default_factory=set)  # dotted keys set on the command line
     # the text is what `grpo-skill set` would write: a fix is a key to set, not a flag of train.py's
     by_set: bool = False
+    # keys `grpo-skill set` changed on its own, not given ("model.max_seq_length" -> how, as messages name it)
+    derived: dict[str, str] = field(default_factory=dict)
 
     def error(self, loc: tuple, message: str) -> ConfigError:
         return ConfigError(self.said(loc, message))
 
     def said(self, loc: tuple, message: str) -> str:
         """``message`` about the key at ``loc``, after its file and line (or "given on the command line")."""
-        where = dotted(loc)
-        if root_key(loc) in self.overridden:
+        where, key = dotted(loc), root_key(loc)
+        if key in self.overridden or key in self.derived:
             if message.startswith("= "):
                 value, message = message[2:].split(": ", 1)
                 where = f"{where} = {value}"
+            if key in self.derived:  # not the file's value, nor one the user typed
+                return _("{where} ({how}): {message}").format(where=where, how=self.derived[key], message=message)
             return _("{where} (given on the command line): {message}").format(where=where, message=message)
         line = locate(self.text, loc)
         prefix = f"{self.path}:{line}" if line else str(self.path)

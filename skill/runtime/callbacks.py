@@ -16,6 +16,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..core import contract
 from ..core.i18n import _
+from ..core.project import model_positions
 from . import distributed, health, resume, traces
 
 
@@ -172,10 +173,11 @@ def install(trainer, metrics_path: str | Path, config=None) -> None:
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(RichProgress())
     # the clipped advice's command names the run's config file and its max_seq_length (a train.py from before it
-    # passed config: the command without them)
+    # passed config: the command without them), within the positions of the model loaded
     trainer.add_callback(health.TrainingHealth(  # before JsonlMetrics: its warnings go into that step's row
         config_file=config.path if config else None, run_dir=Path(metrics_path).parent,
-        max_seq_length=config.model["max_seq_length"] if config else None))
+        max_seq_length=config.model["max_seq_length"] if config else None,
+        positions=model_positions(config, model_config=trainer.model.config.to_dict()) if config else None))
     trainer.add_callback(RewardSeconds(trainer))  # before JsonlMetrics too
     trainer.add_callback(JsonlMetrics(metrics_path))
     trainer.add_callback(traces.CompletionTraces(trainer, Path(metrics_path).parent / traces.TRACES_FILE))

@@ -32,14 +32,14 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
     longest, limit = max(prompt_lengths), config.model["max_seq_length"]
     completion = config.grpo["max_completion_length"]
     problem = prompt_room_problem(longest, completion, limit)
-    if problem and config.source is not None and config.source.by_set:  # the fix is a key of the same command
+    if problem and config.by_set:  # the fix is a key of the same command
         given = "model.max_seq_length" in config.source.overridden
         fix = (_("give model.max_seq_length={needed} instead of {limit} in this `grpo-skill set` command") if given
                else _("add model.max_seq_length={needed} to this `grpo-skill set` command"))
         problem = _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
                     "grpo.max_completion_length ({completion}); {fix}, or shorten the prompts").format(
-            limit=limit, longest=longest, completion=completion,
-            fix=fix.format(needed=longest + completion, limit=limit))
+            limit=config.source.derived.get("model.max_seq_length", limit),  # a value `set` raised says so
+            longest=longest, completion=completion, fix=fix.format(needed=longest + completion, limit=limit))
     if problem:
         raise ConfigError(problem)
 

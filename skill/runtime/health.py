@@ -77,18 +77,29 @@ CHECKS = {
     ),
 }
 
+# The clipped advice where the model's positions (its max_position_embeddings) stop the doubled budget: as far as
+# they go, or, with model.max_seq_length already there, none
+CLIPPED_AS_FAR_AS_IT_READS = N_(
+    "raise [grpo] max_completion_length (and model.max_seq_length) as far as the model reads ({positions} tokens, "
+    "its max_position_embeddings; twice the budget does not fit), e.g. {command}; or add a length reward such as "
+    "soft_overlong")
+CLIPPED_NO_FURTHER = N_(
+    "max_completion_length cannot grow and keep the prompts their room: model.max_seq_length is already the "
+    "{positions} tokens the model reads (its max_position_embeddings); add a length reward such as soft_overlong")
+
 
 class TrainingHealth(TrainerCallback):
     """Warns once per check, with advice, when the logged metrics show a run in trouble."""
 
     def __init__(self, limits: Limits | None = None, console: Console | None = None, config_file=None,
-                 run_dir=None, max_seq_length: int | None = None):
+                 run_dir=None, max_seq_length: int | None = None, positions: int | None = None):
         self.limits = limits or Limits()
-        # the run's config file (train.py --config's, not always config.toml), its folder and model.max_seq_length,
-        # for the command the clipped advice gives (None: not known)
+        # the run's config file (train.py --config's, not always config.toml), its folder, model.max_seq_length and
+        # the model's max_position_embeddings, for the command the clipped advice gives (None: not known)
         self.config_file = Path(config_file).resolve() if config_file is not None else None
         self.run_dir = Path(run_dir).resolve() if run_dir is not None else None
         self.max_seq_length = max_seq_length
+        self.positions = positions
         self.console = console or Console(stderr=True)
         self.warned: set[str] = set()
         self.streaks = {"zero_std": 0, "clipped": 0}
@@ -119,7 +130,7 @@ class TrainingHealth(TrainerCallback):
         records = []
         for check, values in found:
             self.warned.add(check)
-            message, advice = (_(text).format(**values) for text in CHECKS[check])
+            message, advice = (_(text).format(**values) for text in texts(check, values))
             # values too: `grpo-skill metrics` says it again in the reader's language
             records.append({"check": check, "message": message, "advice": advice, "values": values})
             if state.is_world_process_zero:
@@ -142,8 +153,11 @@ class TrainingHealth(TrainerCallback):
                 if self.streaks[check] >= limits.steps:
                     values = {"limit": limit, "steps": step - self.streak_starts[check] + 1}
                     if check == "clipped":
-                        settings = longer_budget(self.budget, self.max_seq_length)
+                        settings = longer_budget(self.budget, self.max_seq_length, self.positions)
                         values["command"] = _command(settings, self.config_file)
+                        doubled = settings and settings["grpo.max_completion_length"] == 2 * self.budget
+                        if _count(self.budget) and not doubled:  # the model's positions stopped it
+                            values["positions"] = self.positions
                         if settings:  # recorded: `grpo-skill metrics` writes the command again where it runs
                             values["settings"] = settings
                             if self.config_file is not None and self.run_dir is not None:
@@ -177,16 +191,33 @@ def _count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def longer_budget(budget, max_seq_length=None) -> dict | None:
+def longer_budget(budget, max_seq_length=None, positions=None) -> dict | None:
     """The settings that double the run's completion budget, and raise model.max_seq_length by as much where it is
     known: the prompts keep the room they had, without which `grpo-skill set` refuses the budget as train.py would
-    (it is what `set` raises it to on its own once the budget reaches it). None where the budget is not known."""
+    (it is what `set` raises it to on its own once the budget reaches it). With the model's ``positions`` known,
+    max_seq_length goes no further (`set` refuses more), and the budget only as far as that leaves. None where the
+    budget is not known, or cannot grow."""
     if not _count(budget):
         return None
-    settings = {"grpo.max_completion_length": 2 * budget}
-    if _count(max_seq_length):
-        settings["model.max_seq_length"] = max_seq_length + budget
-    return settings
+    if not _count(max_seq_length):
+        return {"grpo.max_completion_length": 2 * budget}
+    length = max_seq_length + budget
+    if _count(positions):
+        length = min(length, positions)
+    room = max_seq_length - budget
+    if length - room <= budget:
+        return None
+    return {"grpo.max_completion_length": length - room, "model.max_seq_length": length}
+
+
+def texts(check: str, values: dict) -> tuple[str, str] | None:
+    """The message and advice of ``check`` (untranslated) for its ``values``; None for a check not known here."""
+    if not isinstance(check, str) or check not in CHECKS:
+        return None
+    message, advice = CHECKS[check]
+    if check == "clipped" and "positions" in values:
+        advice = CLIPPED_AS_FAR_AS_IT_READS if values.get("settings") else CLIPPED_NO_FURTHER
+    return message, advice
 
 
 def _command(settings: dict | None, config_file=None) -> str:
@@ -217,7 +248,7 @@ def warnings_in(rows: list[dict], run_dir=None) -> list[dict]:
     for row in rows:
         for record in row.get(HEALTH_KEY) or ():
             record = dict(record)
-            texts, values = CHECKS.get(record.get("check")), record.get("values")
+            values = record.get("values")
             if isinstance(values, dict) and isinstance(values.get("settings"), dict):
                 # the command as it works from here: --project where the config is not this folder's config.toml
                 config = values.get("config")
@@ -226,9 +257,10 @@ def warnings_in(rows: list[dict], run_dir=None) -> list[dict]:
                           if isinstance(config, str) and run_dir is not None else None)
                 values = {**values, "command": _command(values["settings"], config)}
                 record["values"] = values  # --json says the command as the text does
-            if texts and isinstance(values, dict):  # else (an older run): the text as it was recorded
+            found_texts = texts(record.get("check"), values) if isinstance(values, dict) else None
+            if found_texts:  # else (an older run): the text as it was recorded
                 try:
-                    record["message"], record["advice"] = (_(text).format(**values) for text in texts)
+                    record["message"], record["advice"] = (_(text).format(**values) for text in found_texts)
                 except (KeyError, ValueError):
                     pass
             found.append({"step": row.get("step"), **record})

@@ -42,6 +42,7 @@ class Edit:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     given: tuple[str, ...] = ()  # the "table.key"s given, which messages name as given on the command line
+    derived: dict[str, str] = field(default_factory=dict)  # those `set` changed on its own -> how, for messages
 
     @property
     def changed(self) -> bool:
@@ -255,7 +256,7 @@ def _after_last_key(table, key: str, item) -> None:
 
 def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
     """A completion budget set up to or past model.max_seq_length (and max_seq_length not given): raised by the room
-    the prompt had, as `new --set` does, and said."""
+    the prompt had, as `new --set` does, and said (a note; a refusal that names it says it was raised)."""
     model, grpo = raw.get("model"), raw.get("grpo")
     if not isinstance(model, dict) or not isinstance(grpo, dict):
         return
@@ -266,6 +267,9 @@ def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
     if raised is None:
         return
     parsed.tables.setdefault("model", {})["max_seq_length"] = raised
+    edit.derived["model.max_seq_length"] = _("raised to {length} by `grpo-skill set` to fit "
+                                             "grpo.max_completion_length={completion}").format(
+        length=raised, completion=parsed.tables["grpo"]["max_completion_length"])
     edit.notes.append(_("model.max_seq_length raised to {length}: grpo.max_completion_length ({completion}) plus the "
                         "{room} tokens the prompt had (model.max_seq_length=N sets it)").format(
         length=raised, completion=parsed.tables["grpo"]["max_completion_length"], room=seq - completion))

@@ -129,13 +129,14 @@ def update(project, dry_run, as_json):
         sys.exit(1)
 
 def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text: str | None = None,
-            given: tuple[str, ...] = ()):
+            given: tuple[str, ...] = (), derived: dict[str, str] | None = None):
     """What `check` checks, for `check` and `set`: (the loaded project, `check --json`'s data). ``text``: config.toml
-    as `set` would write it, checked in place of the file; ``given``: the keys `set` changed."""
+    as `set` would write it, checked in place of the file; ``given``: the keys `set` was given; ``derived``: those it
+    changed on its own, with how."""
     from ..core import launch
     from ..core import project as projects
 
-    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given)
+    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given, derived=derived)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
@@ -231,7 +232,7 @@ def set_(items, param_items, project, dry_run, as_json):
     refuse_conflicts(config_path(project).parent)  # a conflict marker is not a value to change
     edit = configedit.prepare(project, items, param_items)
     try:
-        _loaded, checks = checked(edit.path, text=edit.text, given=edit.given)
+        _loaded, checks = checked(edit.path, text=edit.text, given=edit.given, derived=edit.derived)
     except UserError as error:
         raise configedit.refused(error, edit) from None
     written = edit.changed and not dry_run
