@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 
-from grpo_skill.errors import UserError
+from grpo_skill.errors import MissingPackage
 
 
 def installed(module: str) -> bool:
@@ -19,9 +19,10 @@ def installed(module: str) -> bool:
 
 
 def require(module: str, message: str) -> None:
-    """Refuse to build the reward (``message``: what to install) when ``module`` is not installed."""
+    """Refuse to build the reward (``message``: what to install) when ``module`` is not installed; called once the
+    params are checked (MissingPackage)."""
     if not installed(module):
-        raise UserError(message)
+        raise MissingPackage(message)
 
 
 def on_first_call(load):

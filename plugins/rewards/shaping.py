@@ -14,7 +14,7 @@ import threading
 import unicodedata
 
 from grpo_skill import Reward, completion_text, hookimpl
-from grpo_skill.errors import UserError
+from grpo_skill.errors import MissingPackage, UserError
 from grpo_skill.i18n import N_, _
 
 from .needs import on_first_call, require
@@ -160,8 +160,8 @@ def language_identifier():
             try:
                 from py3langid.langid import MODEL_FILE, LanguageIdentifier
             except ImportError:
-                raise UserError(_("the language reward needs py3langid: pip install py3langid "
-                                  "(or pip install 'grpo-skill[train]')")) from None
+                raise MissingPackage(_("the language reward needs py3langid: pip install py3langid "
+                                       "(or pip install 'grpo-skill[train]')")) from None
             _identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
         return _identifier
 
