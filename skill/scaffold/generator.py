@@ -250,7 +250,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
-            _build_own_rewards(loaded, plugin_name)
+            _build_chosen_rewards(loaded, plugin_name)
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
             raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
@@ -272,14 +272,25 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     return result
 
 
-def _build_own_rewards(loaded, plugin_name: str | None) -> None:
-    """Build the chosen rewards of the project's own rewards.py as `check` builds them, so that `new` refuses the
-    params their factories refuse. Only those: they need nothing beyond grpo-skill, while a built-in reward may
-    import packages (trl, math-verify) that `new` does not need."""
+# A reward whose factory may load a model (llm_judge's local judge): `new` leaves it to `check` and train.py
+MODEL_LOADING_REWARDS = frozenset({"llm_judge"})
+
+
+def _build_chosen_rewards(loaded, plugin_name: str | None) -> None:
+    """Build the chosen rewards as `check` builds them, so that `new` refuses the params their factories refuse:
+    the project's own rewards.py's and the built-in ones (but those that load a model). Other plugins' are left to
+    `check`: a factory of theirs may load a model or call a service. A built-in checks its params before its
+    packages and imports none of them: without the [train] extra the project is written, and `check` says what
+    to install."""
+    from ..core.contract import RewardPackageMissing
+
     for choice in loaded.rewards:
         reward = plugins.get_reward(choice.name)
-        if plugin_name and reward.source == plugin_name:
-            reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
+        own = plugin_name and reward.source == plugin_name
+        built_in = reward.source.startswith("builtin:") and reward.name not in MODEL_LOADING_REWARDS
+        if own or built_in:
+            with contextlib.suppress(RewardPackageMissing):
+                reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
