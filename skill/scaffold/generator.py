@@ -273,17 +273,18 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     return result
 
 
-# A reward whose factory may load a model (llm_judge's local judge): `new` leaves it to `check` and train.py
-MODEL_LOADING_REWARDS = frozenset({"llm_judge"})
+# A reward whose factory loads a model: llm_judge's local judge, language's py3langid model (for its language codes:
+# about a second, as long as the rest of `new`). `new` leaves them to `check` and train.py.
+MODEL_LOADING_REWARDS = frozenset({"llm_judge", "language"})
 
 
 def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
     """Build the chosen rewards as `check` builds them, so that `new` refuses the params their factories refuse:
     the project's own rewards.py's and the built-in ones (but those that load a model). Other plugins' are left to
     `check`: a factory of theirs may load a model or call a service. A built-in checks its params before it asks for
-    its packages, imported at its first call (language's codes aside: py3langid's): without the [train] extra the
-    project is written, and `check` says what to install. Returns what the factories warned (code_tests: the network
-    cannot be cut here), as `new` says it."""
+    its packages, which it imports at its first call: without the [train] extra the project is written, and `check`
+    says what to install. Returns what the factories warned (code_tests: the network cannot be cut here), as `new`
+    says it."""
     from ..core.contract import RewardPackageMissing
 
     with warnings.catch_warnings(record=True) as caught:
