@@ -664,6 +664,10 @@ REWARDS_PY_CASES = [
     Case("new-own-reward-ngram-negative", "the project would not run: reward 'no_repetition' (plugin ok/rewards.py): "
          "params.ngram must be a whole number from 1 up (got -2)",
          args=("new", "ok", "-p", "tiny", "-r", "no_repetition", "--param", "no_repetition.ngram=-2")),
+    # a built-in reward's factory checks its params in `new` as in `check`, before a project is written
+    Case("new-builtin-reward-param-refused", "the project would not run: reward 'reasoning_steps' (plugin "
+         "builtin:shaping): params.min_steps must be a whole number from 1 up (got 0)",
+         args=("new", "ok", "-p", "tiny", "-r", "reasoning_steps", "--param", "reasoning_steps.min_steps=0")),
     # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
     Case("check-budget-follows-grpo", "params.soft_punish_cache = 30 must be between 1 and max_completion_len (24)",
          edits=(("max_completion_length = 32", "max_completion_length = 24"),

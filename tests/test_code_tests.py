@@ -1,6 +1,7 @@
 """code_tests: a completion's Python against the dataset's tests, in a separate process with time and memory limits,
 in a temporary folder, without the network where unshare allows it (plugins/rewards/execution.py)."""
 
+import json
 import os
 import socket
 import time
@@ -84,6 +85,24 @@ def test_the_network_is_cut_where_unshare_works_else_a_warning_says_it_is_not():
         scores = reward(completions=["</think>" + reach], tests=[TESTS])
     assert scores == ([0.0] if cut else [1.0])
     assert any(isinstance(w.message, execution.NetworkWarning) for w in caught) is not cut
+
+
+def test_new_says_where_the_network_cannot_be_cut_among_its_warnings(monkeypatch, tmp_path):
+    # `new` builds code_tests to check its params; the factory's warning is one of new's, not a Python warning
+    from click.testing import CliRunner
+
+    from grpo_skill.cli import main
+
+    monkeypatch.setattr(execution, "_unshare", [])  # as probed where unshare cannot make a network namespace
+    data = tmp_path / "code.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Write add {n}.", "tests": TESTS}) + "\n" for n in range(16)))
+    result = CliRunner().invoke(main, ["new", str(tmp_path / "run"), "-p", "tiny", "-r", "code_tests",
+                                       "--dataset", str(data), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        "code_tests: unshare cannot make a network namespace here, so the tested code can reach the network (it gets "
+        "no proxy settings or keys); run training in a container for code you do not trust"]
+    assert "NetworkWarning" not in result.stderr
 
 
 def test_bad_params_and_a_missing_column_are_refused():

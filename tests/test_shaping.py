@@ -69,6 +69,15 @@ def test_repetition_refuses_a_positive_penalty():
         plugins.get_reward("repetition").build(params={"max_penalty": 1.0})
 
 
+@pytest.mark.parametrize("name", ["soft_overlong", "repetition", "think_format"])
+def test_a_trl_reward_without_trl_says_what_to_install_when_it_is_built(monkeypatch, name):
+    # TRL is imported at the first call; its absence is told when the reward is built (check), not mid-training
+    monkeypatch.setitem(__import__("sys").modules, "trl", None)
+    with pytest.raises(RewardError, match=rf"reward '{name}' \(plugin builtin:shaping\): trl is not installed; this "
+                                          r"needs the training packages: pip install 'grpo-skill\[train\]'$"):
+        plugins.get_reward(name).build(preset=plugins.get_preset("tiny"))
+
+
 def test_think_format_with_and_without_a_template_that_opens_think():
     completions = ["reasoning</think>answer", "<think>reasoning</think>answer", "<think>reasoning", "answer"]
     assert score("think_format", completions, template_opens_think=True) == [1.0, 0.0, 0.0, 0.0]

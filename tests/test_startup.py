@@ -53,6 +53,44 @@ def test_new_renders_without_the_training_stack_or_copiers_prompts(tmp_path):
     assert loaded & NOT_FOR_NEW == set()
 
 
+def test_new_builds_an_accuracy_reward_without_loading_math_verify(tmp_path):
+    """`new` checks a built-in reward's params by building it, as `check` does; the answer packages (math-verify brings
+    sympy: a second) are imported only where golds are read, and a hub dataset has none here. language's factory
+    loads py3langid's model: `new` leaves it to `check`."""
+    new = ["new", "--preset", "tiny", "-r", "accuracy", "-r", "kimi_length", "-r", "language", "--set",
+           'dataset.path="openai/gsm8k"']
+    code = (f"result = CliRunner().invoke(cli.main, [*{new!r}, {str(tmp_path / 'run')!r}])\n"
+            "assert result.exit_code == 0, result.output\n"
+            f"result = CliRunner().invoke(cli.main, [*{new!r}, {str(tmp_path / 'bad')!r}, '--param', "
+            "'kimi_length.template_opens_think=\"maybe\"'])\n"
+            "assert result.exit_code == 1 and \"reward 'kimi_length'\" in result.output, result.output\n")
+    loaded = loaded_after(code, env={"HF_HOME": str(tmp_path / "empty-hf-home")})
+    assert 'name = "kimi_length"' in (tmp_path / "run" / "config.toml").read_text()
+    assert loaded & (NOT_FOR_NEW | {"math_verify", "sympy", "cn2an", "text_to_num", "py3langid"}) == set()
+
+
+def test_new_without_the_train_extra_writes_the_project_and_still_checks_the_rewards_params(tmp_path):
+    """grpo-skill without its [train] extra: no TRL, math-verify or py3langid. `new` writes the project all the same
+    (its requirements.txt brings them), and refuses a bad param of a reward that needs them, as `check` would."""
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{n} x 7?", "answer": str(n * 7)}) + "\n" for n in range(16)))
+    rewards = ["-r", "accuracy", "-r", "soft_overlong", "-r", "repetition", "-r", "think_format", "-r", "language"]
+    code = (f"for name in {sorted(TRAINING_STACK | {'math_verify', 'text_to_num', 'cn2an', 'py3langid'})!r}:\n"
+            "    sys.modules[name] = None  # import raises ImportError; find_spec finds nothing\n"
+            f"new = ['new', '--preset', 'thinking', '--dataset', {str(data)!r}, *{rewards!r}]\n"
+            f"result = CliRunner().invoke(cli.main, [*new, {str(tmp_path / 'run')!r}])\n"
+            "assert result.exit_code == 0, result.output\n"
+            f"result = CliRunner().invoke(cli.main, [*new, {str(tmp_path / 'bad')!r}, '--param', "
+            "'repetition.max_penalty=1.0'])\n"
+            "print(json.dumps([result.exit_code, result.output]))\n")
+    probe = "import json, sys\nfrom click.testing import CliRunner\nfrom grpo_skill import cli\n" + code
+    exit_code, output = json.loads(run([sys.executable, "-c", probe]).stdout.splitlines()[-1])
+    assert (tmp_path / "run" / "train.py").is_file() and not (tmp_path / "bad").exists()
+    assert exit_code == 1 and output == (
+        "Error: the project would not run: reward 'repetition' (plugin builtin:shaping): params: ngram_size must be "
+        "a whole number from 1 up and max_penalty 0 or below (got 3, 1.0)\n")
+
+
 def test_a_prompt_copier_shows_gets_the_real_prompt_library():
     """The other side of leaving copier's prompt libraries out: a name copier took from them is the library's own
     thing the moment it is used (copier asks through these when a template question has no answer)."""

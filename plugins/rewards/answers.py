@@ -52,18 +52,15 @@ ANSWER_PACKAGES = {"math_verify": "math-verify", "text_to_num": "text2num", "cn2
 
 
 def require_answer_packages() -> None:
-    """Fail when the reward is built, with the install line, rather than at its first call."""
-    import importlib
-
-    from grpo_skill.errors import UserError
+    """Fail when the reward is built, with the install line, rather than at its first call; without importing them
+    (math-verify brings sympy: a second), which the reward does when it first reads an answer."""
     from grpo_skill.i18n import _
 
+    from .needs import require
+
     for module, package in ANSWER_PACKAGES.items():
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise UserError(_("this reward needs {package}: pip install {package} (or pip install "
-                              "'grpo-skill[train]')").format(package=package)) from None
+        require(module, _("this reward needs {package}: pip install {package} (or pip install "
+                          "'grpo-skill[train]')").format(package=package))
 
 
 def _timeouts() -> int | None:

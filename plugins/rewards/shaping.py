@@ -2,19 +2,22 @@
 reasoning_steps and language.
 
 soft_overlong, repetition and think_format wrap TRL's ``trl.rewards`` (DAPO's overlong punishment, the n-gram
-repetition penalty, the think-format check); TRL is imported when a reward is built, never by the CLI.
+repetition penalty, the think-format check); TRL is imported at a reward's first call, never by the CLI: building
+one (`new`, `check`) checks only that TRL is installed.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 import unicodedata
 
 from grpo_skill import Reward, completion_text, hookimpl
-from grpo_skill.errors import UserError
+from grpo_skill.errors import MissingPackage, UserError
 from grpo_skill.i18n import N_, _
 
+from .needs import on_first_call, require
 from .verifiable import max_tokens_param, opens_think
 
 THINK_START, THINK_END = "<think>", "</think>"
@@ -28,15 +31,21 @@ def _ids(context, completions, completion_ids):
     return context.encode([completion_text(c) for c in completions])
 
 
-def soft_overlong_factory(context):
-    from trl.rewards import get_soft_overlong_punishment
+def from_trl(make):
+    """The function ``make(trl.rewards)`` returns, made at its first call; refused now when TRL is not installed."""
+    require("trl", _("{module} is not installed; this needs the training packages: pip install "
+                     "'grpo-skill[train]'").format(module="trl"))
+    return on_first_call(lambda: make(importlib.import_module("trl.rewards")))
 
+
+def soft_overlong_factory(context):
     max_len = max_tokens_param(context, "max_completion_len")
     cache = context.params["soft_punish_cache"] or max(1, max_len // 5)
     if not 0 < cache <= max_len:
         raise UserError(_("params.soft_punish_cache = {cache} must be between 1 and max_completion_len "
                           "({max_len})").format(cache=cache, max_len=max_len))
-    punish = get_soft_overlong_punishment(max_completion_len=max_len, soft_punish_cache=cache)
+    punish = from_trl(lambda trl: trl.get_soft_overlong_punishment(max_completion_len=max_len,
+                                                                  soft_punish_cache=cache))
 
     def soft_overlong(completions, completion_ids=None, **kwargs):
         return punish(completion_ids=_ids(context, completions, completion_ids))
@@ -45,13 +54,11 @@ def soft_overlong_factory(context):
 
 
 def repetition_factory(context):
-    from trl.rewards import get_repetition_penalty_reward
-
     size, penalty = context.params["ngram_size"], context.params["max_penalty"]
     if isinstance(size, bool) or not isinstance(size, int) or size < 1 or penalty > 0:
         raise UserError(_("params: ngram_size must be a whole number from 1 up and max_penalty 0 or below "
                           "(got {size}, {penalty})").format(size=size, penalty=penalty))
-    penalise = get_repetition_penalty_reward(ngram_size=size, max_penalty=float(penalty))
+    penalise = from_trl(lambda trl: trl.get_repetition_penalty_reward(ngram_size=size, max_penalty=float(penalty)))
 
     def repetition(completions, completion_ids=None, **kwargs):
         return penalise(completion_ids=_ids(context, completions, completion_ids))
@@ -60,9 +67,8 @@ def repetition_factory(context):
 
 
 def think_format_factory(context):
-    from trl.rewards import think_format_reward
-
     opened = opens_think(context)
+    think_format_reward = from_trl(lambda trl: trl.think_format_reward)
 
     def think_format(completions, **kwargs):
         # TRL's check wants "<think>...</think>" from the start: put back the <think> the prompt holds
@@ -154,8 +160,8 @@ def language_identifier():
             try:
                 from py3langid.langid import MODEL_FILE, LanguageIdentifier
             except ImportError:
-                raise UserError(_("the language reward needs py3langid: pip install py3langid "
-                                  "(or pip install 'grpo-skill[train]')")) from None
+                raise MissingPackage(_("the language reward needs py3langid: pip install py3langid "
+                                       "(or pip install 'grpo-skill[train]')")) from None
             _identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
         return _identifier
 
@@ -228,12 +234,12 @@ def script_share(text: str, language: str) -> float | None:
 def language_factory(context):
     language, part = context.params["language"], context.params["part"]
     think_end = context.params["think_end_token"]
-    identifier = language_identifier()
+    if part not in ("all", "thinking", "answer"):
+        raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
+    identifier = language_identifier()  # its model (a second to load) knows the language codes
     if language not in identifier.labels:
         raise UserError(_("params.language = {language!r} is no language code py3langid knows; use an ISO 639-1 "
                           "code such as en, zh, fr, de, ja").format(language=language))
-    if part not in ("all", "thinking", "answer"):
-        raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
 
     def share_in_language(*parts: str) -> float | None:
         parts = tuple(without_maths(part, language) for part in parts)

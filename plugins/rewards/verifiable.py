@@ -84,10 +84,10 @@ class Checker:
 
 
 def _accuracy(context, name: str, must_close: bool):
-    answers.require_answer_packages()
     think_end = context.params["think_end_token"]
     opened = must_close or opens_think(context)
     checker = Checker(name, context.params["answer_column"])
+    answers.require_answer_packages()  # after the params: `new` checks them where the packages are not installed
 
     def accuracy(completions, prompts=None, **kwargs):
         golds = checker.golds(kwargs)
@@ -120,13 +120,13 @@ def max_tokens_param(context, key: str) -> int:
 
 
 def cosine_length_factory(context):
-    answers.require_answer_packages()
     params = context.params
     max_len = max_tokens_param(context, "max_len")
     think_end, opened = params["think_end_token"], opens_think(context)
     checker = Checker("cosine_length", params["answer_column"])
     low_wrong, high_wrong = params["min_value_wrong"], params["max_value_wrong"]
     low_right, high_right = params["min_value_correct"], params["max_value_correct"]
+    answers.require_answer_packages()
 
     def cosine_length(completions, prompts=None, completion_ids=None, **kwargs):
         golds = checker.golds(kwargs)
@@ -156,10 +156,10 @@ def _group_keys(prompts, count: int) -> list[str]:
 
 
 def kimi_length_factory(context):
-    answers.require_answer_packages()
     params = context.params
     think_end, opened = params["think_end_token"], opens_think(context)
     checker = Checker("kimi_length", params["answer_column"])
+    answers.require_answer_packages()
 
     def kimi_length(completions, prompts=None, completion_ids=None, **kwargs):
         golds = checker.golds(kwargs)

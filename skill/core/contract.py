@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from .completions import completion_text
-from .errors import UserError, where_raised
+from .errors import MissingPackage, UserError, where_raised
 from .i18n import _
 
 SAMPLE_CHARS = 120  # how much of a completion an error message shows
@@ -24,6 +24,10 @@ SAMPLE_CHARS = 120  # how much of a completion an error message shows
 
 class RewardError(UserError):
     """A reward broke the contract (wrong number of scores, a score that is no finite number) or raised."""
+
+
+class RewardPackageMissing(RewardError):
+    """A reward's factory found a package it needs missing (errors.MissingPackage), once its params were checked."""
 
 
 class RewardTiming:
@@ -71,6 +75,8 @@ def make(factory, context, where: str):
     naming the reward (``where``) and, for a bug in the factory, its file and line."""
     try:
         func = factory(context)
+    except MissingPackage as error:
+        raise RewardPackageMissing(f"{where}: {error}") from error
     except UserError as error:
         raise RewardError(f"{where}: {error}") from error
     except Exception as error:

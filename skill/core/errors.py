@@ -50,6 +50,11 @@ class MissingColumn(UserError):
         self.column = column
 
 
+class MissingPackage(UserError):
+    """A package a reward needs (one the [train] extra brings) is not installed. A factory checks its params before
+    its packages: `new` writes a project without them, as grpo-skill without its [train] extra must."""
+
+
 def debug_wanted() -> bool:
     return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 

@@ -19,6 +19,7 @@ SENTENCE_CJK_CHARACTERS = 16
 def gold_warnings(config) -> list[str]:
     """Lines naming the local golds a graded reward cannot use: unreadable ones, and sentences."""
     from ..core import plugins
+    from ..core.contract import RewardPackageMissing
     from .promptlength import column_values
 
     lines = []
@@ -30,8 +31,11 @@ def gold_warnings(config) -> list[str]:
         if not values:
             continue  # a hub dataset, or no such column: train.py and `check` say so elsewhere
         golds = [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values]
-        reward = plugins.get_reward(choice.name).build(tokenizer=None, preset=config.preset, params=choice.params,
-                                                       grpo=config.grpo)  # as train.py builds it, without token ids
+        try:
+            reward = plugins.get_reward(choice.name).build(tokenizer=None, preset=config.preset, params=choice.params,
+                                                           grpo=config.grpo)  # as train.py builds it, without token ids
+        except RewardPackageMissing:
+            continue  # `new` without the [train] extra: no gold can be read here; `check` says what to install
         completions = ["</think>" + gold for gold in golds]
         with warnings.catch_warnings():  # each unreadable gold is named below, once
             warnings.simplefilter("ignore")

@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -250,7 +251,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
-            _build_own_rewards(loaded, plugin_name)
+            loaded.warnings.extend(_build_chosen_rewards(loaded, plugin_name))
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
             raise GenerateError(_would_not_run(str(error), rendered, shown_folder, options.get("settings"))) from None
@@ -272,14 +273,30 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     return result
 
 
-def _build_own_rewards(loaded, plugin_name: str | None) -> None:
-    """Build the chosen rewards of the project's own rewards.py as `check` builds them, so that `new` refuses the
-    params their factories refuse. Only those: they need nothing beyond grpo-skill, while a built-in reward may
-    import packages (trl, math-verify) that `new` does not need."""
-    for choice in loaded.rewards:
-        reward = plugins.get_reward(choice.name)
-        if plugin_name and reward.source == plugin_name:
-            reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
+# A reward whose factory loads a model: llm_judge's local judge, language's py3langid model (for its language codes:
+# about a second, as long as the rest of `new`). `new` leaves them to `check` and train.py.
+MODEL_LOADING_REWARDS = frozenset({"llm_judge", "language"})
+
+
+def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
+    """Build the chosen rewards as `check` builds them, so that `new` refuses the params their factories refuse:
+    the project's own rewards.py's and the built-in ones (but those that load a model). Other plugins' are left to
+    `check`: a factory of theirs may load a model or call a service. A built-in checks its params before it asks for
+    its packages, which it imports at its first call: without the [train] extra the project is written, and `check`
+    says what to install. Returns what the factories warned (code_tests: the network cannot be cut here), as `new`
+    says it."""
+    from ..core.contract import RewardPackageMissing
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        for choice in loaded.rewards:
+            reward = plugins.get_reward(choice.name)
+            own = plugin_name and reward.source == plugin_name
+            built_in = reward.source.startswith("builtin:") and reward.name not in MODEL_LOADING_REWARDS
+            if own or built_in:
+                with contextlib.suppress(RewardPackageMissing):
+                    reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
+    return [str(warning.message) for warning in caught if issubclass(warning.category, UserWarning)]
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
