@@ -151,6 +151,17 @@ def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(projec
         "resume with the values it was trained with, or start over with --overwrite"]
 
 
+def test_resume_with_all_linear_over_named_target_modules_is_refused_before_the_model_loads(project, finished_copy):
+    """"all-linear" names no layer: it is compared by the modules it picks in the model, built without weights."""
+    result = resume_with_config_edit(project, finished_copy, f"target_modules = {json.dumps(TINY_TARGETS)}",
+                                     'target_modules = "all-linear"')
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {finished_copy.name}/checkpoint-16 was trained with LoRA target_modules {sorted(TINY_TARGETS)} (now "
+        '"all-linear"), not what [lora] says now: resume with the values it was trained with, or start over with '
+        "--overwrite"]
+
+
 def test_resume_onto_another_model_is_refused_before_it_loads(project, finished_copy):
     from grpo_skill import modelbuild
 
@@ -526,7 +537,8 @@ def checkpoint_with_adapter(output_dir, **adapter_config):
 
 
 QWEN3_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-TINY_LORA = {"r": 16, "target_modules": [*QWEN3_LINEAR, "lm_head"], "source": "[lora]"}
+TINY_TARGETS = [*QWEN3_LINEAR, "lm_head"]  # the tiny preset's [lora] target_modules
+TINY_LORA = {"r": 16, "target_modules": TINY_TARGETS, "source": "[lora]"}
 
 
 def test_an_unsloth_checkpoint_that_trains_lm_head_whole_resumes(tmp_path):
@@ -549,6 +561,40 @@ def test_a_checkpoint_with_other_target_modules_is_refused_and_left_alone(tmp_pa
     assert str(refused.value).startswith(
         f"{checkpoint} was trained with LoRA target_modules {sorted(saved['target_modules'])} (now ")
     assert tree_digest(tmp_path) == before
+
+
+@pytest.mark.parametrize("trained,now,refused", [
+    ("all-linear", TINY_TARGETS, f'target_modules "all-linear" (now {sorted(TINY_TARGETS)})'),  # lm_head besides
+    (["q_proj", "v_proj"], "all-linear", """target_modules ['q_proj', 'v_proj'] (now "all-linear")"""),
+    ("all-linear", "all-linear", None),
+    ("all-linear", QWEN3_LINEAR, None),  # the same layers, named
+], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named"])
+def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused):
+    """peft saves "all-linear" as the whole names of the layers it picked (model.layers.0.mlp.up_proj, ...): a
+    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them."""
+    import torch
+
+    from grpo_skill import generator, project as projects
+    from support import tiny_lora_policy
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    config_file.write_text(config_file.read_text().replace(f"target_modules = {json.dumps(TINY_TARGETS)}",
+                                                           f"target_modules = {json.dumps(now)}"))
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    tiny_lora_policy(torch.float32, r=16, target_modules=trained).save_pretrained(checkpoint)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    shape = resume.lora_shape(projects.load(config_file))
+    assert shape["target_modules"] == now
+    if refused is None:
+        assert resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape).checkpoint.step == 4
+        return
+    before = tree_digest(tmp_path / "out")
+    with pytest.raises(resume.ResumeError) as error:
+        resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape)
+    assert str(error.value) == (f"{checkpoint} was trained with LoRA {refused}, not what [lora] says now: resume with "
+                                "the values it was trained with, or start over with --overwrite")
+    assert tree_digest(tmp_path / "out") == before
 
 
 def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(tmp_path):

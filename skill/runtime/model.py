@@ -8,6 +8,7 @@ tokenizer. With the Unsloth backend, ``unsloth`` must have been imported before 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -300,15 +301,32 @@ def check_targets(model, config: ProjectConfig) -> None:
     targets = config.lora["target_modules"]
     if targets == "all-linear":  # peft picks the linear layers itself
         return
-    names = [name for name, _module in model.named_modules()]
-    missing = [target for target in targets
-               if not any(name == target or name.endswith("." + target) for name in names)]
+    missing = [target for target in targets if not lora_modules(model, [target])]
     if missing:
         linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
                          if isinstance(module, torch.nn.Linear)})
         raise config.error(("lora", "target_modules"), _(
             "{missing} matches no module of this model; its linear layers: {linear}").format(
             missing=", ".join(map(repr, missing)), linear=", ".join(linear)))
+
+
+def lora_modules(model, targets) -> set[str]:
+    """The modules of ``model`` (an empty one will do) that peft puts a LoRA on for ``targets``, matched as peft
+    matches them: "all-linear", every linear layer but the output layer (an adapter's config saves the names it
+    stood for); a list, each name a module's whole name or its last parts; another string, a regular expression of
+    whole names."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    modules = [(name, module) for name, module in model.named_modules() if name]
+    if targets == "all-linear":
+        output = model.get_output_embeddings()
+        return {name for name, module in modules
+                if isinstance(module, (torch.nn.Linear, Conv1D)) and module is not output}
+    if isinstance(targets, str):
+        return {name for name, _module in modules if re.fullmatch(targets, name)}
+    return {name for name, _module in modules
+            if any(name == target or name.endswith("." + target) for target in targets)}
 
 
 def _check_adapter_base(adapter: Path | None, model_path: str) -> None:

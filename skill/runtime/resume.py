@@ -215,22 +215,59 @@ def samples_file(adapter_dir: Path) -> Path:
 
 def lora_shape(config) -> dict:
     """The rank and target modules of the adapter a run trains, which give its weights their shapes: those of
-    [model] adapter when training continues from one (it keeps its own), else [lora]'s."""
+    [model] adapter when training continues from one (it keeps its own), else [lora]'s. ``empty_model``: the model
+    built from its config.json without weights (None where it is not on this machine), for comparing target modules
+    that name no layers ("all-linear") with ones that do."""
     from .model import adapter_dir  # light: no torch
+
+    def empty_model():  # built only where a comparison needs it
+        from . import modelfiles
+
+        folder = modelfiles.model_folder(config)
+        return modelfiles.empty_model(folder) if folder is not None else None
 
     adapter = adapter_dir(config)
     if adapter is not None:
         saved = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-        return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter)}
-    return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]"}
+        return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter),
+                "empty_model": empty_model}
+    return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]",
+            "empty_model": empty_model}
 
 
-def _same_targets(saved: dict, wanted: set[str]) -> bool:
-    """Whether a saved adapter trains the modules asked for. Unsloth trains some of them whole rather than through
-    LoRA (lm_head, embed_tokens) and lists those under modules_to_save, not target_modules."""
-    lora_targets = set(saved["target_modules"])
-    whole = set(saved.get("modules_to_save") or ())
-    return lora_targets <= wanted <= lora_targets | whole
+def _names_or_pattern(value) -> bool:
+    """target_modules as peft takes them: a list of names, or a string ("all-linear", or a regular expression)."""
+    return isinstance(value, str) or isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _targets_shown(targets) -> str:
+    return str(sorted(targets)) if isinstance(targets, list) else json.dumps(targets)
+
+
+def _targets_change(saved: dict, shape: dict) -> str | None:
+    """``target_modules OLD (now NEW)`` where a saved adapter does not train the modules asked for, else None.
+    Unsloth trains some of them whole rather than through LoRA (lm_head, embed_tokens) and lists those under
+    modules_to_save, not target_modules. Plain names are compared as they are; the rest by the modules each picks in
+    the empty model: peft saves "all-linear" as the whole names it stands for ("model.layers.0.mlp.up_proj", ...), or
+    from 20 of them on as their shortest distinct ends ("up_proj", ...)."""
+    from .model import lora_modules  # light: no torch
+
+    targets, wanted, whole = saved.get("target_modules"), shape["target_modules"], saved.get("modules_to_save") or []
+    if not all(map(_names_or_pattern, (targets, wanted, whole))):
+        return None  # not a LoRA checkpoint's; Trainer says what is wrong with it
+    shown = _targets_shown(targets)
+    if all(isinstance(spec, list) and not any("." in name for name in spec) for spec in (targets, wanted, whole)):
+        picked, asked, kept = set(targets), set(wanted), set(whole)
+    else:
+        model = shape["empty_model"]() if "empty_model" in shape else None
+        if model is None:
+            return None  # cannot tell without the model's modules: loading the checkpoint says
+        picked, asked, kept = (lora_modules(model, spec) for spec in (targets, wanted, whole))
+        if picked == lora_modules(model, "all-linear"):
+            shown = _targets_shown("all-linear")
+    if picked <= asked <= picked | kept:
+        return None
+    return f"target_modules {shown} (now {_targets_shown(wanted)})"
 
 
 def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
@@ -240,13 +277,14 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
         saved = json.loads((checkpoint.path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return  # not a readable LoRA checkpoint; Trainer says what is wrong with it
+    if not isinstance(saved, dict):
+        return
     differences = []
     if isinstance(saved.get("r"), int) and isinstance(shape["r"], int) and saved["r"] != shape["r"]:
         differences.append(f"r {saved['r']} (now {shape['r']})")
-    targets, wanted = saved.get("target_modules"), shape["target_modules"]
-    if isinstance(targets, list) and isinstance(wanted, list) and not _same_targets(saved, set(wanted)):
-        differences.append("target_modules {saved} (now {now})".format(
-            saved=sorted(targets), now=sorted(wanted)))
+    targets = _targets_change(saved, shape)
+    if targets:
+        differences.append(targets)
     if differences:
         raise ResumeError(
             _("{checkpoint} was trained with LoRA {differences}, not what {source} says now: resume with the values "
