@@ -517,15 +517,48 @@ def test_evaluate_writes_its_samples_over_its_own_only(tmp_path):
                                   "another folder")
 
 
-def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path):
+@pytest.mark.parametrize("saved", [{}, {"README.md": "---\nbase_model: tiny\nlibrary_name: peft\n---\n"},
+                                   {"README.md": "---\n", "adapter_model.safetensors": "\0"}],
+                         ids=["nothing", "peft-card", "part-of-the-weights"])
+def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path, saved):
     (tmp_path / "checkpoint-4").mkdir()
     (tmp_path / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")
-    (tmp_path / "checkpoint-8").mkdir()  # no trainer_state.json: the kill came while saving
+    (tmp_path / "checkpoint-8").mkdir()  # no trainer_state.json: the kill came while saving, after these files
+    for name, text in saved.items():
+        (tmp_path / "checkpoint-8" / name).write_text(text)
     write_rows(tmp_path / metrics.METRICS_FILE, [{"step": s, "reward": 0.0} for s in range(1, 9)])
     started = resume.prepare(tmp_path, resume=True, max_steps=12)
     assert started.checkpoint.step == 4 and started.resume_from == str(tmp_path / "checkpoint-4")
     assert checkpoint_steps(tmp_path) == [4]
     assert logged_steps(tmp_path) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("mode", [{}, {"overwrite": True}, {"resume": True}], ids=["fresh", "overwrite", "resume"])
+def test_a_folder_of_the_users_named_like_a_checkpoint_is_refused_and_left_alone(tmp_path, mode):
+    """Trainer would save into it, or remove it as an older checkpoint (save_total_limit): the run must not start."""
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoint-4").mkdir(parents=True)
+    (run_dir / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")
+    (run_dir / "checkpoint-4" / "adapter_model.safetensors").write_bytes(b"weights")
+    write_rows(run_dir / metrics.METRICS_FILE, [{"step": s, "reward": 0.0} for s in range(1, 7)])
+    mine = run_dir / "checkpoint-8"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    before = tree_digest(run_dir)
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(run_dir, max_steps=12, **mode)
+    assert str(refused.value) == (
+        f"{mine} holds no checkpoint (no trainer_state.json, adapter or weights), but Trainer takes any folder of "
+        "that name for one, to save into or delete as an older checkpoint: rename it or move it out, or choose "
+        "another folder with --output-dir")
+    assert tree_digest(run_dir) == before
+    # without the run beside it, it is a folder of the user's like any other
+    shutil.rmtree(run_dir / "checkpoint-4")
+    (run_dir / metrics.METRICS_FILE).unlink()
+    assert not resume.has_run(run_dir)
+    with pytest.raises(resume.ResumeError, match=r"is not empty and holds no run \(checkpoint-8\)"):
+        resume.prepare(run_dir, max_steps=12, **mode)
+    assert (mine / "notes.txt").read_text() == "keep me"
 
 
 def checkpoint_with_adapter(output_dir, **adapter_config):

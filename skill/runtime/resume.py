@@ -41,6 +41,11 @@ SAMPLES_ROW_START = b'{"prompt": '
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
 SETTINGS_FILE = "grpo_skill_settings.json"  # in each checkpoint: the settings it was trained with
+# What Trainer and peft write into a checkpoint: any one of them tells a checkpoint (cut off while saving, before
+# trainer_state.json) from a folder of the user's that bears a checkpoint's name.
+CHECKPOINT_FILES = (TRAINER_STATE, ADAPTER_CONFIG, "adapter_model.safetensors", "adapter_model.bin",
+                    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "training_args.bin",
+                    "optimizer.pt", "scheduler.pt", "rng_state.pth", SETTINGS_FILE)
 # Settings a checkpoint fixes: its weights (model, LoRA), and what its step count means (generations per prompt,
 # batch layout, data order). Another value cannot continue it.
 FIXED_SETTINGS = ("model.name", "model.adapter", "model.load_in_4bit", "grpo.num_generations",
@@ -105,8 +110,8 @@ class Start:
                     checkpoint=self.checkpoint.path, first=first.split(":")[0])) from None
 
 
-def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
-    """Every checkpoint folder, complete or not, oldest step first."""
+def _named_as_checkpoints(output_dir: Path) -> list[Checkpoint]:
+    """Every folder named as Trainer names its checkpoints, oldest step first."""
     if not output_dir.is_dir():
         return []
     found = []
@@ -115,6 +120,28 @@ def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
         if match and path.is_dir():
             found.append(Checkpoint(path, int(match.group(1))))
     return sorted(found, key=lambda checkpoint: checkpoint.step)
+
+
+def _saved_by_trainer(path: Path) -> bool:
+    """Whether a checkpoint-N folder is a checkpoint, complete or cut off while saving: it holds a file that Trainer
+    or peft writes there, or nothing (made, then killed). Else it is someone's folder of that name."""
+    try:
+        names = {entry.name for entry in path.iterdir()}
+    except OSError:  # unreadable: taken for what its name says, as before
+        return True
+    return (not names or not names.isdisjoint(CHECKPOINT_FILES)
+            or b"\nlibrary_name: peft\n" in _head(path / MODEL_CARD, 512))  # peft's card, the first file it writes
+
+
+def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
+    """Every checkpoint folder, complete or not, oldest step first."""
+    return [checkpoint for checkpoint in _named_as_checkpoints(output_dir) if _saved_by_trainer(checkpoint.path)]
+
+
+def _not_checkpoints(output_dir: Path) -> list[Path]:
+    """Folders named as checkpoints that hold none."""
+    return [checkpoint.path for checkpoint in _named_as_checkpoints(output_dir)
+            if not _saved_by_trainer(checkpoint.path)]
 
 
 def is_complete(checkpoint: Checkpoint) -> bool:
@@ -193,13 +220,20 @@ def others_files(output_dir: Path) -> list[str]:
 
 def refuse_others_folder(output_dir: Path, choose: str) -> None:
     """Refuse to write a run into a folder that is not empty and holds no run: it is someone's own, and nothing
-    there (not --overwrite either) may be written over. ``choose``: the setting that picks another folder."""
+    there (not --overwrite either) may be written over; or into a run's folder with a checkpoint-N folder that holds
+    no checkpoint, which Trainer would write into and remove. ``choose``: the setting that picks another folder."""
     others = others_files(Path(output_dir))
     if others:
         names = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         raise ResumeError(_("{dir} is not empty and holds no run ({names}); a run writes its files there (README.md, "
                             "adapter, ...) over any of the same name: choose a new or empty folder with {choose}")
                           .format(dir=output_dir, names=names, choose=choose))
+    posing = _not_checkpoints(Path(output_dir))
+    if posing:
+        raise ResumeError(_("{path} holds no checkpoint (no trainer_state.json, adapter or weights), but Trainer takes "
+                            "any folder of that name for one, to save into or delete as an older checkpoint: rename "
+                            "it or move it out, or choose another folder with {choose}").format(
+            path=posing[0], choose=choose))
 
 
 def samples_file(adapter_dir: Path) -> Path:
