@@ -596,18 +596,12 @@ def test_a_checkpoint_with_other_target_modules_is_refused_and_left_alone(tmp_pa
     assert tree_digest(tmp_path) == before
 
 
-@pytest.mark.parametrize("trained,now,refused", [
-    ("all-linear", TINY_TARGETS, f'target_modules "all-linear" (now {sorted(TINY_TARGETS)})'),  # lm_head besides
-    (["q_proj", "v_proj"], "all-linear", """target_modules ['q_proj', 'v_proj'] (now "all-linear")"""),
-    ("all-linear", "all-linear", None),
-    ("all-linear", QWEN3_LINEAR, None),  # the same layers, named
-], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named"])
-def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused):
-    """peft saves "all-linear" as the whole names of the layers it picked (model.layers.0.mlp.up_proj, ...): a
-    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them."""
+def peft_checkpoint_and_project(tmp_path, trained, now):
+    """A checkpoint in tmp_path/out whose adapter peft saved itself on the tiny model with target_modules ``trained``,
+    and a tiny project whose [lora] target_modules are ``now``; its config.toml."""
     import torch
 
-    from grpo_skill import generator, project as projects
+    from grpo_skill import generator
     from support import tiny_lora_policy
 
     generator.render("proj", tmp_path, preset_name="tiny")
@@ -617,7 +611,21 @@ def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, n
     checkpoint = tmp_path / "out" / "checkpoint-4"
     tiny_lora_policy(torch.float32, r=16, target_modules=trained).save_pretrained(checkpoint)
     (checkpoint / resume.TRAINER_STATE).write_text("{}")
-    shape = resume.lora_shape(projects.load(config_file))
+    return config_file
+
+
+@pytest.mark.parametrize("trained,now,refused", [
+    ("all-linear", TINY_TARGETS, f'target_modules "all-linear" (now {sorted(TINY_TARGETS)})'),  # lm_head besides
+    (["q_proj", "v_proj"], "all-linear", """target_modules ['q_proj', 'v_proj'] (now "all-linear")"""),
+    ("all-linear", "all-linear", None),
+    ("all-linear", QWEN3_LINEAR, None),  # the same layers, named
+], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named"])
+def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused):
+    """peft saves "all-linear" as the whole names of the layers it picked (model.layers.0.mlp.up_proj, ...): a
+    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them."""
+    from grpo_skill import project as projects
+
+    shape = resume.lora_shape(projects.load(peft_checkpoint_and_project(tmp_path, trained, now)))
     assert shape["target_modules"] == now
     if refused is None:
         assert resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape).checkpoint.step == 4
@@ -625,9 +633,26 @@ def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, n
     before = tree_digest(tmp_path / "out")
     with pytest.raises(resume.ResumeError) as error:
         resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape)
-    assert str(error.value) == (f"{checkpoint} was trained with LoRA {refused}, not what [lora] says now: resume with "
-                                "the values it was trained with, or start over with --overwrite")
+    assert str(error.value) == (f"{tmp_path / 'out' / 'checkpoint-4'} was trained with LoRA {refused}, not what "
+                                "[lora] says now: resume with the values it was trained with, or start over with "
+                                "--overwrite")
     assert tree_digest(tmp_path / "out") == before
+
+
+def test_comparing_all_linear_leaves_transformers_unimported(tmp_path):
+    """train.py checks the checkpoint before it imports unsloth, which must come before transformers."""
+    config_file = peft_checkpoint_and_project(tmp_path, "all-linear", TINY_TARGETS)
+    probe = ("import sys\n"
+             "from grpo_skill import project as projects\n"
+             "from grpo_skill.runtime import resume\n"
+             f"shape = resume.lora_shape(projects.load({str(config_file)!r}))\n"
+             "try:\n"
+             f"    resume.prepare({str(tmp_path / 'out')!r}, resume=True, max_steps=8, lora=shape)\n"
+             "except resume.ResumeError as error:\n"
+             "    print(error)\n"
+             "print('transformers' in sys.modules)\n")
+    lines = run([sys.executable, "-c", probe]).stdout.splitlines()
+    assert 'target_modules "all-linear" (now ' in lines[0] and lines[1:] == ["False"]
 
 
 def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(tmp_path):

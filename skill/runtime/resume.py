@@ -249,24 +249,24 @@ def samples_file(adapter_dir: Path) -> Path:
 
 def lora_shape(config) -> dict:
     """The rank and target modules of the adapter a run trains, which give its weights their shapes: those of
-    [model] adapter when training continues from one (it keeps its own), else [lora]'s. ``empty_model``: the model
-    built from its config.json without weights (None where it is not on this machine), for comparing target modules
-    that name no layers ("all-linear") with ones that do."""
+    [model] adapter when training continues from one (it keeps its own), else [lora]'s. ``layers``: the model's
+    modules (None where it is not on this machine), for comparing target modules that name no layers ("all-linear")
+    with ones that do."""
     from .model import adapter_dir  # light: no torch
 
-    def empty_model():  # built only where a comparison needs it
+    def layers():  # asked only where a comparison needs them
         from . import modelfiles
 
         folder = modelfiles.model_folder(config)
-        return modelfiles.empty_model(folder) if folder is not None else None
+        return modelfiles.layers(folder) if folder is not None else None
 
     adapter = adapter_dir(config)
     if adapter is not None:
         saved = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
         return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter),
-                "empty_model": empty_model}
+                "layers": layers}
     return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]",
-            "empty_model": empty_model}
+            "layers": layers}
 
 
 def _names_or_pattern(value) -> bool:
@@ -282,8 +282,8 @@ def _targets_change(saved: dict, shape: dict) -> str | None:
     """``target_modules OLD (now NEW)`` where a saved adapter does not train the modules asked for, else None.
     Unsloth trains some of them whole rather than through LoRA (lm_head, embed_tokens) and lists those under
     modules_to_save, not target_modules. Plain names are compared as they are; the rest by the modules each picks in
-    the empty model: peft saves "all-linear" as the whole names it stands for ("model.layers.0.mlp.up_proj", ...), or
-    from 20 of them on as their shortest distinct ends ("up_proj", ...)."""
+    the model: peft saves "all-linear" as the whole names it stands for ("model.layers.0.mlp.up_proj", ...), or from
+    20 of them on as their shortest distinct ends ("up_proj", ...)."""
     from .model import lora_modules  # light: no torch
 
     targets, wanted, whole = saved.get("target_modules"), shape["target_modules"], saved.get("modules_to_save") or []
@@ -293,11 +293,11 @@ def _targets_change(saved: dict, shape: dict) -> str | None:
     if all(isinstance(spec, list) and not any("." in name for name in spec) for spec in (targets, wanted, whole)):
         picked, asked, kept = set(targets), set(wanted), set(whole)
     else:
-        model = shape["empty_model"]() if "empty_model" in shape else None
-        if model is None:
+        layers = shape["layers"]() if "layers" in shape else None
+        if layers is None:
             return None  # cannot tell without the model's modules: loading the checkpoint says
-        picked, asked, kept = (lora_modules(model, spec) for spec in (targets, wanted, whole))
-        if picked == lora_modules(model, "all-linear"):
+        picked, asked, kept = (lora_modules(layers, spec) for spec in (targets, wanted, whole))
+        if picked == lora_modules(layers, "all-linear"):
             shown = _targets_shown("all-linear")
     if picked <= asked <= picked | kept:
         return None
