@@ -151,6 +151,17 @@ def test_resume_with_another_lora_shape_is_refused_before_the_model_loads(projec
         "resume with the values it was trained with, or start over with --overwrite"]
 
 
+def test_resume_with_all_linear_over_named_target_modules_is_refused_before_the_model_loads(project, finished_copy):
+    """"all-linear" names no layer: it is compared by the modules it picks in the model, built without weights."""
+    result = resume_with_config_edit(project, finished_copy, f"target_modules = {json.dumps(TINY_TARGETS)}",
+                                     'target_modules = "all-linear"')
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {finished_copy.name}/checkpoint-16 was trained with LoRA target_modules {sorted(TINY_TARGETS)} (now "
+        '"all-linear"), not what [lora] says now: resume with the values it was trained with, or start over with '
+        "--overwrite"]
+
+
 def test_resume_onto_another_model_is_refused_before_it_loads(project, finished_copy):
     from grpo_skill import modelbuild
 
@@ -506,15 +517,48 @@ def test_evaluate_writes_its_samples_over_its_own_only(tmp_path):
                                   "another folder")
 
 
-def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path):
+@pytest.mark.parametrize("saved", [{}, {"README.md": "---\nbase_model: tiny\nlibrary_name: peft\n---\n"},
+                                   {"README.md": "---\n", "adapter_model.safetensors": "\0"}],
+                         ids=["nothing", "peft-card", "part-of-the-weights"])
+def test_a_checkpoint_cut_off_while_saving_is_not_resumed_from_and_is_removed(tmp_path, saved):
     (tmp_path / "checkpoint-4").mkdir()
     (tmp_path / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")
-    (tmp_path / "checkpoint-8").mkdir()  # no trainer_state.json: the kill came while saving
+    (tmp_path / "checkpoint-8").mkdir()  # no trainer_state.json: the kill came while saving, after these files
+    for name, text in saved.items():
+        (tmp_path / "checkpoint-8" / name).write_text(text)
     write_rows(tmp_path / metrics.METRICS_FILE, [{"step": s, "reward": 0.0} for s in range(1, 9)])
     started = resume.prepare(tmp_path, resume=True, max_steps=12)
     assert started.checkpoint.step == 4 and started.resume_from == str(tmp_path / "checkpoint-4")
     assert checkpoint_steps(tmp_path) == [4]
     assert logged_steps(tmp_path) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("mode", [{}, {"overwrite": True}, {"resume": True}], ids=["fresh", "overwrite", "resume"])
+def test_a_folder_of_the_users_named_like_a_checkpoint_is_refused_and_left_alone(tmp_path, mode):
+    """Trainer would save into it, or remove it as an older checkpoint (save_total_limit): the run must not start."""
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoint-4").mkdir(parents=True)
+    (run_dir / "checkpoint-4" / resume.TRAINER_STATE).write_text("{}")
+    (run_dir / "checkpoint-4" / "adapter_model.safetensors").write_bytes(b"weights")
+    write_rows(run_dir / metrics.METRICS_FILE, [{"step": s, "reward": 0.0} for s in range(1, 7)])
+    mine = run_dir / "checkpoint-8"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    before = tree_digest(run_dir)
+    with pytest.raises(resume.ResumeError) as refused:
+        resume.prepare(run_dir, max_steps=12, **mode)
+    assert str(refused.value) == (
+        f"{mine} holds no checkpoint (no trainer_state.json, adapter or weights), but Trainer takes any folder of "
+        "that name for one, to save into or delete as an older checkpoint: rename it or move it out, or choose "
+        "another folder with --output-dir")
+    assert tree_digest(run_dir) == before
+    # without the run beside it, it is a folder of the user's like any other
+    shutil.rmtree(run_dir / "checkpoint-4")
+    (run_dir / metrics.METRICS_FILE).unlink()
+    assert not resume.has_run(run_dir)
+    with pytest.raises(resume.ResumeError, match=r"is not empty and holds no run \(checkpoint-8\)"):
+        resume.prepare(run_dir, max_steps=12, **mode)
+    assert (mine / "notes.txt").read_text() == "keep me"
 
 
 def checkpoint_with_adapter(output_dir, **adapter_config):
@@ -526,7 +570,8 @@ def checkpoint_with_adapter(output_dir, **adapter_config):
 
 
 QWEN3_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-TINY_LORA = {"r": 16, "target_modules": [*QWEN3_LINEAR, "lm_head"], "source": "[lora]"}
+TINY_TARGETS = [*QWEN3_LINEAR, "lm_head"]  # the tiny preset's [lora] target_modules
+TINY_LORA = {"r": 16, "target_modules": TINY_TARGETS, "source": "[lora]"}
 
 
 def test_an_unsloth_checkpoint_that_trains_lm_head_whole_resumes(tmp_path):
@@ -549,6 +594,65 @@ def test_a_checkpoint_with_other_target_modules_is_refused_and_left_alone(tmp_pa
     assert str(refused.value).startswith(
         f"{checkpoint} was trained with LoRA target_modules {sorted(saved['target_modules'])} (now ")
     assert tree_digest(tmp_path) == before
+
+
+def peft_checkpoint_and_project(tmp_path, trained, now):
+    """A checkpoint in tmp_path/out whose adapter peft saved itself on the tiny model with target_modules ``trained``,
+    and a tiny project whose [lora] target_modules are ``now``; its config.toml."""
+    import torch
+
+    from grpo_skill import generator
+    from support import tiny_lora_policy
+
+    generator.render("proj", tmp_path, preset_name="tiny")
+    config_file = tmp_path / "proj" / "config.toml"
+    config_file.write_text(config_file.read_text().replace(f"target_modules = {json.dumps(TINY_TARGETS)}",
+                                                           f"target_modules = {json.dumps(now)}"))
+    checkpoint = tmp_path / "out" / "checkpoint-4"
+    tiny_lora_policy(torch.float32, r=16, target_modules=trained).save_pretrained(checkpoint)
+    (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    return config_file
+
+
+@pytest.mark.parametrize("trained,now,refused", [
+    ("all-linear", TINY_TARGETS, f'target_modules "all-linear" (now {sorted(TINY_TARGETS)})'),  # lm_head besides
+    (["q_proj", "v_proj"], "all-linear", """target_modules ['q_proj', 'v_proj'] (now "all-linear")"""),
+    ("all-linear", "all-linear", None),
+    ("all-linear", QWEN3_LINEAR, None),  # the same layers, named
+], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named"])
+def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused):
+    """peft saves "all-linear" as the whole names of the layers it picked (model.layers.0.mlp.up_proj, ...): a
+    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them."""
+    from grpo_skill import project as projects
+
+    shape = resume.lora_shape(projects.load(peft_checkpoint_and_project(tmp_path, trained, now)))
+    assert shape["target_modules"] == now
+    if refused is None:
+        assert resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape).checkpoint.step == 4
+        return
+    before = tree_digest(tmp_path / "out")
+    with pytest.raises(resume.ResumeError) as error:
+        resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape)
+    assert str(error.value) == (f"{tmp_path / 'out' / 'checkpoint-4'} was trained with LoRA {refused}, not what "
+                                "[lora] says now: resume with the values it was trained with, or start over with "
+                                "--overwrite")
+    assert tree_digest(tmp_path / "out") == before
+
+
+def test_comparing_all_linear_leaves_transformers_unimported(tmp_path):
+    """train.py checks the checkpoint before it imports unsloth, which must come before transformers."""
+    config_file = peft_checkpoint_and_project(tmp_path, "all-linear", TINY_TARGETS)
+    probe = ("import sys\n"
+             "from grpo_skill import project as projects\n"
+             "from grpo_skill.runtime import resume\n"
+             f"shape = resume.lora_shape(projects.load({str(config_file)!r}))\n"
+             "try:\n"
+             f"    resume.prepare({str(tmp_path / 'out')!r}, resume=True, max_steps=8, lora=shape)\n"
+             "except resume.ResumeError as error:\n"
+             "    print(error)\n"
+             "print('transformers' in sys.modules)\n")
+    lines = run([sys.executable, "-c", probe]).stdout.splitlines()
+    assert 'target_modules "all-linear" (now ' in lines[0] and lines[1:] == ["False"]
 
 
 def test_rewind_keeps_steps_up_to_the_checkpoint_and_drops_end_of_training_rows(tmp_path):

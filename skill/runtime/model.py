@@ -8,6 +8,7 @@ tokenizer. With the Unsloth backend, ``unsloth`` must have been imported before 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -300,15 +301,36 @@ def check_targets(model, config: ProjectConfig) -> None:
     targets = config.lora["target_modules"]
     if targets == "all-linear":  # peft picks the linear layers itself
         return
-    names = [name for name, _module in model.named_modules()]
-    missing = [target for target in targets
-               if not any(name == target or name.endswith("." + target) for name in names)]
+    layers = linear_layers(model)
+    missing = [target for target in targets if not lora_modules(layers, [target])]
     if missing:
         linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
                          if isinstance(module, torch.nn.Linear)})
         raise config.error(("lora", "target_modules"), _(
             "{missing} matches no module of this model; its linear layers: {linear}").format(
             missing=", ".join(map(repr, missing)), linear=", ".join(linear)))
+
+
+def linear_layers(model) -> dict[str, bool]:
+    """Each module's name, and whether peft's "all-linear" takes it: a linear layer other than the output layer."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    output = model.get_output_embeddings()
+    return {name: isinstance(module, (torch.nn.Linear, Conv1D)) and module is not output
+            for name, module in model.named_modules() if name}
+
+
+def lora_modules(layers: dict[str, bool], targets) -> set[str]:
+    """The modules among ``layers`` (from :func:`linear_layers`) that peft puts a LoRA on for ``targets``, matched
+    as peft matches them: "all-linear", every linear layer but the output layer (an adapter's config saves the names
+    it stood for); a list, each name a module's whole name or its last parts; another string, a regular expression
+    of whole names."""
+    if targets == "all-linear":
+        return {name for name, linear in layers.items() if linear}
+    if isinstance(targets, str):
+        return {name for name in layers if re.fullmatch(targets, name)}
+    return {name for name in layers if any(name == target or name.endswith("." + target) for target in targets)}
 
 
 def _check_adapter_base(adapter: Path | None, model_path: str) -> None:

@@ -9,6 +9,9 @@ use, as `plan` makes it) or the Hugging Face cache; nothing is downloaded.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from ..core.i18n import _
@@ -91,3 +94,21 @@ def empty_model(folder: Path):
             return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
     except Exception:  # an architecture this transformers does not know: train.py says so when it loads it
         return None
+
+
+def layers(folder: Path) -> dict[str, bool] | None:
+    """The modules of the model of ``folder``'s config.json, as :func:`model.linear_layers` gives them; None where it
+    cannot be built. Built in a child process: train.py asks before it imports unsloth, which must come before
+    transformers."""
+    child = subprocess.run([sys.executable, "-m", __name__, str(folder)], capture_output=True, text=True)
+    try:
+        return json.loads(child.stdout.splitlines()[-1]) if child.returncode == 0 else None
+    except (IndexError, ValueError):  # a child that printed no answer
+        return None
+
+
+if __name__ == "__main__":
+    from .model import linear_layers
+
+    empty = empty_model(Path(sys.argv[1]))
+    print(json.dumps(None if empty is None else linear_layers(empty)))

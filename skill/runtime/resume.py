@@ -41,6 +41,11 @@ SAMPLES_ROW_START = b'{"prompt": '
 # these and nothing else. (TRL's model card, README.md, is rewritten by the next run.)
 RUN_FILES = (metrics.METRICS_FILE, traces.TRACES_FILE, SUMMARY_FILE, PLOT_FILE, ADAPTER_DIR, SAMPLES_FILE)
 SETTINGS_FILE = "grpo_skill_settings.json"  # in each checkpoint: the settings it was trained with
+# What Trainer and peft write into a checkpoint: any one of them tells a checkpoint (cut off while saving, before
+# trainer_state.json) from a folder of the user's that bears a checkpoint's name.
+CHECKPOINT_FILES = (TRAINER_STATE, ADAPTER_CONFIG, "adapter_model.safetensors", "adapter_model.bin",
+                    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "training_args.bin",
+                    "optimizer.pt", "scheduler.pt", "rng_state.pth", SETTINGS_FILE)
 # Settings a checkpoint fixes: its weights (model, LoRA), and what its step count means (generations per prompt,
 # batch layout, data order). Another value cannot continue it.
 FIXED_SETTINGS = ("model.name", "model.adapter", "model.load_in_4bit", "grpo.num_generations",
@@ -105,8 +110,8 @@ class Start:
                     checkpoint=self.checkpoint.path, first=first.split(":")[0])) from None
 
 
-def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
-    """Every checkpoint folder, complete or not, oldest step first."""
+def _named_as_checkpoints(output_dir: Path) -> list[Checkpoint]:
+    """Every folder named as Trainer names its checkpoints, oldest step first."""
     if not output_dir.is_dir():
         return []
     found = []
@@ -115,6 +120,28 @@ def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
         if match and path.is_dir():
             found.append(Checkpoint(path, int(match.group(1))))
     return sorted(found, key=lambda checkpoint: checkpoint.step)
+
+
+def _saved_by_trainer(path: Path) -> bool:
+    """Whether a checkpoint-N folder is a checkpoint, complete or cut off while saving: it holds a file that Trainer
+    or peft writes there, or nothing (made, then killed). Else it is someone's folder of that name."""
+    try:
+        names = {entry.name for entry in path.iterdir()}
+    except OSError:  # unreadable: taken for what its name says, as before
+        return True
+    return (not names or not names.isdisjoint(CHECKPOINT_FILES)
+            or b"\nlibrary_name: peft\n" in _head(path / MODEL_CARD, 512))  # peft's card, the first file it writes
+
+
+def checkpoint_dirs(output_dir: Path) -> list[Checkpoint]:
+    """Every checkpoint folder, complete or not, oldest step first."""
+    return [checkpoint for checkpoint in _named_as_checkpoints(output_dir) if _saved_by_trainer(checkpoint.path)]
+
+
+def _not_checkpoints(output_dir: Path) -> list[Path]:
+    """Folders named as checkpoints that hold none."""
+    return [checkpoint.path for checkpoint in _named_as_checkpoints(output_dir)
+            if not _saved_by_trainer(checkpoint.path)]
 
 
 def is_complete(checkpoint: Checkpoint) -> bool:
@@ -193,13 +220,20 @@ def others_files(output_dir: Path) -> list[str]:
 
 def refuse_others_folder(output_dir: Path, choose: str) -> None:
     """Refuse to write a run into a folder that is not empty and holds no run: it is someone's own, and nothing
-    there (not --overwrite either) may be written over. ``choose``: the setting that picks another folder."""
+    there (not --overwrite either) may be written over; or into a run's folder with a checkpoint-N folder that holds
+    no checkpoint, which Trainer would write into and remove. ``choose``: the setting that picks another folder."""
     others = others_files(Path(output_dir))
     if others:
         names = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         raise ResumeError(_("{dir} is not empty and holds no run ({names}); a run writes its files there (README.md, "
                             "adapter, ...) over any of the same name: choose a new or empty folder with {choose}")
                           .format(dir=output_dir, names=names, choose=choose))
+    posing = _not_checkpoints(Path(output_dir))
+    if posing:
+        raise ResumeError(_("{path} holds no checkpoint (no trainer_state.json, adapter or weights), but Trainer takes "
+                            "any folder of that name for one, to save into or delete as an older checkpoint: rename "
+                            "it or move it out, or choose another folder with {choose}").format(
+            path=posing[0], choose=choose))
 
 
 def samples_file(adapter_dir: Path) -> Path:
@@ -215,22 +249,59 @@ def samples_file(adapter_dir: Path) -> Path:
 
 def lora_shape(config) -> dict:
     """The rank and target modules of the adapter a run trains, which give its weights their shapes: those of
-    [model] adapter when training continues from one (it keeps its own), else [lora]'s."""
+    [model] adapter when training continues from one (it keeps its own), else [lora]'s. ``layers``: the model's
+    modules (None where it is not on this machine), for comparing target modules that name no layers ("all-linear")
+    with ones that do."""
     from .model import adapter_dir  # light: no torch
+
+    def layers():  # asked only where a comparison needs them
+        from . import modelfiles
+
+        folder = modelfiles.model_folder(config)
+        return modelfiles.layers(folder) if folder is not None else None
 
     adapter = adapter_dir(config)
     if adapter is not None:
         saved = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-        return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter)}
-    return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]"}
+        return {"r": saved.get("r"), "target_modules": saved.get("target_modules"), "source": str(adapter),
+                "layers": layers}
+    return {"r": config.lora["r"], "target_modules": config.lora["target_modules"], "source": "[lora]",
+            "layers": layers}
 
 
-def _same_targets(saved: dict, wanted: set[str]) -> bool:
-    """Whether a saved adapter trains the modules asked for. Unsloth trains some of them whole rather than through
-    LoRA (lm_head, embed_tokens) and lists those under modules_to_save, not target_modules."""
-    lora_targets = set(saved["target_modules"])
-    whole = set(saved.get("modules_to_save") or ())
-    return lora_targets <= wanted <= lora_targets | whole
+def _names_or_pattern(value) -> bool:
+    """target_modules as peft takes them: a list of names, or a string ("all-linear", or a regular expression)."""
+    return isinstance(value, str) or isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _targets_shown(targets) -> str:
+    return str(sorted(targets)) if isinstance(targets, list) else json.dumps(targets)
+
+
+def _targets_change(saved: dict, shape: dict) -> str | None:
+    """``target_modules OLD (now NEW)`` where a saved adapter does not train the modules asked for, else None.
+    Unsloth trains some of them whole rather than through LoRA (lm_head, embed_tokens) and lists those under
+    modules_to_save, not target_modules. Plain names are compared as they are; the rest by the modules each picks in
+    the model: peft saves "all-linear" as the whole names it stands for ("model.layers.0.mlp.up_proj", ...), or from
+    20 of them on as their shortest distinct ends ("up_proj", ...)."""
+    from .model import lora_modules  # light: no torch
+
+    targets, wanted, whole = saved.get("target_modules"), shape["target_modules"], saved.get("modules_to_save") or []
+    if not all(map(_names_or_pattern, (targets, wanted, whole))):
+        return None  # not a LoRA checkpoint's; Trainer says what is wrong with it
+    shown = _targets_shown(targets)
+    if all(isinstance(spec, list) and not any("." in name for name in spec) for spec in (targets, wanted, whole)):
+        picked, asked, kept = set(targets), set(wanted), set(whole)
+    else:
+        layers = shape["layers"]() if "layers" in shape else None
+        if layers is None:
+            return None  # cannot tell without the model's modules: loading the checkpoint says
+        picked, asked, kept = (lora_modules(layers, spec) for spec in (targets, wanted, whole))
+        if picked == lora_modules(layers, "all-linear"):
+            shown = _targets_shown("all-linear")
+    if picked <= asked <= picked | kept:
+        return None
+    return f"target_modules {shown} (now {_targets_shown(wanted)})"
 
 
 def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
@@ -240,13 +311,14 @@ def _check_lora_fits(checkpoint: Checkpoint, shape: dict) -> None:
         saved = json.loads((checkpoint.path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return  # not a readable LoRA checkpoint; Trainer says what is wrong with it
+    if not isinstance(saved, dict):
+        return
     differences = []
     if isinstance(saved.get("r"), int) and isinstance(shape["r"], int) and saved["r"] != shape["r"]:
         differences.append(f"r {saved['r']} (now {shape['r']})")
-    targets, wanted = saved.get("target_modules"), shape["target_modules"]
-    if isinstance(targets, list) and isinstance(wanted, list) and not _same_targets(saved, set(wanted)):
-        differences.append("target_modules {saved} (now {now})".format(
-            saved=sorted(targets), now=sorted(wanted)))
+    targets = _targets_change(saved, shape)
+    if targets:
+        differences.append(targets)
     if differences:
         raise ResumeError(
             _("{checkpoint} was trained with LoRA {differences}, not what {source} says now: resume with the values "
