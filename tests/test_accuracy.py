@@ -276,6 +276,9 @@ FORMS_ZH = [
     ("答案是42。啊不对，是41。", "41", 1.0),
     ("答案是42。刚才说的不对，应该是41", "41", 1.0),
     ("答案是42吗？是41", "41", 1.0),
+    # a question that checks the answer by asking for a number takes nothing back
+    ("答案是12。检查：12除以3是多少？是4，没错。", "12", 1.0),
+    ("答案是12。验算：12÷3等于几？是4，正确。", "12", 1.0),
     # ... but a polite phrase that takes nothing back changes no answer, nor a 是 before no number, nor a maths ellipsis
     ("抱歉让你久等了，答案是42", "42", 1.0),
     ("不好意思，答案是42。", "42", 1.0),

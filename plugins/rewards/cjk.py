@@ -13,7 +13,7 @@ A self-correction replaces the last anchor or total before it (working in betwee
 number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening
 a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned
 or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that
-held a number or an anchor ("答案是42吗？是41"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
+held a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
 before Chinese text ends a clause; one in maths does not (1+2+…+100). An apology takes an answer back only as the
 whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41;
 "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
@@ -65,8 +65,9 @@ _BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉]
                       r"(?:不对|不是的?|不正确|不|(?:我|刚才|之前|前面|上面)?(?:[算写看弄搞说]的?)?(?:错了?|不对|有误)|等等|等一下"
                       r"|(?:我|让我|我来)?(?:更正|纠正)(?:一下)?|不好意思|抱歉|对不起)"
                       r"[了啊呀哦]?[\s*_]*)+")
-# ... or a question that proposed an answer
+# ... or a question that proposed an answer; one that asks for a number ("12除以3是多少？是4") proposes none
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
+_ASKS_FOR = re.compile(r"多少|几|什么|哪|怎么|如何|为什么|为何")
 # a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
 _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
@@ -226,7 +227,8 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
         # after a no, a question that proposed an answer or a hesitation (42……应为41)
-        asked = mark in "？?" and (_PROPOSED.search(clause) or _ANCHOR.search(clause + mark))
+        asked = mark in "？?" and not _ASKS_FOR.search(clause) and (_PROPOSED.search(clause)
+                                                                     or _ANCHOR.search(clause + mark))
         hesitated = mark == _ELLIPSIS and not clause.strip(" *_")
         if not (asked or hesitated or _BARE_NO.fullmatch(clause)):
             continue
