@@ -239,13 +239,14 @@ def render_training(rows: list[dict], run_date: str | None = None) -> str:
         on_gpu = profile.get("device") == "cuda"
         kernel_ms = sum(entry["kernel_ms"] or 0.0 for entry in phases.values())
         where = f"{kernel_ms:.0f} in GPU kernels outside generation" if on_gpu else "on a CPU: wall time only"
-        lines += ["", f"{row['case']} / {row['name']} ({row.get('run_date') or run_date}): {profile['steps']} "
+        date = profile.get("run_date") or row.get("run_date") or run_date  # a kept profile has its own run's date
+        lines += ["", f"{row['case']} / {row['name']} ({date}): {profile['steps']} "
                   f"optimizer steps (one generation cycle) under the profiler after the timed ones, "
                   f"{profile['wall_ms_per_step']:.0f} ms per step of wall time, {where}.", "",
                   "| phase | wall ms per step (timed steps) | wall ms per step, profiled | kernels ms per step | "
                   "GPU busy | kernels per step | mean kernel µs | largest kernel kinds, ms |",
                   "|---|---|---|---|---|---|---|---|"]
-        timed = own_phases_ms(row.get("phases_s_per_step") or {})
+        timed = own_phases_ms(profile.get("timed_phases_s_per_step") or row.get("phases_s_per_step") or {})
         for key, title in PHASE_TITLES:
             entry = phases.get(key)
             if not entry:

@@ -404,12 +404,23 @@ def merge(report: dict, other: dict) -> dict:
         if key not in incoming:
             rows.append(row)
         elif key not in placed:
-            rows += incoming[key]
+            rows += [keep_profile(row, new) for new in incoming[key]]
             placed.add(key)
     report["rows"] = rows + [row for key, group in incoming.items() if key not in placed for row in group]
     report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "
                                                  f"{', '.join(other.get('suites', []))}) merged in"]
     return report
+
+
+def keep_profile(old: dict, new: dict) -> dict:
+    """``new``, a contender measured again without the profiler, with ``old``'s profile kept beside it: the profile
+    is dated and timed by the run that took it, so the page does not lose a profile's table to a plain re-run."""
+    if new.get("profile") or not old.get("profile"):
+        return new
+    profile = {**old["profile"], "run_date": old["profile"].get("run_date") or old.get("run_date"),
+               "timed_phases_s_per_step": old["profile"].get("timed_phases_s_per_step")
+               or old.get("phases_s_per_step")}
+    return {**new, "profile": profile}
 
 
 def merge_decode(old: dict | None, new: dict) -> dict:

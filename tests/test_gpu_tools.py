@@ -433,6 +433,26 @@ def test_a_merged_run_takes_its_contenders_place_and_says_which_comparisons_cros
     assert "| -25.0% |" in lines["| new lever"]
 
 
+def test_a_contender_measured_again_without_the_profiler_keeps_its_profile_with_the_profiles_date():
+    """A plain re-run of a profiled contender replaces its timings, not its profile: the page still shows the
+    profile's table, dated and timed by the run that took it."""
+    phase = {"wall_ms": 500.0, "kernel_ms": 480.0, "kernels": 6000, "kinds_ms": {"matmul": 180.0}}
+    profile = {"device": "cuda", "steps": 4, "wall_ms_per_step": 3600.0, "phases": {"backward": phase}}
+    row = {"case": "thinking", "name": "generated default", "status": "ok"}
+    report = {"date": "day 1", "rows": [{**row, "s_per_step": 3.64, "profile": profile,
+                                         "phases_s_per_step": {"backward": 0.545}}]}
+    merged = bench_report.merge(report, {"date": "day 2", "rows": [{**row, "s_per_step": 3.57,
+                                                                     "phases_s_per_step": {"backward": 0.54}}]})
+    [kept] = merged["rows"]
+    assert kept["s_per_step"] == 3.57 and kept["run_date"] == "day 2"
+    page = bench_report.markdown(merged)
+    assert "thinking / generated default (day 1): 4 optimizer steps" in page
+    assert "| backward | 545.0 | 500.0 | 480.0 |" in page  # the profiled run's own timed phase, not day 2's 540
+    reprofiled = bench_report.merge(merged, {"date": "day 3", "rows": [{**row, "s_per_step": 3.5, "profile": {
+        **profile, "wall_ms_per_step": 3500.0}, "phases_s_per_step": {"backward": 0.53}}]})
+    assert "thinking / generated default (day 3): 4 optimizer steps" in bench_report.markdown(reprofiled)
+
+
 def test_a_row_whose_code_has_changed_since_says_so_where_its_time_is_read():
     """A row marked ``superseded`` (the path it measured is no longer what a run takes) must not read as the
     current default: its status and its "tells" say so, with the reason."""
