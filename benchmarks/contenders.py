@@ -274,6 +274,16 @@ TRAINING = [
               "generation scored whole", preset_speed=True, ablate=("score_whole_generation",), warmup_cycles=1,
               measure_cycles=1, guess_s_per_step=4.0, fixed_s=100),
 ]
+# Attention in scoring and training: since 2026-12-07 train.py moves each sequence to the start of its row and
+# attends without a padding mask (runtime/aligned_rows.py; an H100 profile of 2026-12-06 found the thinking step's
+# attention in SDPA's memory-efficient kernel, 267 ms of its 1,274 ms of kernels outside generation, since the mask
+# rules flash out). These rows measure the batches as GRPOTrainer pads them, with the mask.
+TRAINING += [
+    Contender("generated default, padded rows", case, "generated", "auto", f"the {case} default scoring and "
+              "training on the batches as GRPOTrainer pads them, with their padding mask", preset_speed=True,
+              ablate=("padded_rows",), warmup_cycles=1, measure_cycles=cycles, guess_s_per_step=guess, fixed_s=100)
+    for case, guess, cycles in (("standard", 0.8, 2), ("thinking", 3.6, 1))
+]
 # The seed and the thinking preset train in micro-batches of one completion (per_device_train_batch_size 1, 4
 # accumulated), the cases in one of 8: the same optimizer step (TRL's default loss, "dapo", divides by the tokens of
 # the whole accumulated batch), in 8 forward and backward passes of one sequence each. What that costs, where the

@@ -34,6 +34,8 @@ BENCH_ABLATE (comma-separated) changes one thing in the program, to measure what
                         (generation_copy.install(window_step=0); the default reads it up to the tokens so far)
   lora_input_casts      peft's casts of LoRA inputs to fp32 kept while training (train.py skips them under autocast on
                         the fast path: model.lora_inputs_uncast)
+  padded_rows           scoring and training on the batches as GRPOTrainer pads them, with the padding mask (train.py
+                        moves each sequence to the start of its row and attends without one: runtime/aligned_rows.py)
   stop_check_each_token the generation copy's generate waits for the GPU at each token to learn whether every
                         sequence ended (generation_copy.install(defer_stop_check=False); the default reads it one step
                         late)
@@ -553,6 +555,9 @@ def main() -> int:
 
         module.install = install_changed
 
+    def on_aligned_rows(module):
+        module.install = lambda policy: False
+
     def on_model(module):
         module.lora_inputs_uncast = lambda trainer, fast_generation: contextlib.nullcontext()
 
@@ -565,6 +570,8 @@ def main() -> int:
         hooks["rich.progress"] = on_rich_progress
     if "lora_input_casts" in ablate:
         hooks["grpo_skill.runtime.model"] = on_model
+    if "padded_rows" in ablate:
+        hooks["grpo_skill.runtime.aligned_rows"] = on_aligned_rows
     if {"projections_apart", "whole_cache_reads", "stop_check_each_token", "decode_max_autotune"} & ablate:
         hooks["grpo_skill.runtime.generation_copy"] = on_generation_copy
     sys.meta_path.insert(0, PostImportHooks(hooks))
