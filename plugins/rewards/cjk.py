@@ -19,7 +19,8 @@ whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉
 "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
 not by one in a clause that explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only
 describes it does not outrank it ("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是,
-or 是 right after a number: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9). Asked ("应为41吗？"), inside a sentence
+or 是 between numbers: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where
+是 describes a number with words ("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence
 ("为什么应为正数", "因为x应为3"), stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before
 it, it states nothing.
 
@@ -74,10 +75,14 @@ _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]
 # "应为41个。验证：41+1=42"
 _EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
 # in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
-# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个"); one that describes it does not ("应为15平方米，
-# 长5米宽3米", "长是5米")
+# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个": 是 between two numbers); one that describes it does
+# not ("应为15平方米，长5米宽3米", "长是5米"), nor, in any sentence, one where 是 describes a number with words
+# ("其中2个是红色的", "剩下的2个是红的": 是 after a number concludes only with a number after it)
 _SENTENCE_END = re.compile(r"[。！？!?\n]")
-_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]|\d[\u4e00-\u9fff]?是")
+_NUMBER_AFTER = r"(?=[\s*_]*(?:[-+\d]|负))"
+_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]"
+                        rf"|\d[\u4e00-\u9fff]?是{_NUMBER_AFTER}")
+_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?是(?!{_NUMBER_AFTER})")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
@@ -254,15 +259,17 @@ def _ellipses(text: str) -> str:
 
 def _outranking(text: str, end: int) -> str | None:
     """The number after a corrected number (its correction ends at ``end``) that outranks it: the last one after its
-    sentence, else the last in a clause of its sentence that concludes (_CONCLUDES)."""
+    sentence, else the last in a clause of its sentence that concludes (_CONCLUDES); never one in a clause where 是
+    describes a number (_DESCRIBES: 其中2个是红色的)."""
     rest = text[end:]
     sentence_end = _SENTENCE_END.search(text[end - 1:end] + rest)  # its own mark may end the sentence
     split = max(sentence_end.start() - 1, 0) if sentence_end else len(rest)
-    later = _last_number(rest[split:])
-    if later is not None:
-        return later
+    for clause in reversed(re.split(f"[{_CLAUSE_END}]", rest[split:])):  # not at "," (1,000)
+        number = _last_number(clause) if not _DESCRIBES.search(clause) else None
+        if number is not None:
+            return number
     for clause in reversed(re.split(f"[{_CLAUSE_END},]", rest[:split])):
-        number = _last_number(clause) if _CONCLUDES.search(clause) else None
+        number = _last_number(clause) if _CONCLUDES.search(clause) and not _DESCRIBES.search(clause) else None
         if number is not None:
             return number
     return None
