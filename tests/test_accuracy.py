@@ -291,6 +291,11 @@ FORMS_ZH = [
     ("答案是1+2+…+100=5050", "5050", 1.0),
     ("答案是1+2+...+100=5050", "5050", 1.0),
     ("我想想……答案是42", "42", 1.0),
+    # an ellipsis right before a number is a pause, no part of it
+    ("答案是……42", "42", 1.0),
+    ("答案是...42", "42", 1.0),
+    ("一共有……8个", "8", 1.0),
+    ("结果是42吗？不，应为……41", "41", 1.0),
     # a number that a property names is no answer, after an anchor as after 应为; 至少 and 最多 state one
     ("答案是3的倍数", "3", 0.0),
     ("答案是大于5的数", "5", 0.0),

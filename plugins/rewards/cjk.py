@@ -14,7 +14,8 @@ number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare
 a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned
 or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that
 held a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
-before Chinese text ends a clause; one in maths does not (1+2+…+100). An apology takes an answer back only as the
+before Chinese text ends a clause; one in maths does not (1+2+…+100), and one before a number is a pause, no part of
+it ("答案是……42" -> 42). An apology takes an answer back only as the
 whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41;
 "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
 not by one in a clause that explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only
@@ -89,6 +90,8 @@ _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|�
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
+# a pause before a number is no part of it ("答案是……42")
+_LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
@@ -181,6 +184,11 @@ def _unnamed(text: str) -> str:
     return _NAMED.sub("某", text)
 
 
+def _number_run(run: str) -> str:
+    """A run holding a number without the marks around it: "**42**" -> "42", "……42" -> "42"."""
+    return _LEADING_ELLIPSIS.sub("", run.strip(" *_:")).strip(" *_:")
+
+
 def _read(segment: str) -> str | None:
     """The answer in an anchored or total segment: its first run holding a number, or its Chinese numerals."""
     segment = _unnamed(_in_digits(segment.translate(_FULL_WIDTH_PUNCTUATION))).strip(" *_:")
@@ -201,7 +209,7 @@ def _read(segment: str) -> str | None:
         return numeral
     for run in _RUN.findall(segment):
         if _HAS_MATHS.search(run):
-            return run.strip(" *_:")
+            return _number_run(run)
     return None
 
 
@@ -210,7 +218,7 @@ def _last_number(text: str, unnamed: bool = True) -> str | None:
     that a property names (``unnamed``: 3的倍数)."""
     plain = _in_digits(text.translate(_FULL_WIDTH_PUNCTUATION))
     plain = _unnamed(plain) if unnamed else plain
-    runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
+    runs = [_number_run(run) for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
     return runs[-1] if runs else None
 
 
