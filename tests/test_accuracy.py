@@ -296,7 +296,7 @@ FORMS_ZH = [
     ("答案是...42", "42", 1.0),
     ("一共有……8个", "8", 1.0),
     ("结果是42吗？不，应为……41", "41", 1.0),
-    # a number that a property names is no answer, after an anchor as after 应为; 至少 and 最多 state one
+    # a number that a property names is no answer, after an anchor as after 应为; a bound (至少, 最多, 不少于) states one
     ("答案是3的倍数", "3", 0.0),
     ("答案是大于5的数", "5", 0.0),
     ("答案是一个偶数", "1", 0.0),
@@ -309,6 +309,10 @@ FORMS_ZH = [
     ("所以选12，因为12大于10", "12", 1.0),
     ("答案是一个整数，为3", "3", 1.0),
     ("答案：至少需要5辆", "5", 1.0),
+    ("答案是不少于5辆", "5", 1.0),  # a bound, as 至少 is
+    ("答案是不多于5辆", "5", 1.0),
+    ("答案是4辆吗？不，应为至少5辆", "5", 1.0),  # after a correction too
+    ("答案是4辆吗？不，应为不超过5辆", "5", 1.0),
     ("答案是一个苹果", "1", 1.0),
     # after a corrected number, a later sentence's number outranks it, and in its own sentence a clause that concludes;
     # a clause that describes it does not

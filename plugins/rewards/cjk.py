@@ -36,8 +36,9 @@ doubled (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An
 \\[...\\]) is read whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
-100以内, the 一 of 一个偶数; 至少 and 最多 do state one: "至少需要5辆" -> 5): "答案是3的倍数" states nothing, as
-"应为3的倍数" does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
+100以内, the 一 of 一个偶数; a bound does state one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5,
+"应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数" does, and a text whose only numbers are such
+states no number at all ("答案是3的倍数" -> "").
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ _BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉]
 # ... or a question that proposed an answer; one that asks for a number ("12除以3是多少？是4") proposes none
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
 _ASKS_FOR = re.compile(r"多少|几|什么|哪|怎么|如何|为什么|为何")
-# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
-_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
+# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数; a bound
+# states one, as after an anchor (应为至少5辆, 不少于5辆, 不超过5辆)
+_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小]于|(?<!不)[多少]于|不足|以上|以下|之间")
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
 # "应为41个。验证：41+1=42"
 _EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
@@ -172,9 +174,9 @@ def _in_digits(text: str) -> str:
     return _multiplied(_MINUS.sub("-", _fractions_in_digits(text)))
 
 
-# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (至少 and
-# 最多 state one: "至少需要3辆")
-_NAMED = re.compile(r"(?<=[大小多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
+# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (a bound
+# states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆")
+_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
                     r"|-?\d+(?:\.\d+)?(?=\s*(?:的?(?:公?倍数|公?因数|公?约数|质因数)|[个人只元岁分次天本]?(?:以上|以下|以内)))"
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
 
