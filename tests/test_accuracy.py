@@ -249,6 +249,12 @@ FORMS_ZH = [
     ("这支球队胜5负3", "3", 1.0),
     ("负数有3个", "3", 1.0),
     ("答案是正负3", "-3", 0.0),
+    # 正负3 and ±3 are ±3, as math-verify reads \pm 3 ({-3, 3}), in an answer and in a gold; not 3
+    ("答案是正负3", "±3", 1.0),
+    ("答案是正负3", "3", 0.0),
+    ("答案是x=±3", "±3", 1.0),
+    ("答案是正负3", "正负3", 1.0),
+    ("答案是3", "正负3", 0.0),
     # a correction may name the variable it corrects; one that is asked, or opens no clause, corrects nothing
     ("x=5吗？不，x应为3", "3", 1.0),
     ("x=5吗？不，x应为3，因为2x=6", "3", 1.0),

@@ -30,10 +30,11 @@ a calculation ends in its result), and of that the first run holding a number ("
 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
 there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
 cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
-before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in 正负3, nor in a score of games: 胜7场负3场), in a gold
-too. Numerals outside an anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be
-doubled (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
-\\[...\\]) is read whole, by math-verify.
+before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm
+(正负3 -> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
+anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and
+Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read
+whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数; a bound does state one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5,
@@ -167,11 +168,15 @@ def _fractions_in_digits(text: str) -> str:
 # 负 before a number is its minus (负3 -> -3, 负二分之一 -> -1/2), but not in 正负3 (plus or minus) nor in a
 # score of games (胜7场负3场: 3 lost)
 _MINUS = re.compile(r"(?<![正胜\d])负\s*(?=\d)(?!\d+(?:\.\d+)?\s*[场局盘轮])")
+# 正负3 and ±3 are both roots, as math-verify reads \pm 3 ({-3, 3}, a gold of ±3), not 3
+_PLUS_MINUS = re.compile(r"(?:正负|±)\s*(?=\d)")
 
 
 def _in_digits(text: str) -> str:
-    """Fractions, percentages, signs and orders of magnitude in words as digits: 负二分之一 -> -1/2, 3万 -> 30000."""
-    return _multiplied(_MINUS.sub("-", _fractions_in_digits(text)))
+    """Fractions, percentages, signs and orders of magnitude in words as digits: 负二分之一 -> -1/2, 3万 -> 30000,
+    正负3 -> \\pm 3."""
+    text = _PLUS_MINUS.sub(r"\\pm ", _fractions_in_digits(text))
+    return _multiplied(_MINUS.sub("-", text))
 
 
 # a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (a bound
@@ -325,8 +330,8 @@ def anchored_text(text: str) -> str | None:
 
 
 def gold_number(gold: str) -> str | None:
-    """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a minus in words
-    ("二十", "3万", "四分之三", "百分之二十五", "负3") as digits; None for anything else."""
+    """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a sign in words
+    ("二十", "3万", "四分之三", "百分之二十五", "负3", "正负3" -> "\\pm 3") as digits; None for anything else."""
     if not has_cjk(gold):
         return None
     stripped = gold.strip().rstrip("。.")
