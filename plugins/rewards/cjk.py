@@ -9,21 +9,20 @@ is found first, in this order, the last of its kind winning:
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
-A self-correction replaces the last anchor or total before it (working in between does not count), else the last
-number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening
-a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned
-or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that
-held a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
-before Chinese text ends a clause; one in maths does not (1+2+…+100), and one before a number is a pause, no part of
-it ("答案是……42" -> 42). An apology takes an answer back only as the
-whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41;
-"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
-not by one in a clause that explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only
-describes it does not outrank it ("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是,
-or 是 between numbers: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where
-是 describes a number with words ("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence
-("为什么应为正数", "因为x应为3"), stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before
-it, it states nothing.
+A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
+and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening a clause
+(perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned or an
+apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 嗯不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that held
+a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An
+ellipsis (……, …, ⋯, ...) before Chinese text ends a clause; one in maths does not (1+2+…+100), and one before a number
+is a pause, no part of it ("答案是……42" -> 42). An apology takes an answer back only as the whole clause before a
+correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9:
+a corrected number is outranked by a number in a later sentence, as any number is, but not by one in a clause that
+explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only describes it does not outrank it
+("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 between numbers:
+"应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where 是 describes a number with words
+("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a
+property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
 a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
@@ -63,9 +62,9 @@ _CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*{_SUBJECT}?"
                          r"(?:应该是|应该为|应当是|应当为|应为|应是"
                          r"|(?P<bare>是)(?=[\s*_]*(?:[-+$\\\d]|负|约|大约|[零〇一二两三四五六七八九十]|百分之)))"
                          rf"[\s*_]*(?:[:：=][\s*_]*)?(?P<answer>[^{_CLAUSE_END}]*)(?P<mark>[{_CLAUSE_END}]?)")
-# the clause before it that makes it one: a no, a wait, an error owned, an apology ("不对不对", "哦不", "等等",
+# the clause before it that makes it one: a no, a wait, an error owned, an apology ("不对不对", "哦不", "嗯不对", "等等",
 # "更正", "纠正一下", "我算错了", "刚才说的不对", "不好意思", "抱歉") ... but not 不错 ("right") or 错不了 ("can't be wrong")
-_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉]*"
+_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉嗯诶欸]*"
                       r"(?:不对|不是的?|不正确|不|(?:我|刚才|之前|前面|上面)?(?:[算写看弄搞说]的?)?(?:错了?|不对|有误)|等等|等一下"
                       r"|(?:我|让我|我来)?(?:更正|纠正)(?:一下)?|不好意思|抱歉|对不起)"
                       r"[了啊呀哦]?[\s*_]*)+")
