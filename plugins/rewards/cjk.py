@@ -25,7 +25,8 @@ explains or checks it ("应为41个，因为要减去1个" -> 41); in its own se
 property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
-a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
+a calculation ends in its result; an anchor's answer through an operand gives way to its restatement: "答案是5的2倍，即10" ->
+"10"), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
 there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
 cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
@@ -289,6 +290,21 @@ def _outranking(text: str, end: int) -> str | None:
     return None
 
 
+# an anchor's answer that names its value through an operand ("5的2倍", "20的一半") and restates it ("答案是5的2倍，即10"):
+# the restatement is the answer
+_OPERAND = re.compile(r"\d\s*的")
+_RESTATED = re.compile(rf"[，,][\s*_]*(?:即|也就是|也即|亦即)说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
+
+
+def _anchored(text: str, anchor: re.Match) -> str:
+    """The answer an anchor states: its clause, or the clause that restates it where that reads and it names an
+    operand ("答案是5的2倍，即10" -> "10"; "答案是10，即5的2倍" -> "10")."""
+    restated = _RESTATED.match(text, anchor.end())
+    if restated and _OPERAND.search(anchor.group(1)) and _read(restated.group(1)) is not None:
+        return restated.group(1)
+    return anchor.group(1)
+
+
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
@@ -297,7 +313,7 @@ def stated_answer(text: str) -> str | None:
         return None
     text = _ellipses(text)
     corrections = _corrections(text)
-    anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text)]
     totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, totals)):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
