@@ -117,6 +117,8 @@ FORMS_ZH = [
     ("所以一共有20个苹果。", "20", 1.0),
     ("小明先有5个，又买了3个，所以共有8个。", "8", 1.0),
     ("共有8个苹果，每个3元。", "8", 1.0),  # the total, not the price after it
+    ("一共有24个学生，每组4人，可以分6组。", "6", 1.0),  # ... but a conclusion after it
+    ("一共有24个学生，每组4人，所以可以分成6组。", "24", 0.0),
     ("=20，答案：22", "20", 0.0),  # the stated answer is 22, whatever came before
     ("=20，答案：22", "22", 1.0),
     ("答案是20，不对，答案是21。", "21", 1.0),  # the last stated answer
@@ -128,6 +130,8 @@ FORMS_ZH = [
     ("答案：12+8=20", "20", 1.0),
     ("答案：12+8=21", "20", 0.0),
     ("答案：20张（=2×10张）", "20", 1.0),  # an aside in brackets is no result
+    ("答案是5的2倍，即10", "10", 1.0),  # an answer through an operand (5的): its restatement is the answer
+    ("答案是20的一半，也就是10个", "20", 0.0),
     ("答案是 3/4", "0.75", 1.0),
     ("答案是 $\\frac{1}{2}$。", "1/2", 1.0),
     ("最终答案：\\boxed{20}", "20", 1.0),
@@ -249,6 +253,12 @@ FORMS_ZH = [
     ("这支球队胜5负3", "3", 1.0),
     ("负数有3个", "3", 1.0),
     ("答案是正负3", "-3", 0.0),
+    # 正负3 and ±3 are ±3, as math-verify reads \pm 3 ({-3, 3}), in an answer and in a gold; not 3
+    ("答案是正负3", "±3", 1.0),
+    ("答案是正负3", "3", 0.0),
+    ("答案是x=±3", "±3", 1.0),
+    ("答案是正负3", "正负3", 1.0),
+    ("答案是3", "正负3", 0.0),
     # a correction may name the variable it corrects; one that is asked, or opens no clause, corrects nothing
     ("x=5吗？不，x应为3", "3", 1.0),
     ("x=5吗？不，x应为3，因为2x=6", "3", 1.0),
@@ -274,6 +284,8 @@ FORMS_ZH = [
     ("答案是42……应该是41", "41", 1.0),
     ("答案是42。哦不，是41。", "41", 1.0),
     ("答案是42。啊不对，是41。", "41", 1.0),
+    ("答案是42。嗯不对，是41", "41", 1.0),
+    ("答案是42。诶不对，应该是41", "41", 1.0),
     ("答案是42。刚才说的不对，应该是41", "41", 1.0),
     ("答案是42吗？是41", "41", 1.0),
     # a question that checks the answer by asking for a number takes nothing back
@@ -291,7 +303,12 @@ FORMS_ZH = [
     ("答案是1+2+…+100=5050", "5050", 1.0),
     ("答案是1+2+...+100=5050", "5050", 1.0),
     ("我想想……答案是42", "42", 1.0),
-    # a number that a property names is no answer, after an anchor as after 应为; 至少 and 最多 state one
+    # an ellipsis right before a number is a pause, no part of it
+    ("答案是……42", "42", 1.0),
+    ("答案是...42", "42", 1.0),
+    ("一共有……8个", "8", 1.0),
+    ("结果是42吗？不，应为……41", "41", 1.0),
+    # a number that a property names is no answer, after an anchor as after 应为; a bound (至少, 最多, 不少于) states one
     ("答案是3的倍数", "3", 0.0),
     ("答案是大于5的数", "5", 0.0),
     ("答案是一个偶数", "1", 0.0),
@@ -304,6 +321,10 @@ FORMS_ZH = [
     ("所以选12，因为12大于10", "12", 1.0),
     ("答案是一个整数，为3", "3", 1.0),
     ("答案：至少需要5辆", "5", 1.0),
+    ("答案是不少于5辆", "5", 1.0),  # a bound, as 至少 is
+    ("答案是不多于5辆", "5", 1.0),
+    ("答案是4辆吗？不，应为至少5辆", "5", 1.0),  # after a correction too
+    ("答案是4辆吗？不，应为不超过5辆", "5", 1.0),
     ("答案是一个苹果", "1", 1.0),
     # after a corrected number, a later sentence's number outranks it, and in its own sentence a clause that concludes;
     # a clause that describes it does not
@@ -315,6 +336,11 @@ FORMS_ZH = [
     ("有5个吗？不，应为6个，加上3个是9个。", "9", 1.0),
     ("每天读10页？不，应为12页，12×5=60", "60", 1.0),
     ("有5个吗？不，应为6个，又买了3个，现在有9个。", "9", 1.0),
+    # ... but a clause where 是 describes a number with words (其中2个是红色的) does neither: 是 concludes before a number
+    ("有5个吗？不，应为6个，其中2个是红色的。", "6", 1.0),
+    ("有5个吗？不，应为6个，其中2个是红色的。", "2", 0.0),
+    ("有5个吗？不对，应该是6个。剩下的2个是红的。", "6", 1.0),
+    ("有5个吗？不对，应该是6个，剩下的2个是红的。", "6", 1.0),
 ]
 
 

@@ -158,7 +158,11 @@ def parse_gold(gold) -> Gold | None:
         return Gold(text, None, when=when)
     in_words = _number_in_words(text)
     if in_words is not None:
-        parsed = parse(in_words, [ExprExtractionConfig()], parsing_timeout=_timeouts(), fallback_mode="no_fallback")
+        if "\\" in in_words:  # 正负3 -> \pm 3: LaTeX, which the expression reader takes for 3
+            parsed = parse(f"${in_words}$", [LatexExtractionConfig()], parsing_timeout=_timeouts(),
+                           fallback_mode="no_fallback")
+        else:
+            parsed = parse(in_words, [ExprExtractionConfig()], parsing_timeout=_timeouts(), fallback_mode="no_fallback")
         if parsed:
             return Gold(text, parsed, words=True)
     if not _MATHS.search(_TEXT_WRAPPER.sub(r"\1", text)):  # "Paris", "\text{Monday}": a text answer

@@ -6,36 +6,41 @@ is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
    the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
-2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个");
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个"), or, after the last total, a clause
+   that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
-A self-correction replaces the last anchor or total before it (working in between does not count), else the last
-number, and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening
-a clause (perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned
-or an apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that
-held a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An ellipsis (……, …, ⋯, ...)
-before Chinese text ends a clause; one in maths does not (1+2+…+100). An apology takes an answer back only as the
-whole clause before a correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41;
-"有5个吗？不，应为6个。又买了3个，现在有9个" -> 9: a corrected number is outranked by a number in a later sentence, as any number is, but
-not by one in a clause that explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only
-describes it does not outrank it ("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是,
-or 是 right after a number: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9). Asked ("应为41吗？"), inside a sentence
-("为什么应为正数", "因为x应为3"), stating a property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before
-it, it states nothing.
+A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
+and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening a clause
+(perhaps after the quantity or the variable it names: 总数应为, x应为, x的值应为), after a no, a wait, an error owned or an
+apology (不，/ 不对不对，/ 哦不，/ 啊不对，/ 嗯不对，/ 错了，/ 刚才说的不对，/ 等等，/ 更正：/ 纠正一下，/ 我算错了，/ 不好意思，/ 抱歉，/ 对不起，), after a question that held
+a number or an anchor and asks for none ("答案是42吗？是41"; not "12除以3是多少？是4"), or right after an ellipsis ("42……应该是41"). An
+ellipsis (……, …, ⋯, ...) before Chinese text ends a clause; one in maths does not (1+2+…+100), and one before a number
+is a pause, no part of it ("答案是……42" -> 42). An apology takes an answer back only as the whole clause before a
+correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9:
+a corrected number is outranked by a number in a later sentence, as any number is, but not by one in a clause that
+explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only describes it does not outrank it
+("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 between numbers:
+"应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where 是 describes a number with words
+("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a
+property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
-a calculation ends in its result), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
+a calculation ends in its result; an anchor's answer through an operand gives way to its restatement: "答案是5的2倍，即10" ->
+"10"), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
 there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
 cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
-before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in 正负3, nor in a score of games: 胜7场负3场), in a gold
-too. Numerals outside an anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be
-doubled (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
-\\[...\\]) is read whole, by math-verify.
+before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm
+(正负3 -> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
+anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and
+Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read
+whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
-100以内, the 一 of 一个偶数; 至少 and 最多 do state one: "至少需要5辆" -> 5): "答案是3的倍数" states nothing, as
-"应为3的倍数" does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
+100以内, the 一 of 一个偶数; a bound does state one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5,
+"应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数" does, and a text whose only numbers are such
+states no number at all ("答案是3的倍数" -> "").
 """
 
 from __future__ import annotations
@@ -59,31 +64,42 @@ _CORRECTION = re.compile(rf"(?<=[{_CLAUSE_END}：:,])[\s*_]*{_SUBJECT}?"
                          r"(?:应该是|应该为|应当是|应当为|应为|应是"
                          r"|(?P<bare>是)(?=[\s*_]*(?:[-+$\\\d]|负|约|大约|[零〇一二两三四五六七八九十]|百分之)))"
                          rf"[\s*_]*(?:[:：=][\s*_]*)?(?P<answer>[^{_CLAUSE_END}]*)(?P<mark>[{_CLAUSE_END}]?)")
-# the clause before it that makes it one: a no, a wait, an error owned, an apology ("不对不对", "哦不", "等等",
+# the clause before it that makes it one: a no, a wait, an error owned, an apology ("不对不对", "哦不", "嗯不对", "等等",
 # "更正", "纠正一下", "我算错了", "刚才说的不对", "不好意思", "抱歉") ... but not 不错 ("right") or 错不了 ("can't be wrong")
-_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉]*"
+_BARE_NO = re.compile(r"(?!.*(?:不错|错不))(?:[\s*_]*[哦噢喔啊呃哎唉嗯诶欸]*"
                       r"(?:不对|不是的?|不正确|不|(?:我|刚才|之前|前面|上面)?(?:[算写看弄搞说]的?)?(?:错了?|不对|有误)|等等|等一下"
                       r"|(?:我|让我|我来)?(?:更正|纠正)(?:一下)?|不好意思|抱歉|对不起)"
                       r"[了啊呀哦]?[\s*_]*)+")
 # ... or a question that proposed an answer; one that asks for a number ("12除以3是多少？是4") proposes none
 _PROPOSED = re.compile(r"[\d０-９零〇一二两三四五六七八九十百千万亿]")
 _ASKS_FOR = re.compile(r"多少|几|什么|哪|怎么|如何|为什么|为何")
-# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数
-_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小多少]于|不超过|不足|至少|至多|以上|以下|之间")
+# a correction that states a property, not a value, states nothing: 应为3的倍数, 应该是一个偶数, 应为大于5的数; a bound
+# states one, as after an anchor (应为至少5辆, 不少于5辆, 不超过5辆)
+_PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小]于|(?<!不)[多少]于|不足|以上|以下|之间")
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
 # "应为41个。验证：41+1=42"
 _EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
 # in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
-# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个"); one that describes it does not ("应为15平方米，
-# 长5米宽3米", "长是5米")
+# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个": 是 between two numbers); one that describes it does
+# not ("应为15平方米，长5米宽3米", "长是5米"), nor, in any sentence, one where 是 describes a number with words
+# ("其中2个是红色的", "剩下的2个是红的": 是 after a number concludes only with a number after it)
 _SENTENCE_END = re.compile(r"[。！？!?\n]")
-_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]|\d[\u4e00-\u9fff]?是")
+_NUMBER_AFTER = r"(?=[\s*_]*(?:[-+\d]|负))"
+_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]"
+                        rf"|\d[\u4e00-\u9fff]?是{_NUMBER_AFTER}")
+_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?是(?!{_NUMBER_AFTER})")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
+# a clause that opens with a conclusion: after a total, it states the answer, the total a given ("一共有24个学生，每组4人，
+# 可以分6组" -> 6; "共有8个苹果，每个3元" -> 8)
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
+_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能)"
+                        rf"([^{_CLAUSE_END}]*)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
+# a pause before a number is no part of it ("答案是……42")
+_LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
@@ -157,16 +173,20 @@ def _fractions_in_digits(text: str) -> str:
 # 负 before a number is its minus (负3 -> -3, 负二分之一 -> -1/2), but not in 正负3 (plus or minus) nor in a
 # score of games (胜7场负3场: 3 lost)
 _MINUS = re.compile(r"(?<![正胜\d])负\s*(?=\d)(?!\d+(?:\.\d+)?\s*[场局盘轮])")
+# 正负3 and ±3 are both roots, as math-verify reads \pm 3 ({-3, 3}, a gold of ±3), not 3
+_PLUS_MINUS = re.compile(r"(?:正负|±)\s*(?=\d)")
 
 
 def _in_digits(text: str) -> str:
-    """Fractions, percentages, signs and orders of magnitude in words as digits: 负二分之一 -> -1/2, 3万 -> 30000."""
-    return _multiplied(_MINUS.sub("-", _fractions_in_digits(text)))
+    """Fractions, percentages, signs and orders of magnitude in words as digits: 负二分之一 -> -1/2, 3万 -> 30000,
+    正负3 -> \\pm 3."""
+    text = _PLUS_MINUS.sub(r"\\pm ", _fractions_in_digits(text))
+    return _multiplied(_MINUS.sub("-", text))
 
 
-# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (至少 and
-# 最多 state one: "至少需要3辆")
-_NAMED = re.compile(r"(?<=[大小多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
+# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (a bound
+# states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆")
+_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
                     r"|-?\d+(?:\.\d+)?(?=\s*(?:的?(?:公?倍数|公?因数|公?约数|质因数)|[个人只元岁分次天本]?(?:以上|以下|以内)))"
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
 
@@ -174,6 +194,11 @@ _NAMED = re.compile(r"(?<=[大小多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
 def _unnamed(text: str) -> str:
     """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数): no run reads them."""
     return _NAMED.sub("某", text)
+
+
+def _number_run(run: str) -> str:
+    """A run holding a number without the marks around it: "**42**" -> "42", "……42" -> "42"."""
+    return _LEADING_ELLIPSIS.sub("", run.strip(" *_:")).strip(" *_:")
 
 
 def _read(segment: str) -> str | None:
@@ -196,7 +221,7 @@ def _read(segment: str) -> str | None:
         return numeral
     for run in _RUN.findall(segment):
         if _HAS_MATHS.search(run):
-            return run.strip(" *_:")
+            return _number_run(run)
     return None
 
 
@@ -205,7 +230,7 @@ def _last_number(text: str, unnamed: bool = True) -> str | None:
     that a property names (``unnamed``: 3的倍数)."""
     plain = _in_digits(text.translate(_FULL_WIDTH_PUNCTUATION))
     plain = _unnamed(plain) if unnamed else plain
-    runs = [run.strip(" *_:") for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
+    runs = [_number_run(run) for run in _RUN.findall(plain) if _HAS_MATHS.search(run)]
     return runs[-1] if runs else None
 
 
@@ -254,18 +279,35 @@ def _ellipses(text: str) -> str:
 
 def _outranking(text: str, end: int) -> str | None:
     """The number after a corrected number (its correction ends at ``end``) that outranks it: the last one after its
-    sentence, else the last in a clause of its sentence that concludes (_CONCLUDES)."""
+    sentence, else the last in a clause of its sentence that concludes (_CONCLUDES); never one in a clause where 是
+    describes a number (_DESCRIBES: 其中2个是红色的)."""
     rest = text[end:]
     sentence_end = _SENTENCE_END.search(text[end - 1:end] + rest)  # its own mark may end the sentence
     split = max(sentence_end.start() - 1, 0) if sentence_end else len(rest)
-    later = _last_number(rest[split:])
-    if later is not None:
-        return later
+    for clause in reversed(re.split(f"[{_CLAUSE_END}]", rest[split:])):  # not at "," (1,000)
+        number = _last_number(clause) if not _DESCRIBES.search(clause) else None
+        if number is not None:
+            return number
     for clause in reversed(re.split(f"[{_CLAUSE_END},]", rest[:split])):
-        number = _last_number(clause) if _CONCLUDES.search(clause) else None
+        number = _last_number(clause) if _CONCLUDES.search(clause) and not _DESCRIBES.search(clause) else None
         if number is not None:
             return number
     return None
+
+
+# an anchor's answer that names its value through an operand ("5的2倍", "20的一半") and restates it ("答案是5的2倍，即10"):
+# the restatement is the answer
+_OPERAND = re.compile(r"\d\s*的")
+_RESTATED = re.compile(rf"[，,][\s*_]*(?:即|也就是|也即|亦即)说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
+
+
+def _anchored(text: str, anchor: re.Match) -> str:
+    """The answer an anchor states: its clause, or the clause that restates it where that reads and it names an
+    operand ("答案是5的2倍，即10" -> "10"; "答案是10，即5的2倍" -> "10")."""
+    restated = _RESTATED.match(text, anchor.end())
+    if restated and _OPERAND.search(anchor.group(1)) and _read(restated.group(1)) is not None:
+        return restated.group(1)
+    return anchor.group(1)
 
 
 def stated_answer(text: str) -> str | None:
@@ -276,8 +318,10 @@ def stated_answer(text: str) -> str | None:
         return None
     text = _ellipses(text)
     corrections = _corrections(text)
-    anchors = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text)]
     totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
+    if totals:  # a conclusion after the last total outranks it as a later total would
+        totals += [(match.start(), match.group(1)) for match in _THEREFORE.finditer(text, max(totals)[0])]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, totals)):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
@@ -308,8 +352,8 @@ def anchored_text(text: str) -> str | None:
 
 
 def gold_number(gold: str) -> str | None:
-    """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a minus in words
-    ("二十", "3万", "四分之三", "百分之二十五", "负3") as digits; None for anything else."""
+    """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a sign in words
+    ("二十", "3万", "四分之三", "百分之二十五", "负3", "正负3" -> "\\pm 3") as digits; None for anything else."""
     if not has_cjk(gold):
         return None
     stripped = gold.strip().rstrip("。.")
