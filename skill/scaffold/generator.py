@@ -8,7 +8,6 @@ import re
 import shutil
 import tempfile
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -287,10 +286,9 @@ def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
     says what to install; before a model it loads (language's), which it leaves to `check` here. Returns what the
     factories warned (code_tests: the network cannot be cut here), as `new` says it."""
     from ..builtins.rewards import needs
-    from ..core.contract import RewardPackageMissing
+    from ..core.contract import RewardPackageMissing, factory_warnings
 
-    with warnings.catch_warnings(record=True) as caught, needs.params_only():
-        warnings.simplefilter("always", UserWarning)
+    with factory_warnings() as said, needs.params_only():
         for choice in loaded.rewards:
             reward = plugins.get_reward(choice.name)
             own = plugin_name and reward.source == plugin_name
@@ -298,7 +296,7 @@ def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
             if own or built_in:
                 with contextlib.suppress(RewardPackageMissing):  # ModelLeftUnloaded too
                     reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
-    return [str(warning.message) for warning in caught if issubclass(warning.category, UserWarning)]
+    return said
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
