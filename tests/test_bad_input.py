@@ -668,6 +668,19 @@ REWARDS_PY_CASES = [
     Case("new-builtin-reward-param-refused", "the project would not run: reward 'reasoning_steps' (plugin "
          "builtin:shaping): params.min_steps must be a whole number from 1 up (got 0)",
          args=("new", "ok", "-p", "tiny", "-r", "reasoning_steps", "--param", "reasoning_steps.min_steps=0")),
+    # language's factory loads py3langid's model for its language codes: `new` checks the other params without it
+    Case("new-language-part-refused", "the project would not run: reward 'language' (plugin builtin:shaping): "
+         "params.part = 'bogus': use \"all\", \"thinking\" or \"answer\"",
+         args=("new", "ok", "-p", "tiny", "-r", "language", "--param", 'language.part="bogus"')),
+    # an empty think_end_token is refused by the factory: every text holds it (str.split refused it at the first call)
+    Case("new-kimi-length-empty-think-end", "the project would not run: reward 'kimi_length' (plugin "
+         "builtin:verifiable): params.think_end_token is empty",
+         args=("new", "ok", "-p", "tiny", "-r", "kimi_length", "--dataset", "qa.jsonl", "--param",
+               'kimi_length.think_end_token=""'), files={"qa.jsonl": '{"prompt": "6 x 7?", "answer": "42"}\n'}),
+    Case("check-cosine-length-empty-think-end", "reward 'cosine_length' (plugin builtin:verifiable): "
+         "params.think_end_token is empty",
+         edits=edit('name = "thinking"', 'name = "cosine_length"\nparams = { think_end_token = "" }'),
+         files={"proj/data/prompts.jsonl": '{"prompt": "6 x 7?", "answer": "42"}\n'}),
     # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's
     Case("check-budget-follows-grpo", "params.soft_punish_cache = 30 must be between 1 and max_completion_len (24)",
          edits=(("max_completion_length = 32", "max_completion_length = 24"),

@@ -105,6 +105,28 @@ def test_new_says_where_the_network_cannot_be_cut_among_its_warnings(monkeypatch
     assert "NetworkWarning" not in result.stderr
 
 
+def test_check_says_where_the_network_cannot_be_cut_as_new_does(monkeypatch, tmp_path):
+    # `check` builds every reward: the factory's warning is one of check's `warning:` lines (and in --json's warnings)
+    from click.testing import CliRunner
+
+    from grpo_skill.cli import main
+
+    data = tmp_path / "code.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Write add {n}.", "tests": TESTS}) + "\n" for n in range(16)))
+    result = CliRunner().invoke(main, ["new", str(tmp_path / "run"), "-p", "tiny", "-r", "code_tests", "--dataset",
+                                       str(data)])
+    assert result.exit_code == 0, result.output
+    monkeypatch.setattr(execution, "_unshare", [])  # as probed where unshare cannot make a network namespace
+    said = ("code_tests: unshare cannot make a network namespace here, so the tested code can reach the network (it "
+            "gets no proxy settings or keys); run training in a container for code you do not trust")
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [said]
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [f"warning: {said}"]
+
+
 def test_bad_params_and_a_missing_column_are_refused():
     with pytest.raises(RewardError, match="memory_mb a whole number from 64"):
         plugins.get_reward("code_tests").build(params={"memory_mb": 8})

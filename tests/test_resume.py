@@ -598,19 +598,24 @@ def test_a_checkpoint_with_other_target_modules_is_refused_and_left_alone(tmp_pa
 
 def peft_checkpoint_and_project(tmp_path, trained, now):
     """A checkpoint in tmp_path/out whose adapter peft saved itself on the tiny model with target_modules ``trained``,
-    and a tiny project whose [lora] target_modules are ``now``; its config.toml."""
+    with the settings of a run whose [lora] said so, and a tiny project whose [lora] target_modules are ``now``; its
+    config.toml."""
     import torch
 
-    from grpo_skill import generator
+    from grpo_skill import generator, project as projects
     from support import tiny_lora_policy
 
     generator.render("proj", tmp_path, preset_name="tiny")
     config_file = tmp_path / "proj" / "config.toml"
-    config_file.write_text(config_file.read_text().replace(f"target_modules = {json.dumps(TINY_TARGETS)}",
-                                                           f"target_modules = {json.dumps(now)}"))
+    template = config_file.read_text()
     checkpoint = tmp_path / "out" / "checkpoint-4"
     tiny_lora_policy(torch.float32, r=16, target_modules=trained).save_pretrained(checkpoint)
     (checkpoint / resume.TRAINER_STATE).write_text("{}")
+    for targets in (trained, now):
+        config_file.write_text(template.replace(f"target_modules = {json.dumps(TINY_TARGETS)}",
+                                                f"target_modules = {json.dumps(targets)}"))
+        if targets is trained:
+            (checkpoint / resume.SETTINGS_FILE).write_text(json.dumps(resume.run_settings(projects.load(config_file))))
     return config_file
 
 
@@ -619,20 +624,27 @@ def peft_checkpoint_and_project(tmp_path, trained, now):
     (["q_proj", "v_proj"], "all-linear", """target_modules ['q_proj', 'v_proj'] (now "all-linear")"""),
     ("all-linear", "all-linear", None),
     ("all-linear", QWEN3_LINEAR, None),  # the same layers, named
-], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named"])
-def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused):
+    (QWEN3_LINEAR, "all-linear", None),
+    (["v_proj", "q_proj"], ["q_proj", "v_proj"], None),
+], ids=["all-linear-then-named", "named-then-all-linear", "all-linear-both", "all-linear-then-the-same-named",
+        "named-then-all-linear-for-the-same", "the-same-names-in-another-order"])
+def test_all_linear_is_compared_by_the_layers_it_stands_for(tmp_path, trained, now, refused, capsys):
     """peft saves "all-linear" as the whole names of the layers it picked (model.layers.0.mlp.up_proj, ...): a
-    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them."""
+    checkpoint's adapter, saved by peft itself, against [lora] target_modules as config.toml says them. The settings
+    the checkpoint recorded (config.toml's words) are compared the same way, by the modules they pick."""
     from grpo_skill import project as projects
 
-    shape = resume.lora_shape(projects.load(peft_checkpoint_and_project(tmp_path, trained, now)))
+    config = projects.load(peft_checkpoint_and_project(tmp_path, trained, now))
+    shape, settings = resume.lora_shape(config), resume.run_settings(config)
     assert shape["target_modules"] == now
     if refused is None:
-        assert resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape).checkpoint.step == 4
+        assert resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape,
+                              settings=settings).checkpoint.step == 4
+        assert "changed since that checkpoint" not in capsys.readouterr().err  # the same modules: nothing changed
         return
     before = tree_digest(tmp_path / "out")
     with pytest.raises(resume.ResumeError) as error:
-        resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape)
+        resume.prepare(tmp_path / "out", resume=True, max_steps=8, lora=shape, settings=settings)
     assert str(error.value) == (f"{tmp_path / 'out' / 'checkpoint-4'} was trained with LoRA {refused}, not what "
                                 "[lora] says now: resume with the values it was trained with, or start over with "
                                 "--overwrite")

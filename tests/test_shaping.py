@@ -164,6 +164,19 @@ def test_language_refuses_an_unknown_code():
         plugins.get_reward("language").build(params={"language": "klingon"})
 
 
+THINK_END_READERS = sorted(name for name, registered in plugins.rewards().items()
+                           if registered.plugin.startswith("builtin:") and "think_end_token" in registered.item.params)
+
+
+@pytest.mark.parametrize("name", THINK_END_READERS)
+def test_an_empty_think_end_token_is_refused_when_the_reward_is_built(name):
+    """Every text holds "": the thinking would never be told from the answer (str.split refuses it at the first
+    call: cosine_length and kimi_length passed `new` and `check`, and failed at training's first step)."""
+    assert {"cosine_length", "kimi_length", "accuracy", "language", "thinking"} <= set(THINK_END_READERS)
+    with pytest.raises(RewardError, match=rf"reward '{name}' .*: params.think_end_token is empty"):
+        plugins.get_reward(name).build(params={"think_end_token": ""}, grpo={"max_completion_length": 64})
+
+
 def test_cosine_length_scales_correctness_by_length():
     right, wrong = "</think>42", "</think>41"
     completions = [right, right, right, wrong, wrong, wrong]

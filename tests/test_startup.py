@@ -56,16 +56,20 @@ def test_new_renders_without_the_training_stack_or_copiers_prompts(tmp_path):
 def test_new_builds_an_accuracy_reward_without_loading_math_verify(tmp_path):
     """`new` checks a built-in reward's params by building it, as `check` does; the answer packages (math-verify brings
     sympy: a second) are imported only where golds are read, and a hub dataset has none here. language's factory
-    loads py3langid's model: `new` leaves it to `check`."""
+    loads py3langid's model (for its language codes): `new` checks its other params and stops before it."""
     new = ["new", "--preset", "tiny", "-r", "accuracy", "-r", "kimi_length", "-r", "language", "--set",
            'dataset.path="openai/gsm8k"']
     code = (f"result = CliRunner().invoke(cli.main, [*{new!r}, {str(tmp_path / 'run')!r}])\n"
             "assert result.exit_code == 0, result.output\n"
             f"result = CliRunner().invoke(cli.main, [*{new!r}, {str(tmp_path / 'bad')!r}, '--param', "
             "'kimi_length.template_opens_think=\"maybe\"'])\n"
-            "assert result.exit_code == 1 and \"reward 'kimi_length'\" in result.output, result.output\n")
+            "assert result.exit_code == 1 and \"reward 'kimi_length'\" in result.output, result.output\n"
+            f"result = CliRunner().invoke(cli.main, [*{new!r}, {str(tmp_path / 'bad-part')!r}, '--param', "
+            "'language.part=\"bogus\"'])\n"
+            "assert result.exit_code == 1 and \"params.part = 'bogus'\" in result.output, result.output\n")
     loaded = loaded_after(code, env={"HF_HOME": str(tmp_path / "empty-hf-home")})
     assert 'name = "kimi_length"' in (tmp_path / "run" / "config.toml").read_text()
+    assert not (tmp_path / "bad-part").exists()
     assert loaded & (NOT_FOR_NEW | {"math_verify", "sympy", "cn2an", "text_to_num", "py3langid"}) == set()
 
 

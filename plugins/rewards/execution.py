@@ -38,7 +38,7 @@ from grpo_skill import Reward, completion_text, hookimpl
 from grpo_skill.errors import MissingColumn, UserError
 from grpo_skill.i18n import N_, _
 
-from .verifiable import final_answer, opens_think
+from .verifiable import final_answer, opens_think, think_end_param
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")  # all the code sees of the trainer's environment
@@ -146,7 +146,7 @@ def code_tests_factory(context):
         raise UserError(_("params: timeout must be above 0 seconds, memory_mb a whole number from 64 and workers "
                           "from 1 (got {timeout}, {memory}, {workers})").format(
             timeout=seconds, memory=memory_mb, workers=workers))
-    column, think_end, opened = params["tests_column"], params["think_end_token"], opens_think(context)
+    column, think_end, opened = params["tests_column"], think_end_param(context), opens_think(context)
     prefix = network_off_prefix()
     if not prefix:
         warnings.warn(NetworkWarning(_("code_tests: unshare cannot make a network namespace here, so the tested code "

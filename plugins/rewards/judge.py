@@ -29,7 +29,7 @@ from grpo_skill.errors import MissingColumn, UserError, one_line
 from grpo_skill import i18n
 from grpo_skill.i18n import N_, _
 
-from .verifiable import final_answer, opens_think
+from .verifiable import final_answer, opens_think, think_end_param
 
 
 class JudgeError(UserError):
@@ -302,9 +302,9 @@ def llm_judge_factory(context):
     if not isinstance(params["judge"], dict):
         raise UserError(_("params.judge must be a table of the backend's settings, e.g. judge = { url = "
                           "\"http://localhost:8000/v1\", model = \"...\" }"))
+    think_end, opened = think_end_param(context), opens_think(context)
     backend = get_judge(params["backend"])
     grade = backend.factory(judge_params(backend, params["judge"]))
-    think_end, opened = params["think_end_token"], opens_think(context)
     criteria, reference_column = params["criteria"], params["reference_column"]
 
     def llm_judge(completions, prompts=None, **kwargs):

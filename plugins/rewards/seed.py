@@ -19,6 +19,8 @@ from grpo_skill.i18n import _
 from grpo_skill.i18n import N_  # descriptions are translated where they are shown (grpo-skill rewards)
 from grpo_skill.registry import QWEN3_THINK_END_ID
 
+from .verifiable import think_end_param
+
 
 # a CJK character (Han, kana, Hangul) is a word of its own; any other run without spaces is one word
 CJK_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|"
@@ -94,6 +96,8 @@ def _asks(thought: str) -> bool:
 
 
 def thinking_factory(context):
+    think_end_param(context)  # read at each call (_thinking_parts)
+
     def thinking(completions, prompts=None, completion_ids=None, **kwargs):
         scores = []
         for length, thought in _thinking_parts(context, completions, completion_ids):
@@ -119,6 +123,8 @@ CHINESE_STEP_WORDS = ("首先", "其次", "然后", "接着", "接下来", "最�
 
 
 def thinking_comprehensive_factory(context):
+    think_end_param(context)  # read at each call (_thinking_parts)
+
     def thinking_comprehensive(completions, prompts=None, completion_ids=None, **kwargs):
         scores = []
         for length, thought in _thinking_parts(context, completions, completion_ids):

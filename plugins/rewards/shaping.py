@@ -17,8 +17,8 @@ from grpo_skill import Reward, completion_text, hookimpl
 from grpo_skill.errors import MissingPackage, UserError
 from grpo_skill.i18n import N_, _
 
-from .needs import on_first_call, require
-from .verifiable import max_tokens_param, opens_think
+from .needs import model, on_first_call, require
+from .verifiable import max_tokens_param, opens_think, think_end_param
 
 THINK_START, THINK_END = "<think>", "</think>"
 OPENS_THINK_HELP = N_("\"auto\": true when the run's chat template (else the preset) opens <think> in the prompt")
@@ -233,10 +233,10 @@ def script_share(text: str, language: str) -> float | None:
 
 def language_factory(context):
     language, part = context.params["language"], context.params["part"]
-    think_end = context.params["think_end_token"]
+    think_end = think_end_param(context)
     if part not in ("all", "thinking", "answer"):
         raise UserError(_("params.part = {part!r}: use \"all\", \"thinking\" or \"answer\"").format(part=part))
-    identifier = language_identifier()  # its model (a second to load) knows the language codes
+    identifier = model(language_identifier)  # its model (a second to load) knows the language codes
     if language not in identifier.labels:
         raise UserError(_("params.language = {language!r} is no language code py3langid knows; use an ISO 639-1 "
                           "code such as en, zh, fr, de, ja").format(language=language))

@@ -32,7 +32,7 @@ from grpo_skill import Reward, completion_text, hookimpl
 from grpo_skill.errors import UserError
 from grpo_skill.i18n import N_, _
 
-from .verifiable import ANSWER_HELP, ANSWER_PARAMS, Checker, final_answer, opens_think
+from .verifiable import ANSWER_HELP, ANSWER_PARAMS, Checker, final_answer, opens_think, think_end_param
 
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
@@ -134,7 +134,7 @@ def json_match_factory(context):
     keys, strict, ignore_case = params["keys"], params["strict"], params["ignore_case"]
     if not all(isinstance(key, str) for key in keys):
         raise UserError(_("params.keys must be a list of key names, e.g. [\"name\", \"age\"]"))
-    think_end, opened = params["think_end_token"], opens_think(context)
+    think_end, opened = think_end_param(context), opens_think(context)
     columns = Checker("json_match", params["answer_column"])  # finds the column, or says which ones there are
     golds = GoldObjects(params["answer_column"])
 
@@ -181,7 +181,7 @@ def json_format_factory(context):
     keys = params["keys"]
     if not all(isinstance(key, str) for key in keys):
         raise UserError(_("params.keys must be a list of key names, e.g. [\"name\", \"age\"]"))
-    think_end, opened = params["think_end_token"], opens_think(context)
+    think_end, opened = think_end_param(context), opens_think(context)
     columns = Checker("json_format", params["answer_column"])
     golds = GoldObjects(params["answer_column"])
 

@@ -37,6 +37,16 @@ def opens_think(context) -> bool:
     raise UserError(_("template_opens_think = {value!r}: use \"auto\", true or false").format(value=setting))
 
 
+def think_end_param(context) -> str:
+    """params.think_end_token, refused when empty: every text holds "", so the thinking could not be told from the
+    answer (and str.split refuses "" at the reward's first call)."""
+    think_end = context.params["think_end_token"]
+    if not think_end:
+        raise UserError(_("params.think_end_token is empty; give the text that ends the thinking, e.g. "
+                          "\"</think>\""))
+    return think_end
+
+
 def final_answer(text: str, think_end: str, thinking_opened: bool, must_close: bool = False) -> str | None:
     """The text after the last ``think_end``; None when the thinking was opened (by the template or the text)
     and never closed, or when ``must_close`` and there is no ``think_end``."""
@@ -84,7 +94,7 @@ class Checker:
 
 
 def _accuracy(context, name: str, must_close: bool):
-    think_end = context.params["think_end_token"]
+    think_end = think_end_param(context)
     opened = must_close or opens_think(context)
     checker = Checker(name, context.params["answer_column"])
     answers.require_answer_packages()  # after the params: `new` checks them where the packages are not installed
@@ -122,7 +132,7 @@ def max_tokens_param(context, key: str) -> int:
 def cosine_length_factory(context):
     params = context.params
     max_len = max_tokens_param(context, "max_len")
-    think_end, opened = params["think_end_token"], opens_think(context)
+    think_end, opened = think_end_param(context), opens_think(context)
     checker = Checker("cosine_length", params["answer_column"])
     low_wrong, high_wrong = params["min_value_wrong"], params["max_value_wrong"]
     low_right, high_right = params["min_value_correct"], params["max_value_correct"]
@@ -157,7 +167,7 @@ def _group_keys(prompts, count: int) -> list[str]:
 
 def kimi_length_factory(context):
     params = context.params
-    think_end, opened = params["think_end_token"], opens_think(context)
+    think_end, opened = think_end_param(context), opens_think(context)
     checker = Checker("kimi_length", params["answer_column"])
     answers.require_answer_packages()
 

@@ -7,12 +7,14 @@ reward pickles as the recipe that built it (TRL's async trainer sends rewards to
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 import numbers
 import threading
 import time
+import warnings
 from typing import Any, Callable
 
 from .completions import completion_text
@@ -86,6 +88,21 @@ def make(factory, context, where: str):
         raise RewardError(_("{where}: its factory returned {value}, not a function").format(
             where=where, value=_short(repr(func))))
     return func
+
+
+@contextlib.contextmanager
+def factory_warnings():
+    """Around building rewards (`new`, `check`): what their factories warn (code_tests: the network cannot be cut
+    here), gathered into the list it yields, each once, for the verb to say on its `warning:` lines rather than as a
+    Python warning naming this module."""
+    said: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            yield said
+        finally:
+            said.extend(dict.fromkeys(str(warning.message) for warning in caught
+                                      if issubclass(warning.category, UserWarning)))
 
 
 def describe_reward(name: str, plugin: str) -> str:

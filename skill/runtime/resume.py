@@ -6,6 +6,7 @@ Light (no torch, no transformers): train.py calls :func:`prepare` before the mod
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -62,6 +63,7 @@ RESOLVED_SETTINGS = {"model.load_in_4bit": "model.load_in_4bit (as this run took
 # What "auto" generation split the micro-batches into on this run's GPU: the same optimizer step in other passes, so a
 # checkpoint continues under another split; a change is said, compared only where both runs recorded it.
 TAKEN_MICRO_BATCHES = "grpo micro-batches (as this run took them)"
+TARGET_MODULES = "lora.target_modules"  # compared by the modules it picks, as the LoRA check compares them
 # How a run was started, not what it trains: free to differ (compile_layers: the same layers in fused kernels; a
 # checkpoint from before it existed recorded none)
 FREE_SETTINGS = ("grpo.output_dir", "grpo.resume_from_checkpoint", "lora.gradient_checkpointing", "model.backend",
@@ -254,7 +256,8 @@ def lora_shape(config) -> dict:
     with ones that do."""
     from .model import adapter_dir  # light: no torch
 
-    def layers():  # asked only where a comparison needs them
+    @functools.lru_cache(maxsize=None)  # asked only where a comparison needs them, once (a child process lists them)
+    def layers():
         from . import modelfiles
 
         folder = modelfiles.model_folder(config)
@@ -278,6 +281,25 @@ def _targets_shown(targets) -> str:
     return str(sorted(targets)) if isinstance(targets, list) else json.dumps(targets)
 
 
+def _plain(specs) -> bool:
+    """Whether target_modules ``specs`` are all lists of plain names ("q_proj"), which need no model to compare."""
+    return all(isinstance(spec, list) and not any("." in name for name in spec) for spec in specs)
+
+
+def _picks(specs, layers) -> list[set] | None:
+    """The modules each of target_modules ``specs`` picks: plain names as they are, the rest ("all-linear", a
+    pattern, whole names) in the model (``layers``: lora_shape's, asked only then); None where that cannot be told
+    (no target_modules peft takes, or the model's modules not on this machine)."""
+    from .model import lora_modules  # light: no torch
+
+    if not all(map(_names_or_pattern, specs)):
+        return None
+    if _plain(specs):
+        return [set(spec) for spec in specs]
+    found = layers() if layers is not None else None
+    return None if found is None else [lora_modules(found, spec) for spec in specs]
+
+
 def _targets_change(saved: dict, shape: dict) -> str | None:
     """``target_modules OLD (now NEW)`` where a saved adapter does not train the modules asked for, else None.
     Unsloth trains some of them whole rather than through LoRA (lm_head, embed_tokens) and lists those under
@@ -287,20 +309,15 @@ def _targets_change(saved: dict, shape: dict) -> str | None:
     from .model import lora_modules  # light: no torch
 
     targets, wanted, whole = saved.get("target_modules"), shape["target_modules"], saved.get("modules_to_save") or []
-    if not all(map(_names_or_pattern, (targets, wanted, whole))):
-        return None  # not a LoRA checkpoint's; Trainer says what is wrong with it
-    shown = _targets_shown(targets)
-    if all(isinstance(spec, list) and not any("." in name for name in spec) for spec in (targets, wanted, whole)):
-        picked, asked, kept = set(targets), set(wanted), set(whole)
-    else:
-        layers = shape["layers"]() if "layers" in shape else None
-        if layers is None:
-            return None  # cannot tell without the model's modules: loading the checkpoint says
-        picked, asked, kept = (lora_modules(layers, spec) for spec in (targets, wanted, whole))
-        if picked == lora_modules(layers, "all-linear"):
-            shown = _targets_shown("all-linear")
+    picks = _picks((targets, wanted, whole), shape.get("layers"))
+    if picks is None:  # not a LoRA checkpoint's (Trainer says what is wrong with it), or no model here to tell by
+        return None  # (loading the checkpoint says)
+    picked, asked, kept = picks
     if picked <= asked <= picked | kept:
         return None
+    shown = _targets_shown(targets)
+    if not _plain((targets, wanted, whole)) and picked == lora_modules(shape["layers"](), "all-linear"):
+        shown = _targets_shown("all-linear")
     return f"target_modules {shown} (now {_targets_shown(wanted)})"
 
 
@@ -347,15 +364,21 @@ def _shown(value) -> str:
     return json.dumps(value, ensure_ascii=False) if value is not None else _("(unset)")
 
 
-def _compare_settings(checkpoint: Checkpoint, now: dict) -> list[str]:
+def _compare_settings(checkpoint: Checkpoint, now: dict, layers=None) -> list[str]:
     """Refuse what a checkpoint cannot continue with (FIXED_SETTINGS, LoRA) or would silently override
-    (OPTIMIZER_SETTINGS); return the other changes, which this run applies, as ``key old -> new``."""
+    (OPTIMIZER_SETTINGS); return the other changes, which this run applies, as ``key old -> new``. target_modules
+    are compared as the LoRA check compares them, by the modules they pick (``layers``: lora_shape's): "all-linear"
+    for the layers it stands for, named, is no change; by their words where the model's modules are not here."""
     try:
         then = json.loads((checkpoint.path / SETTINGS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []  # a checkpoint from before grpo-skill recorded its settings: nothing to compare with
     changed = sorted(key for key in set(then) | set(now)
                      if key not in FREE_SETTINGS and then.get(key) != now.get(key))
+    if TARGET_MODULES in changed:
+        picks = _picks((then.get(TARGET_MODULES), now.get(TARGET_MODULES)), layers)
+        if picks is not None and picks[0] == picks[1]:
+            changed.remove(TARGET_MODULES)
     fixed_keys = set(FIXED_SETTINGS)
     for literal, resolved in RESOLVED_SETTINGS.items():
         if resolved in then and resolved in now:  # the resolved value is fixed, the literal may change
@@ -432,7 +455,8 @@ def prepare(output_dir: str | Path, *, resume: bool = False, overwrite: bool = F
                     dir=output_dir, step=last.step, max_steps=max_steps))
         if lora is not None:
             _check_lora_fits(last, lora)
-        applied = _compare_settings(last, settings) if settings is not None else []
+        applied = (_compare_settings(last, settings, lora.get("layers") if lora is not None else None)
+                   if settings is not None else [])
         if is_main_process():
             metrics.rewind(output_dir, last.step)
             metrics.rewind(output_dir / traces.TRACES_FILE, last.step)

@@ -8,7 +8,6 @@ import re
 import shutil
 import tempfile
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -273,9 +272,10 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
     return result
 
 
-# A reward whose factory loads a model: llm_judge's local judge, language's py3langid model (for its language codes:
-# about a second, as long as the rest of `new`). `new` leaves them to `check` and train.py.
-MODEL_LOADING_REWARDS = frozenset({"llm_judge", "language"})
+# A reward whose factory loads a model before it checks its params: llm_judge's local judge. `new` leaves it to
+# `check` and train.py. (language's factory checks the params it can without py3langid's model first, and stops
+# there under needs.params_only.)
+MODEL_LOADING_REWARDS = frozenset({"llm_judge"})
 
 
 def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
@@ -283,20 +283,20 @@ def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
     the project's own rewards.py's and the built-in ones (but those that load a model). Other plugins' are left to
     `check`: a factory of theirs may load a model or call a service. A built-in checks its params before it asks for
     its packages, which it imports at its first call: without the [train] extra the project is written, and `check`
-    says what to install. Returns what the factories warned (code_tests: the network cannot be cut here), as `new`
-    says it."""
-    from ..core.contract import RewardPackageMissing
+    says what to install; before a model it loads (language's), which it leaves to `check` here. Returns what the
+    factories warned (code_tests: the network cannot be cut here), as `new` says it."""
+    from ..builtins.rewards import needs
+    from ..core.contract import RewardPackageMissing, factory_warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
+    with factory_warnings() as said, needs.params_only():
         for choice in loaded.rewards:
             reward = plugins.get_reward(choice.name)
             own = plugin_name and reward.source == plugin_name
             built_in = reward.source.startswith("builtin:") and reward.name not in MODEL_LOADING_REWARDS
             if own or built_in:
-                with contextlib.suppress(RewardPackageMissing):
+                with contextlib.suppress(RewardPackageMissing):  # ModelLeftUnloaded too
                     reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
-    return [str(warning.message) for warning in caught if issubclass(warning.category, UserWarning)]
+    return said
 
 
 def _in_project(message: str, rendered: Path, folder: Path) -> str:
