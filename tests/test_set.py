@@ -551,8 +551,8 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     # each with what brings it back: `set` for a setting, `new` for what `set` cannot change
     assert note.endswith("; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering "
                          "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` "
-                         "(`set` cannot change them); the language comes from `grpo-skill new --lang` (`set` cannot "
-                         "change it)"), note
+                         "(`set` cannot change them); the language comes from `grpo-skill new --lang`, else the CLI's "
+                         "language (`set` cannot change it)"), note
 
     # the same answers: what `set` wrote since is in config.toml alone, which is backed up; named all the same
     project = tmp_path / "again"
@@ -629,6 +629,22 @@ def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_pat
     assert code == 0, output
     assert json.loads(output)["notes"] == []
     assert 'generation = "plain"' in config_text(tmp_path / "older")
+
+
+def test_new_force_names_the_language_only_where_this_command_does_not_give_one(tmp_path):
+    """--lang, like --set, sets the language on purpose: the earlier one is not named. Without it the render takes
+    the CLI's language, and the note says that the earlier one is not carried over, and why."""
+    def notes(*args):
+        code, output = grpo_skill("new", "lang", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path), *args)
+        assert code == 0, output
+        return json.loads(output)["notes"]
+
+    notes()  # the CLI's language, English
+    assert notes("--lang", "zh-CN") == []
+    assert notes() == [
+        "the earlier project's lang = \"zh-CN\" is not carried over: this render takes the preset's values and this "
+        "command's options; the language comes from `grpo-skill new --lang`, else the CLI's language (`set` cannot "
+        "change it)"]
 
 
 def test_new_force_joins_the_ways_back_in_the_cli_language(tmp_path):

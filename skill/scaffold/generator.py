@@ -210,13 +210,14 @@ def _writable_ancestor(target: Path) -> None:
 
 
 def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
-                   **options) -> Rendered:
+                   lang_given: bool = False, **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
     left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
-    names its files relative to the project, for a target in a temporary folder)."""
+    names its files relative to the project, for a target in a temporary folder). ``lang_given``: ``lang`` is the
+    command's --lang, not the CLI's language (over an earlier project, its language is then not named as dropped)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     with template_rewards():
@@ -262,7 +263,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
                                            _config_settings(rendered / config.CONFIG_FILE),
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
                                            defaults=_preset_defaults(recorded, name),
-                                           given_now=frozenset(given.dotted() if given else ())))
+                                           given_now=frozenset(given.dotted() if given else ())
+                                           | ({"lang"} if lang_given else set())))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -456,7 +458,8 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
     be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
     set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
-    those by design, nor one that this command sets itself (``given_now``: its --set keys)."""
+    those by design, nor one that this command sets itself (``given_now``: its --set keys, and "lang" for its
+    --lang)."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
@@ -468,7 +471,8 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
 
     def chosen(key, value) -> bool:
         if key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value):
-            return True  # the language is never the preset's; a value changed since `new` is the user's
+            return True  # the language is never the preset's (--lang, or the CLI's); a value changed since `new`
+            # is the user's
         return key in from_new and from_new[key] != preset_gave.get(key, _ABSENT)  # given to `new`
 
     dropped = {key: value for key, value in earlier.items() if key not in given_now
@@ -498,7 +502,8 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
         ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` (`set` cannot "
                       "change them)"))
     if "lang" in dropped:
-        ways.append(_("the language comes from `grpo-skill new --lang` (`set` cannot change it)"))
+        ways.append(_("the language comes from `grpo-skill new --lang`, else the CLI's language (`set` cannot change "
+                      "it)"))
     # Translators: what separates the ways to bring settings back in new --force's note.
     return [i18n.ngettext(
         "the earlier project's {settings} is not carried over: this render takes the preset's values and this "

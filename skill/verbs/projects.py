@@ -46,13 +46,13 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
     from ..scaffold import settings as given
     from ..scaffold.generator import render_project, template_rewards
 
-    lang = lang or i18n.current()
+    lang_given, lang = lang is not None, lang or i18n.current()
     warn_broken_plugins()
     with template_rewards():  # --reward and --param may name a reward of the project's own rewards.py
         rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
                                   backend=backend, model=model, lang=lang, dataset=dataset,
                                   prompt_column=prompt_column, settings=given.parse(set_items, param_items),
-                                  answer_column=answer_column)
+                                  answer_column=answer_column, lang_given=lang_given)
     target, files = rendered.target, rendered.files
     from ..scaffold.update import start_repository
 
