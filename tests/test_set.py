@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
 import tomllib
 from pathlib import Path
@@ -549,10 +550,12 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
                     "grpo.max_completion_length = 64", "rewards = accuracy:1", 'lang = "zh-CN"'):
         assert dropped in note, note
     # each with what brings it back: `set` for a setting, `new` for what `set` cannot change
+    data_copy = tmp_path / "again" / "data" / "d.jsonl"
     assert note.endswith("; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering "
-                         "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` "
-                         "(`set` cannot change them); the language comes from `grpo-skill new --lang`, else the CLI's "
-                         "language (`set` cannot change it)"), note
+                         "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT "
+                         f"--dataset {data_copy} --prompt-column question --answer-column final`, with the column of "
+                         "gold answers they read (`set` cannot change them); the language comes from `grpo-skill new "
+                         "--lang`, else the CLI's language (`set` cannot change it)"), note
 
     # the same answers: what `set` wrote since is in config.toml alone, which is backed up; named all the same
     project = tmp_path / "again"
@@ -629,6 +632,35 @@ def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_pat
     assert code == 0, output
     assert json.loads(output)["notes"] == []
     assert 'generation = "plain"' in config_text(tmp_path / "older")
+
+
+def test_new_force_gives_the_way_back_of_a_reward_that_reads_a_gold_column(tmp_path):
+    """`new --reward accuracy:1` alone reads the column "answer" (or refuses a dataset without it): the way back of a
+    reward that read another column names it, and the dataset `new` checks it in where that is not carried over
+    either. Following the note gives the earlier project again."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(DATA)
+    dataset = ("--dataset", str(data), "--prompt-column", "question")
+    project = tmp_path / "gold"
+
+    def new(*args):
+        code, output = grpo_skill("new", "gold", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path), *args)
+        assert code == 0, output
+        return json.loads(output)["notes"]
+
+    for now, options in ((dataset, "--answer-column final"),  # the dataset kept: the column alone
+                         ((), f"--dataset {project / 'data' / 'd.jsonl'} --prompt-column question --answer-column "
+                              "final")):
+        new(*dataset, "--answer-column", "final", "--reward", "accuracy:1")
+        earlier = config_text(project)
+        note = [note for note in new(*now) if note.startswith("the earlier project's")][0]
+        assert "rewards = accuracy:1 { answer_column = \"final\" }" in note, note
+        way = (f"the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT {options}`, with the "
+               "column of gold answers they read (`set` cannot change them)")
+        assert note.endswith(way), note
+        assert "`grpo-skill set SECTION.KEY=VALUE`" not in note  # the dataset comes back with that `new`
+        new(*now, "--reward", "accuracy:1", *shlex.split(options))
+        assert config_text(project) == earlier
 
 
 def test_new_force_names_the_language_only_where_this_command_does_not_give_one(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -264,7 +265,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
                                            defaults=_preset_defaults(recorded, name),
                                            given_now=frozenset(given.dotted() if given else ())
-                                           | ({"lang"} if lang_given else set())))
+                                           | ({"lang"} if lang_given else set()), project=target))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -450,16 +451,60 @@ def _preset_defaults(recorded: dict, name: str) -> dict | None:
         return None
 
 
+def _gold_options(rewards: list, earlier: dict, dropped: dict, project: Path | None) -> tuple[list[str], set]:
+    """What `new` needs beside ``--reward`` to bring back ``rewards`` (the earlier ones) that read a gold answer:
+    ``--answer-column COL`` (``--param REWARD.answer_column=COL`` each, where they read different columns), and the
+    earlier dataset where it is not carried over (``dropped``), as `new` checks the column in the dataset it is given.
+    Returns the options and the dropped keys they bring back."""
+    from ..core.datafile import LOCAL_DATA_SUFFIXES
+    from ..core.schema import toml_text
+    from .settings import GOLD_PARAMS
+
+    columns = {}  # reward -> (param, column): the gold column it reads, (None, None) where it reads the default
+    for reward in rewards:
+        if not isinstance(reward, dict) or not isinstance(reward.get("name"), str):
+            continue
+        params = reward.get("params") if isinstance(reward.get("params"), dict) else {}
+        try:
+            declared = plugins.get_reward(reward["name"]).params
+        except RegistryError:  # not installed here: its params say
+            declared = params
+        gold = [param for param in GOLD_PARAMS if param in declared]
+        if gold:
+            columns[reward["name"]] = next(((param, params[param]) for param in gold if param in params), (None, None))
+    if not columns:
+        return [], set()
+    options, covered = [], set()
+    path = earlier.get("dataset.path")
+    if "dataset.path" in dropped and isinstance(path, str):
+        local = Path(path).suffix in LOCAL_DATA_SUFFIXES or (project is not None and (project / path).is_file())
+        options += (["--dataset", shown_path(project / path if project is not None else path)] if local
+                    else ["--set", f"dataset.path={toml_text(path)}"])
+        covered.add("dataset.path")
+        prompt_column = earlier.get("dataset.prompt_column")
+        if isinstance(prompt_column, str) and prompt_column != "prompt":  # --prompt-column's default
+            options += ["--prompt-column", prompt_column]
+            covered.add("dataset.prompt_column")
+    read = {column for _param, column in columns.values()}
+    if len(read) == 1 and None not in read:
+        options += ["--answer-column", str(read.pop())]
+    else:
+        options += [option for name, (param, column) in columns.items() if param is not None
+                    for option in ("--param", f"{name}.{param}={toml_text(column)}")]
+    return options, covered
+
+
 def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = None,
                       new_config: dict | None = None, *, written: dict | None = None,
-                      defaults: dict | None = None, given_now: frozenset = frozenset()) -> list[str]:
+                      defaults: dict | None = None, given_now: frozenset = frozenset(),
+                      project: Path | None = None) -> list[str]:
     """A note naming the values the user chose for the earlier project that this render does not keep, and how each
     comes back; none where it keeps them all. The user's values: its recorded answers that differ from what its
     preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
     be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
     set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
     those by design, nor one that this command sets itself (``given_now``: its --set keys, and "lang" for its
-    --lang)."""
+    --lang). ``project``: the earlier project's folder, where the way back names its dataset file."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
@@ -486,6 +531,9 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     if not dropped:
         return []
     params = [key for key in dropped if isinstance(key, tuple)]
+    # a reward that read a gold column comes back with that column (and the dataset `new` checks it in)
+    gold, covered = ([], set()) if "rewards" not in dropped else _gold_options(dropped["rewards"], earlier, dropped,
+                                                                                project)
     named = [f"{key[1]}.{key[2]} = {toml_value(value)}" if isinstance(key, tuple) else
              f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
              for key, value in dropped.items()]
@@ -493,12 +541,16 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     if len(named) > NOT_CARRIED_SHOWN:
         shown += _(" and {count} more").format(count=len(named) - NOT_CARRIED_SHOWN)
     ways = []  # how each kind comes back: `set` cannot choose the rewards or the language
-    if set(dropped) - {"rewards", "lang"} - set(params):
+    if set(dropped) - {"rewards", "lang"} - set(params) - covered:
         ways.append(_("`grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
                       "again"))
     if params:
         ways.append(_("`grpo-skill set --param REWARD.PARAM=VALUE` changes a reward's param"))
-    if "rewards" in dropped:
+    if "rewards" in dropped and gold:
+        ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT {options}`, with "
+                      "the column of gold answers they read (`set` cannot change them)").format(
+            options=shlex.join(gold)))
+    elif "rewards" in dropped:
         ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` (`set` cannot "
                       "change them)"))
     if "lang" in dropped:
