@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import shutil
 import tomllib
@@ -632,6 +633,34 @@ def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_pat
     assert code == 0, output
     assert json.loads(output)["notes"] == []
     assert 'generation = "plain"' in config_text(tmp_path / "older")
+
+
+def test_new_force_says_that_a_value_of_a_project_made_by_another_version_may_be_its_default(tmp_path):
+    """The defaults are this grpo-skill's preset's; the preset of the grpo-skill that made the project is nowhere
+    here, and the answers do not tell its defaults from the options its `new` was given. A value that differs from
+    this preset's, in a project made by another version, is named with that said; one changed since by `set` is
+    the user's all the same."""
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "-o", str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "older"
+    answers_file, config = project / ".copier-answers.yml", project / "config.toml"
+    # as an earlier grpo-skill whose tiny preset gave beta = 0.0 made it
+    answers_text = answers_file.read_text()
+    assert "    beta: 0.04\n" in answers_text and "grpo_skill_version: " in answers_text
+    answers_file.write_text(re.sub(r"(?m)^grpo_skill_version: .*$", "grpo_skill_version: 0.0.9",
+                                   answers_text.replace("    beta: 0.04\n", "    beta: 0.0\n")))
+    config.write_text(config.read_text().replace("\nbeta = 0.04\n", "\nbeta = 0.0\n"))
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_steps=7")
+    assert code == 0, output
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
+    assert code == 0, output
+    assert json.loads(output)["notes"] == [
+        "the earlier project's grpo.beta = 0.0, grpo.max_steps = 7 are not carried over: this render takes the "
+        "preset's values and this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a "
+        "project without rendering it again",
+        "the earlier project was made by grpo-skill 0.0.9, whose defaults may differ from this version's: its "
+        "grpo.beta = 0.0 may be such a default rather than a value chosen for it (the project does not record which "
+        "values its `new` was given)"]
 
 
 def test_new_force_gives_the_way_back_of_a_reward_that_reads_a_gold_column(tmp_path):

@@ -514,32 +514,39 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     in_config = _flat(earlier_config) if earlier_config is not None else {}
     as_written = _flat(written) if written is not None else from_new  # without it: the answers alone
 
+    version = recorded.get("grpo_skill_version")
+
+    def surely_chosen(key, value) -> bool:
+        # the language is never the preset's (--lang, or the CLI's); a value changed since `new` is the user's
+        return key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value)
+
     def chosen(key, value) -> bool:
-        if key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value):
-            return True  # the language is never the preset's (--lang, or the CLI's); a value changed since `new`
-            # is the user's
-        return key in from_new and from_new[key] != preset_gave.get(key, _ABSENT)  # given to `new`
+        return surely_chosen(key, value) or (key in from_new and from_new[key] != preset_gave.get(key, _ABSENT))
 
     dropped = {key: value for key, value in earlier.items() if key not in given_now
                and chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
+    # An option of the earlier `new` is told from its preset's default by this grpo-skill's preset: the same where
+    # this version made the project. Another version's preset is nowhere here, and its defaults may differ: a value
+    # its `new` wrote that differs from this preset's is named, and said to be perhaps that version's default.
+    sure = {key for key, value in dropped.items() if version == __version__ or surely_chosen(key, value)}
     kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
     # the earlier rewards named whole where they are the user's, or hold a param of the user's that this render's
     # rewards cannot take: `new --reward` brings them back, not `set --param`
     if "rewards" in dropped or any(isinstance(key, tuple) and key[1] not in kept_rewards for key in dropped):
+        rewards_sure = any(key == "rewards" or isinstance(key, tuple) for key in sure)
         dropped = {key: value for key, value in dropped.items() if not isinstance(key, tuple)}
         dropped["rewards"] = {**answered, **(earlier_config or {})}.get("rewards") or []
+        sure = {key for key in sure if not isinstance(key, tuple)} | ({"rewards"} if rewards_sure else set())
     if not dropped:
         return []
     params = [key for key in dropped if isinstance(key, tuple)]
     # a reward that read a gold column comes back with that column (and the dataset `new` checks it in)
     gold, covered = ([], set()) if "rewards" not in dropped else _gold_options(dropped["rewards"], earlier, dropped,
                                                                                 project)
-    named = [f"{key[1]}.{key[2]} = {toml_value(value)}" if isinstance(key, tuple) else
+    named = {key: f"{key[1]}.{key[2]} = {toml_value(value)}" if isinstance(key, tuple) else
              f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
-             for key, value in dropped.items()]
-    shown = ", ".join(named[:NOT_CARRIED_SHOWN])
-    if len(named) > NOT_CARRIED_SHOWN:
-        shown += _(" and {count} more").format(count=len(named) - NOT_CARRIED_SHOWN)
+             for key, value in dropped.items()}
+    shown = _listed(list(named.values()))
     ways = []  # how each kind comes back: `set` cannot choose the rewards or the language
     if set(dropped) - {"rewards", "lang"} - set(params) - covered:
         ways.append(_("`grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
@@ -557,11 +564,30 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
         ways.append(_("the language comes from `grpo-skill new --lang`, else the CLI's language (`set` cannot change "
                       "it)"))
     # Translators: what separates the ways to bring settings back in new --force's note.
-    return [i18n.ngettext(
+    notes = [i18n.ngettext(
         "the earlier project's {settings} is not carried over: this render takes the preset's values and this "
         "command's options; {ways}",
         "the earlier project's {settings} are not carried over: this render takes the preset's values and this "
         "command's options; {ways}", len(named)).format(settings=shown, ways=_("; ").join(ways))]
+    perhaps = [text for key, text in named.items() if key not in sure]
+    if perhaps:
+        notes.append(i18n.ngettext(
+            "the earlier project was made by grpo-skill {version}, whose defaults may differ from this version's: "
+            "its {settings} may be such a default rather than a value chosen for it (the project does not record "
+            "which values its `new` was given)",
+            "the earlier project was made by grpo-skill {version}, whose defaults may differ from this version's: "
+            "its {settings} may be such defaults rather than values chosen for it (the project does not record "
+            "which values its `new` was given)", len(perhaps)).format(
+            version="?" if version is None else version, settings=_listed(perhaps)))
+    return notes
+
+
+def _listed(named: list[str]) -> str:
+    """Settings as new --force's notes name them: the first NOT_CARRIED_SHOWN, and how many more."""
+    shown = ", ".join(named[:NOT_CARRIED_SHOWN])
+    if len(named) > NOT_CARRIED_SHOWN:
+        shown += _(" and {count} more").format(count=len(named) - NOT_CARRIED_SHOWN)
+    return shown
 
 
 def _in_preset_order(data: dict) -> dict | None:
