@@ -614,6 +614,8 @@ def test_new_force_names_no_value_this_command_sets_and_words_one_value_as_one(t
         "the earlier project's grpo.max_steps = 300 is not carried over: this render takes the preset's values and "
         "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
         "rendering it again"]
+    notes("--param", 'thinking.think_end_token="</x>"')
+    assert notes("--param", 'thinking.think_end_token="</y>"') == []  # a reward's param as well
 
 
 def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_path, monkeypatch, tmp_path_factory):

@@ -260,12 +260,15 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             if plugin_name:
                 plugins.unregister(plugin_name)
         if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
+            # what this command sets on purpose (--set, --param, --lang), keyed as _flat keys them
+            given_now = frozenset(given.dotted() if given else ()) | ({"lang"} if lang_given else set()) | {
+                (PARAM, reward_name, key) for reward_name, keys in (given.params if given else {}).items()
+                for key in keys}
             notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
                                            _config_settings(rendered / config.CONFIG_FILE),
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
-                                           defaults=_preset_defaults(recorded, name),
-                                           given_now=frozenset(given.dotted() if given else ())
-                                           | ({"lang"} if lang_given else set()), project=target))
+                                           defaults=_preset_defaults(recorded, name), given_now=given_now,
+                                           project=target))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -503,8 +506,10 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
     be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
     set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
-    those by design, nor one that this command sets itself (``given_now``: its --set keys, and "lang" for its
-    --lang). ``project``: the earlier project's folder, where the way back names its dataset file."""
+    those by design, nor one that this command sets itself (``given_now``: its --set keys, its --param keys as
+    _flat keys them, and "lang" for its --lang). Where another grpo-skill version made the project, a second note
+    says which named answers may be that version's defaults (its preset is not here to compare with). ``project``:
+    the earlier project's folder, where the way back names its dataset file."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
