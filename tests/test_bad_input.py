@@ -505,11 +505,13 @@ def offline(**extra):
 
 HUB_MODEL = 'name = "grpo-skill-tests/not-downloaded"'
 MODEL_CASES = [
-    Case("model-folder-without-config", "has no config.json, so it is not a model folder",
+    Case("model-folder-without-config", "has no config.json, so it is not a model folder; give model.name a model "
+         "folder (a relative path is read from the project folder) or a hub id",
          edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "not-a-model"'), setup=model_folder_without_config),
     Case("model-is-an-adapter", "is a LoRA adapter, not a model; set model.adapter",
          edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "adapter"'), setup=adapter_folder),
-    Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set)",
+    Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use "
+         "model.name = a local folder, or download it where there is a network",
          edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL), env=offline()),
     Case("check-model-not-here", "the model is not on this machine, so the prompts' lengths, "
          "dataset.chat_template_kwargs and lora.target_modules were not checked against it", code=0,

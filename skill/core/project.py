@@ -86,6 +86,12 @@ class ProjectConfig:
         """The config `grpo-skill set` would write: a fix is a key of that command, not a flag of train.py's."""
         return self.source is not None and self.source.by_set
 
+    @property
+    def model_flag(self) -> bool:
+        """The command that reads the config takes --model PATH (new, train.py, evaluate.py, probe): a fix may name
+        it; `check`, `set` and `plan` have no such flag, so a fix names model.name."""
+        return self.source is not None and self.source.model_flag
+
     def error(self, loc: tuple, message: str) -> ConfigError:
         return (self.source or Source(self.path)).error(loc, message)
 
@@ -141,7 +147,7 @@ def config_path(path: str | Path) -> Path:
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
          processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
-         derived: dict[str, str] | None = None) -> ProjectConfig:
+         derived: dict[str, str] | None = None, model_flag: bool = False) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
@@ -149,6 +155,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
     `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
     the command line; ``derived``: the keys it changed on its own, each with how (Source.derived).
+    ``model_flag``: the caller takes --model PATH.
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -168,7 +175,8 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}))
+    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}),
+                    model_flag=model_flag)
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
@@ -216,7 +224,7 @@ def read_config(path: Path, shown: str) -> str:
 
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
-    config = load(path, overrides)
+    config = load(path, overrides, model_flag=True)
     if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
         for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
@@ -452,8 +460,8 @@ def check_model(config: ProjectConfig) -> None:
         problem = _("{path} has no config.json, so it is not a model folder").format(path=local)
     if problem is None:
         return
-    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id")
-           if config.by_set else _("pass --model PATH to a model folder, or give a hub id"))
+    fix = (_("pass --model PATH to a model folder, or give a hub id") if config.model_flag
+           else _("give model.name a model folder (a relative path is read from the project folder) or a hub id"))
     raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
@@ -572,7 +580,8 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
                     raise config.error(loc, _(
                         "{kind} {repo!r} is not on the hub: check the name (a private repo needs HF_TOKEN, in .env), "
                         "or use {flag} for a local copy").format(
-                        kind=_(kind), repo=repo_id, flag="--model PATH" if kind == "model" else _("a local file")))
+                        kind=_(kind), repo=repo_id,
+                        flag=_local_model(config) if kind == "model" else _("a local file")))
                 if found == "gated":
                     raise config.error(loc, _("{kind} {repo!r} is gated: accept its terms on its hub page, then set "
                                               "HF_TOKEN (in .env)").format(kind=_(kind), repo=repo_id))
@@ -584,11 +593,16 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         if hub_cached(repo_id, kind):
             continue
         offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
-        flag = ((_("model.name = a local folder") if config.by_set else "--model PATH") if kind == "model"
-                else _("dataset.path = a local file"))
+        flag = _local_model(config) if kind == "model" else _("dataset.path = a local file")
         raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
                                   "({why}); use {flag}, or download it where there is a network").format(
             kind=_(kind), repo=repo_id, why=offline, flag=flag))
+
+
+def _local_model(config: ProjectConfig) -> str:
+    """How a refusal of a hub model says to use a local copy: the command's --model PATH where it has the flag
+    (train.py, new), else model.name (check, set, plan)."""
+    return "--model PATH" if config.model_flag else _("model.name = a local folder")
 
 
 # ---- the dataset ----------------------------------------------------------------------------------------

@@ -71,6 +71,8 @@ class Source:
     by_set: bool = False
     # keys `grpo-skill set` changed on its own, not given ("model.max_seq_length" -> how, as messages name it)
     derived: dict[str, str] = field(default_factory=dict)
+    # the command that reads it takes --model PATH (new, train.py, evaluate.py, probe): a fix may name the flag
+    model_flag: bool = False
 
     def error(self, loc: tuple, message: str) -> ConfigError:
         return ConfigError(self.said(loc, message))

@@ -250,7 +250,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         try:
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
-            loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None, model_flag=True)
             loaded.warnings.extend(_build_chosen_rewards(loaded, plugin_name))
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
