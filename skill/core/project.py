@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import grpocontents, launch, plugins, schema
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
@@ -87,6 +87,11 @@ class ProjectConfig:
         return self.source is not None and self.source.by_set
 
     @property
+    def by_new(self) -> bool:
+        """The config `grpo-skill new` (or `plan --preset --set`) rendered: a fix is a --set of that command."""
+        return self.source is not None and self.source.by_new
+
+    @property
     def model_flag(self) -> bool:
         """The command that reads the config takes --model PATH (new, train.py, evaluate.py, probe): a fix may name
         it; `check`, `set` and `plan` have no such flag, so a fix names model.name."""
@@ -147,15 +152,18 @@ def config_path(path: str | Path) -> Path:
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
          processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
-         derived: dict[str, str] | None = None, model_flag: bool = False) -> ProjectConfig:
+         derived: dict[str, str] | None = None, by_new: bool = False, model_flag: bool = False,
+         longest_prompt: Callable[[ProjectConfig], int | None] | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
     ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
     (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
     `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
-    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived).
-    ``model_flag``: the caller takes --model PATH.
+    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived). ``by_new``: the
+    config `grpo-skill new` rendered (its fixes are --set settings); ``model_flag``: the caller takes --model PATH.
+    ``longest_prompt``: counts the prompts in tokens (None where it cannot), for the advice of a refusal that needs it
+    (core reads no tokenizer: the caller that can passes one).
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -175,7 +183,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}),
+    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}), by_new=by_new,
                     model_flag=model_flag)
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
@@ -191,7 +199,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     check_registry(config, declared)
     check_model(config)
     model_config = model_config_json(config)
-    check_positions(config, model_positions(config, model_config=model_config))
+    check_positions(config, model_positions(config, model_config=model_config), longest_prompt)
     check_against_model(config, model_config)
     check_draw(config, check_dataset(config).rows, processes)
     return config
@@ -539,21 +547,50 @@ def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:
             "fails on such a LoRA model; remove cast_lm_head_to_fp32"))
 
 
-def check_positions(config: ProjectConfig, positions: int | None) -> None:
+def check_positions(config: ProjectConfig, positions: int | None,
+                    longest_prompt: Callable[[ProjectConfig], int | None] | None = None) -> None:
     """model.max_seq_length within what the model reads: a longer one would pass every check and fail (or
-    extrapolate silently) deep in training."""
+    extrapolate silently) deep in training. ``longest_prompt``: as ``load`` takes it, for the fix of a length that
+    `set` or `new` raised itself."""
     if positions is None or config.model["max_seq_length"] <= positions:
         return
-    key = "model.max_seq_length" if config.by_set else "max_seq_length"  # as `set` takes it; in [model] of the file
+    # as `set` and `new --set` take it; in [model] of the file
+    key = "model.max_seq_length" if config.by_set or config.by_new else "max_seq_length"
     fix = _("set {key} to {positions} or less").format(key=key, positions=positions)
-    room = config.model["max_seq_length"] - config.grpo["max_completion_length"]
-    if config.by_set and "model.max_seq_length" in config.source.derived and positions > room:
-        # raised by `set` to fit the budget it was given: that budget is what to lower
-        fix = _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
-                "prompts the {room} tokens they had").format(most=positions - room, room=room)
+    if config.source is not None and "model.max_seq_length" in config.source.derived:
+        # raised by `set` (`new`) to fit the budget it was given: the fix is in that command
+        fix = _raised_past_positions(config, positions, longest_prompt(config) if longest_prompt else None) or fix
     raise config.error(("model", "max_seq_length"), _(
         "the model reads at most {positions} tokens (max_position_embeddings in its config.json); {fix}").format(
         positions=positions, fix=fix))
+
+
+def _raised_past_positions(config: ProjectConfig, positions: int, longest: int | None) -> str | None:
+    """The fix where `set` (`new`) raised model.max_seq_length past the model's positions to fit the budget it was
+    given, as that command takes it: with the longest prompt counted, the budget as far as it fits beside it and
+    max_seq_length at the positions (given, so that it is not raised again); else the budget lowered to what leaves the
+    prompts the room they had. None where neither fits."""
+    completion = config.grpo["max_completion_length"]
+    if longest is not None and longest >= positions:
+        return _("the longest prompt alone is {longest} tokens; shorten the prompts").format(longest=longest)
+    if longest is not None:
+        most = min(completion, positions - longest)
+        settings = {"grpo.max_completion_length": most} if most < completion else {}
+        settings["model.max_seq_length"] = positions
+        if config.by_set:
+            return _("give {settings} in this `grpo-skill set` command (the longest prompt is {longest} "
+                     "tokens)").format(settings=" ".join(f"{key}={value}" for key, value in settings.items()),
+                                       longest=longest)
+        return _("give {settings} (the longest prompt is {longest} tokens)").format(
+            settings=" ".join(f"--set {key}={value}" for key, value in settings.items()), longest=longest)
+    room = config.model["max_seq_length"] - completion  # what the raise kept for the prompts
+    if positions <= room:
+        return None
+    if config.by_set:
+        return _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
+                 "prompts the {room} tokens they had").format(most=positions - room, room=room)
+    return _("give --set grpo.max_completion_length={most} or less, leaving the prompts the preset's {room} "
+             "tokens").format(most=positions - room, room=room)
 
 
 # ---- the hub --------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
 
     if config.builds_its_model():
         model_config = model_config_json(config, config.model_path())
-        check_positions(config, model_positions(config, model_config=model_config))
+        check_positions(config, model_positions(config, model_config=model_config), lambda _config: max(prompt_lengths))
         check_against_model(config, model_config)
     longest, limit = max(prompt_lengths), config.model["max_seq_length"]
     completion = config.grpo["max_completion_length"]
