@@ -490,6 +490,38 @@ def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
     assert snapshot(project) == before
 
 
+@pytest.mark.parametrize("before, given, shown, completion, fix", [
+    # max_seq_length at the positions already: only the budget to lower
+    (["model.max_seq_length=1024", "grpo.max_completion_length=200"], ["dataset.path=data/long.jsonl"], "1024", 200,
+     "grpo.max_completion_length=103"),
+    # raised by `set` for the budget given: given at the positions, else the lower budget would raise it again
+    ([], ["dataset.path=data/long.jsonl", "grpo.max_completion_length=300"],
+     "raised to 524 by `grpo-skill set` to fit grpo.max_completion_length=300", 300,
+     "grpo.max_completion_length=103 model.max_seq_length=1024"),
+    ([], ["dataset.path=data/long.jsonl", "grpo.max_completion_length=300", "model.max_seq_length=800"], "800", 300,
+     "grpo.max_completion_length=103 model.max_seq_length=1024"),
+])
+def test_prompts_that_need_more_than_the_models_positions_lower_the_budget(project, tiny_model, before, given, shown,
+                                                                           completion, fix):
+    """Prompts of 921 tokens and the budget pass the model's 1024 positions: max_seq_length cannot be raised to fit
+    them, so the fix lowers the budget to what is left beside them (and gives max_seq_length at the positions where
+    it is not there), and `set` takes it as printed."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    (project / "data" / "long.jsonl").write_text(json.dumps({"prompt": "word " * 300}) + "\n")
+    code, output = grpo_skill("set", "--project", str(project), "model.name=./m1024", *before)
+    assert code == 0, output
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: model.max_seq_length ({shown}) is below the longest prompt (921 tokens) + grpo.max_completion_length "
+        f"({completion}); give {fix} in this `grpo-skill set` command (the model reads at most 1024 tokens), or "
+        f"shorten the prompts ({project / 'config.toml'} is unchanged)")
+    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (103, 1024)
+
+
 def test_a_refusal_names_the_line_of_the_file_as_it_is(project):
     """A key added above a problem shifts it in the text checked; the message names the file's own line."""
     config = project / "config.toml"
