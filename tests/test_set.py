@@ -412,6 +412,25 @@ def test_where_the_prompts_cannot_be_counted_the_fix_leaves_them_the_room_they_h
     assert "model.max_seq_length: 256 → 1024" in output
 
 
+def test_where_new_cannot_count_the_prompts_its_fix_leaves_them_the_presets_room(tmp_path, tiny_model, monkeypatch):
+    """As for `set`, in `new`'s words: the budget given with --set lowered to what leaves the preset's 224 tokens."""
+    from grpo_skill.runtime import modelfiles
+
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    monkeypatch.setattr(modelfiles, "longest_prompt", lambda config: None)
+    command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=1000")
+    assert code == 1
+    assert output.strip() == (
+        "Error: the project would not run: model.max_seq_length (raised to 1224 by `grpo-skill new` to fit "
+        "grpo.max_completion_length=1000): the model reads at most 1024 tokens (max_position_embeddings in its "
+        "config.json); give --set grpo.max_completion_length=800 or less, leaving the prompts the preset's 224 tokens")
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=800")
+    assert code == 0, output
+    config = tomllib.loads(config_text(tmp_path / "p"))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (800, 1024)
+
+
 def paste(given: list[str], fix: str) -> list[str]:
     """The settings ``given`` (SECTION.KEY=VALUE) with a refusal's fix typed in ("k=v k=v" for `set`, "--set k=v ..."
     for `new`): a key the fix names takes its value there, the others stay."""
