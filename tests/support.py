@@ -89,6 +89,18 @@ def tiny_lora_policy(dtype, adapter_scale: float = 0.0, seed: int = 0, **lora):
     return model
 
 
+def model_of_positions(model: Path, folder: Path, positions: int) -> Path:
+    """``folder``: a copy of ``model`` (the tiny preset's build) that reads ``positions`` tokens (its config.json's
+    max_position_embeddings)."""
+    import json
+    import shutil
+
+    shutil.copytree(model, folder)
+    model_config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**model_config, "max_position_embeddings": positions}))
+    return folder
+
+
 def git(*args, cwd) -> str:
     identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")  # CI machines may have none
     return subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout

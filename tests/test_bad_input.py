@@ -32,7 +32,7 @@ from grpo_skill import Preset, Reward, errors, hookimpl, plugins
 from grpo_skill import project as projects
 from grpo_skill.cli import main
 
-from support import run as run_process
+from support import model_of_positions, run as run_process
 
 PROMPTS = "data/prompts.jsonl"
 LINE_OF = {"rewards.weight": 26, "grpo.max_steps": 42, "grpo.learning_rate": 35}  # in the tiny project
@@ -505,11 +505,13 @@ def offline(**extra):
 
 HUB_MODEL = 'name = "grpo-skill-tests/not-downloaded"'
 MODEL_CASES = [
-    Case("model-folder-without-config", "has no config.json, so it is not a model folder",
+    Case("model-folder-without-config", "has no config.json, so it is not a model folder; give model.name a model "
+         "folder (a relative path is read from the project folder) or a hub id",
          edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "not-a-model"'), setup=model_folder_without_config),
     Case("model-is-an-adapter", "is a LoRA adapter, not a model; set model.adapter",
          edits=edit('name = "grpo-skill/tiny-qwen3"', 'name = "adapter"'), setup=adapter_folder),
-    Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set)",
+    Case("check-hub-offline", "is not in the Hugging Face cache and the hub is offline (HF_HUB_OFFLINE is set); use "
+         "model.name = a local folder, or download it where there is a network",
          edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL), env=offline()),
     Case("check-model-not-here", "the model is not on this machine, so the prompts' lengths, "
          "dataset.chat_template_kwargs and lora.target_modules were not checked against it", code=0,
@@ -1147,6 +1149,52 @@ def test_max_seq_length_beyond_a_cached_hub_models_positions_is_refused(template
     assert str(refused.value) == (
         f"{config}:8: model.max_seq_length: the model reads at most 2048 tokens (max_position_embeddings in its "
         "config.json); set max_seq_length to 2048 or less")
+
+
+@pytest.mark.parametrize("length, completion, fix, fixed", [
+    # max_seq_length at the positions already: the budget is what to lower
+    (1024, 1000, "lower max_completion_length to 945", (1024, 945)),
+    (1000, 990, "lower max_completion_length to 945 and raise max_seq_length to 1024", (1024, 945)),
+])
+def test_prompts_that_need_more_than_the_models_positions_are_fixed_within_them(
+        template_project, tmp_path, tiny_model, english, length, completion, fix, fixed):
+    """check counts the prompts with the model's tokenizer (the longest: 79 tokens): a max_seq_length raised to fit
+    them and the budget would pass the model's 1024 positions, so the fix lowers the budget, and the config edited as
+    it says passes."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    config = project / "config.toml"
+    text = config.read_text().replace('name = "grpo-skill/tiny-qwen3"', f'name = "{model}"')
+
+    def check(length: int, completion: int):
+        config.write_text(text.replace("max_seq_length = 256", f"max_seq_length = {length}").replace(
+            "max_completion_length = 32", f"max_completion_length = {completion}"))
+        return CliRunner().invoke(main, ["check", str(project), "--no-rewards"])
+
+    refused = check(length, completion)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        f"Error: model.max_seq_length ({length}) is below the longest prompt (79 tokens) + grpo.max_completion_length "
+        f"({completion}), and the model reads at most 1024 tokens (its max_position_embeddings); {fix}, or shorten "
+        "the prompts")
+    done = check(*fixed)
+    assert done.exit_code == 0, done.output
+
+
+def test_prompts_longer_than_the_model_reads_are_to_shorten(template_project, tmp_path, tiny_model, english):
+    """Prompts of 1221 tokens for a model of 1024 positions: no max_seq_length or budget fits them."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace('name = "grpo-skill/tiny-qwen3"', f'name = "{model}"'))
+    (project / PROMPTS).write_text(json.dumps({"prompt": "word " * 400}) + "\n")
+    refused = CliRunner().invoke(main, ["check", str(project), "--no-rewards"])
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        "Error: the longest prompt (1221 tokens) leaves no room for a completion in the 1024 tokens the model reads "
+        "(its max_position_embeddings); shorten the prompts")
 
 
 def test_rewards_measured_against_the_budget_use_the_projects_max_completion_length(template_project, tmp_path):

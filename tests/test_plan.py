@@ -229,12 +229,22 @@ def add_prompt(project, text):
 
 
 def test_prompts_that_leave_no_room_for_a_completion_are_refused_as_train_py_refuses_them(cli, tmp_path):
-    """Given with --prompt-tokens, or measured with the model's tokenizer (the tiny preset's, built here)."""
+    """Given with --prompt-tokens, or measured with the model's tokenizer (the tiny preset's, built here); the fix
+    within the model's 40960 positions."""
     project = new_project(cli, tmp_path, model="grpo-skill/tiny-qwen3", preset="tiny")
+    given = cli("plan", str(project), "--prompt-tokens", "300", check=False)
+    assert given.returncode == 1 and given.stderr.strip() == (
+        "Error: model.max_seq_length (256) is below the longest prompt (300 tokens) + grpo.max_completion_length "
+        "(32); raise max_seq_length to 332 or shorten the prompts")
+    given = cli("plan", str(project), "--prompt-tokens", "40950", check=False)
+    assert given.returncode == 1 and given.stderr.strip() == (
+        "Error: model.max_seq_length (256) is below the longest prompt (40950 tokens) + grpo.max_completion_length "
+        "(32), and the model reads at most 40960 tokens (its max_position_embeddings); lower max_completion_length "
+        "to 10 and raise max_seq_length to 40960, or shorten the prompts")
     given = cli("plan", str(project), "--prompt-tokens", "100000", check=False)
     assert given.returncode == 1 and given.stderr.strip() == (
-        "Error: model.max_seq_length (256) is below the longest prompt (100000 tokens) + grpo.max_completion_length "
-        "(32); raise max_seq_length to 100032 or shorten the prompts")
+        "Error: the longest prompt (100000 tokens) leaves no room for a completion in the 40960 tokens the model "
+        "reads (its max_position_embeddings); shorten the prompts")
     add_prompt(project, "word " * 400)
     measured = cli("plan", str(project), check=False)
     assert measured.returncode == 1 and len(measured.stderr.strip().splitlines()) == 1

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from grpo_skill import cli, history, plugins
 
-from support import git, template_versions
+from support import git, model_of_positions, template_versions
 
 pytestmark = pytest.mark.usefixtures("english")  # messages compared as English text
 
@@ -292,10 +292,7 @@ def test_the_budget_advice_for_a_model_of_few_positions_goes_only_as_far_as_it_r
     advice raises both as far as that goes, says so, and `set` takes it."""
     import shlex
 
-    small = project / "small-model"
-    shutil.copytree(tiny_model, small)
-    model_config = json.loads((small / "config.json").read_text())
-    (small / "config.json").write_text(json.dumps({**model_config, "max_position_embeddings": 300}))
+    model_of_positions(tiny_model, project / "small-model", 300)
     code, output = grpo_skill("set", "--project", str(project), "model.name=./small-model",
                               "grpo.max_completion_length=120")
     assert code == 0, output
@@ -380,19 +377,125 @@ def test_max_seq_length_past_the_models_positions_is_refused_naming_the_key_as_s
 
 def test_a_max_seq_length_set_raised_itself_is_named_as_raised_and_the_fix_is_the_budget(project):
     """The budget given raises model.max_seq_length past the model's positions: the refusal says the value is set's,
-    and lowers the budget the user gave; that command is taken."""
+    and lowers the budget the user gave to what fits beside the longest prompt, max_seq_length given at the
+    positions (else `set` would raise it past them again); that command is taken."""
     before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40900")
     assert code == 1
     assert output.strip() == (
         "Error: model.max_seq_length (raised to 41124 by `grpo-skill set` to fit grpo.max_completion_length=40900): "
-        "the model reads at most 40960 tokens (max_position_embeddings in its config.json); lower "
-        "grpo.max_completion_length to 40736 or less in this `grpo-skill set` command, leaving the prompts the 224 "
-        f"tokens they had ({project / 'config.toml'} is unchanged)")
+        "the model reads at most 40960 tokens (max_position_embeddings in its config.json); give "
+        "grpo.max_completion_length=40881 model.max_seq_length=40960 in this `grpo-skill set` command (the longest "
+        f"prompt is 79 tokens) ({project / 'config.toml'} is unchanged)")
     assert snapshot(project) == before
-    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40736")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40881",
+                              "model.max_seq_length=40960")
     assert code == 0, output
     assert "model.max_seq_length: 256 → 40960" in output
+
+
+def test_where_the_prompts_cannot_be_counted_the_fix_leaves_them_the_room_they_had(project, tiny_model, monkeypatch):
+    """No tokenizer to count the prompts with (a model folder whose positions are read from its config.json): the
+    budget is lowered to what leaves the prompts the 224 tokens they had, and that command is taken."""
+    from grpo_skill.runtime import modelfiles
+
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
+    monkeypatch.setattr(modelfiles, "longest_prompt", lambda config: None)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=1000")
+    assert code == 1
+    assert output.strip() == (
+        "Error: model.max_seq_length (raised to 1224 by `grpo-skill set` to fit grpo.max_completion_length=1000): "
+        "the model reads at most 1024 tokens (max_position_embeddings in its config.json); lower "
+        "grpo.max_completion_length to 800 or less in this `grpo-skill set` command, leaving the prompts the 224 "
+        f"tokens they had ({project / 'config.toml'} is unchanged)")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=800")
+    assert code == 0, output
+    assert "model.max_seq_length: 256 → 1024" in output
+
+
+def test_where_new_cannot_count_the_prompts_its_fix_leaves_them_the_presets_room(tmp_path, tiny_model, monkeypatch):
+    """As for `set`, in `new`'s words: the budget given with --set lowered to what leaves the preset's 224 tokens."""
+    from grpo_skill.runtime import modelfiles
+
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    monkeypatch.setattr(modelfiles, "longest_prompt", lambda config: None)
+    command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=1000")
+    assert code == 1
+    assert output.strip() == (
+        "Error: the project would not run: model.max_seq_length (raised to 1224 by `grpo-skill new` to fit "
+        "grpo.max_completion_length=1000): the model reads at most 1024 tokens (max_position_embeddings in its "
+        "config.json); give --set grpo.max_completion_length=800 or less, leaving the prompts the preset's 224 tokens")
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=800")
+    assert code == 0, output
+    config = tomllib.loads(config_text(tmp_path / "p"))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (800, 1024)
+
+
+def paste(given: list[str], fix: str) -> list[str]:
+    """The settings ``given`` (SECTION.KEY=VALUE) with a refusal's fix typed in ("k=v k=v" for `set`, "--set k=v ..."
+    for `new`): a key the fix names takes its value there, the others stay."""
+    fixed = [item for item in fix.split() if item != "--set"]
+    named = {item.split("=", 1)[0] for item in fixed}
+    settings = [item for item in given if item.split("=", 1)[0] not in named] + fixed
+    return [part for item in settings for part in ("--set", item)] if "--set" in fix else settings
+
+
+@pytest.mark.parametrize("length, completion, budget, fix, written", [
+    # the budget fits beside the prompts: kept, and max_seq_length given at the model's positions (lowering the budget
+    # to what leaves the prompts their 300 tokens would make it 724)
+    (600, 300, 800, "model.max_seq_length=1024", (800, 1024)),
+    # it does not: lowered to what leaves the longest prompt its tokens (not to the 512 that leaves the prompts their
+    # 512 tokens: that would undo the change)
+    (1024, 512, 1024, "grpo.max_completion_length=945 model.max_seq_length=1024", (945, 1024)),
+])
+def test_a_max_seq_length_set_raised_past_the_models_positions_is_fixed_by_what_the_prompts_need(
+        project, tiny_model, length, completion, budget, fix, written):
+    """A model of 1024 positions; the budget given raises max_seq_length (``length``) past them. The fix is sized by
+    what the longest prompt needs (79 tokens), not by the room the prompts had, and `set` takes it as printed."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    code, output = grpo_skill("set", "--project", str(project), "model.name=./m1024", f"model.max_seq_length={length}",
+                              f"grpo.max_completion_length={completion}")
+    assert code == 0, output
+    before = snapshot(project)
+    room = length - completion
+    given = [f"grpo.max_completion_length={budget}"]
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: model.max_seq_length (raised to {budget + room} by `grpo-skill set` to fit "
+        f"grpo.max_completion_length={budget}): the model reads at most 1024 tokens (max_position_embeddings in its "
+        f"config.json); give {fix} in this `grpo-skill set` command (the longest prompt is 79 tokens) "
+        f"({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == written
+
+
+@pytest.mark.parametrize("budget, fix, written", [
+    (900, "--set model.max_seq_length=1024", (900, 1024)),
+    (1500, "--set grpo.max_completion_length=945 --set model.max_seq_length=1024", (945, 1024)),
+])
+def test_a_max_seq_length_new_raised_past_the_models_positions_is_named_as_new_s_and_its_fix_taken(
+        tmp_path, tiny_model, budget, fix, written):
+    """`new --set grpo.max_completion_length` raises max_seq_length past the 1024 positions of the model given: the
+    refusal says `new` raised it (the user never set it), and its fix, in --set settings, is taken as printed."""
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
+    given = [f"grpo.max_completion_length={budget}"]
+    code, output = grpo_skill(*command, "--set", *given)
+    assert code == 1 and not (tmp_path / "p").exists()
+    assert output.strip() == (
+        f"Error: the project would not run: model.max_seq_length (raised to {budget + 224} by `grpo-skill new` to "
+        f"fit grpo.max_completion_length={budget}): the model reads at most 1024 tokens (max_position_embeddings in "
+        f"its config.json); give {fix} (the longest prompt is 79 tokens)")
+    code, output = grpo_skill(*command, *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(tmp_path / "p"))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == written
 
 
 def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
@@ -406,6 +509,38 @@ def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
         "below the longest prompt ("), output
     assert "; add model.max_seq_length=" in output and "(524)" not in output
     assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("before, given, shown, completion, fix", [
+    # max_seq_length at the positions already: only the budget to lower
+    (["model.max_seq_length=1024", "grpo.max_completion_length=200"], ["dataset.path=data/long.jsonl"], "1024", 200,
+     "grpo.max_completion_length=103"),
+    # raised by `set` for the budget given: given at the positions, else the lower budget would raise it again
+    ([], ["dataset.path=data/long.jsonl", "grpo.max_completion_length=300"],
+     "raised to 524 by `grpo-skill set` to fit grpo.max_completion_length=300", 300,
+     "grpo.max_completion_length=103 model.max_seq_length=1024"),
+    ([], ["dataset.path=data/long.jsonl", "grpo.max_completion_length=300", "model.max_seq_length=800"], "800", 300,
+     "grpo.max_completion_length=103 model.max_seq_length=1024"),
+])
+def test_prompts_that_need_more_than_the_models_positions_lower_the_budget(project, tiny_model, before, given, shown,
+                                                                           completion, fix):
+    """Prompts of 921 tokens and the budget pass the model's 1024 positions: max_seq_length cannot be raised to fit
+    them, so the fix lowers the budget to what is left beside them (and gives max_seq_length at the positions where
+    it is not there), and `set` takes it as printed."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    (project / "data" / "long.jsonl").write_text(json.dumps({"prompt": "word " * 300}) + "\n")
+    code, output = grpo_skill("set", "--project", str(project), "model.name=./m1024", *before)
+    assert code == 0, output
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: model.max_seq_length ({shown}) is below the longest prompt (921 tokens) + grpo.max_completion_length "
+        f"({completion}); give {fix} in this `grpo-skill set` command (the model reads at most 1024 tokens), or "
+        f"shorten the prompts ({project / 'config.toml'} is unchanged)")
+    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (103, 1024)
 
 
 def test_a_refusal_names_the_line_of_the_file_as_it_is(project):

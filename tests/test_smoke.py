@@ -63,6 +63,7 @@ def test_a_stand_in_whose_prompts_do_not_fit_gets_a_larger_max_seq_length_for_th
     assert ("the stand-in model's tokenizer makes the longest prompt 434 tokens, so max_seq_length is 562 for this "
             "run only (config.toml keeps 512") in capsys.readouterr().err
     assert config_file.read_text(encoding="utf-8") == before
-    # beyond the stand-in's own positions it is refused: the run could not work
-    with pytest.raises(ConfigError, match="raise max_seq_length to 41088"):
-        smoke.fit_prompts(projects.load(config_file, {"model.name": str(tiny_model)}), [40960], stand_in=True)
+    # beyond the stand-in's own positions it is refused: the run could not work, and the fix stays within them
+    with pytest.raises(ConfigError, match=r"the model reads at most 40960 tokens \(its max_position_embeddings\); "
+                                          "lower max_completion_length to 60 and raise max_seq_length to 40960, or "):
+        smoke.fit_prompts(projects.load(config_file, {"model.name": str(tiny_model)}), [40900], stand_in=True)

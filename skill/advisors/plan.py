@@ -389,7 +389,7 @@ def plan_preset(preset: str, settings, backend: str | None, prompt_tokens: int |
 
     with tempfile.TemporaryDirectory() as scratch:
         rendered = generator.render_project("what-if", scratch, preset_name=preset, settings=settings,
-                                            shown_as=Path())  # its files named as the project's, not the scratch's
+                                            shown_as=Path(), command="plan")  # files named as the project's
         planned, about = from_project(rendered.target, backend, prompt_tokens, processes, unsloth=unsloth)
     about.pop("project", None)
     about["set"] = settings.dotted()

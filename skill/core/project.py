@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import grpocontents, launch, plugins, schema
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
@@ -86,6 +86,17 @@ class ProjectConfig:
         """The config `grpo-skill set` would write: a fix is a key of that command, not a flag of train.py's."""
         return self.source is not None and self.source.by_set
 
+    @property
+    def by_new(self) -> bool:
+        """The config `grpo-skill new` (or `plan --preset --set`) rendered: a fix is a --set of that command."""
+        return self.source is not None and self.source.by_new
+
+    @property
+    def model_flag(self) -> bool:
+        """The command that reads the config takes --model PATH (new, train.py, evaluate.py, probe): a fix may name
+        it; `check`, `set` and `plan` have no such flag, so a fix names model.name."""
+        return self.source is not None and self.source.model_flag
+
     def error(self, loc: tuple, message: str) -> ConfigError:
         return (self.source or Source(self.path)).error(loc, message)
 
@@ -141,14 +152,18 @@ def config_path(path: str | Path) -> Path:
 
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
          processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
-         derived: dict[str, str] | None = None) -> ProjectConfig:
+         derived: dict[str, str] | None = None, by_new: bool = False, model_flag: bool = False,
+         longest_prompt: Callable[[ProjectConfig], int | None] | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
     ``processes``: the launch to check it for (``check --gpus``, ``plan --gpus``); by default this one's
     (WORLD_SIZE under accelerate launch, else 1). ``text``: the config to check instead of the file's (what
     `grpo-skill set` would write; messages name its lines); ``given``: the "table.key"s it changed, named as given on
-    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived).
+    the command line; ``derived``: the keys it changed on its own, each with how (Source.derived). ``by_new``: the
+    config `grpo-skill new` rendered (its fixes are --set settings); ``model_flag``: the caller takes --model PATH.
+    ``longest_prompt``: counts the prompts in tokens (None where it cannot), for the advice of a refusal that needs it
+    (core reads no tokenizer: the caller that can passes one).
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -168,7 +183,8 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
-    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}))
+    source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}), by_new=by_new,
+                    model_flag=model_flag)
     data = schema.validate(raw, source, processes)
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
@@ -183,7 +199,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     check_registry(config, declared)
     check_model(config)
     model_config = model_config_json(config)
-    check_positions(config, model_positions(config, model_config=model_config))
+    check_positions(config, model_positions(config, model_config=model_config), longest_prompt)
     check_against_model(config, model_config)
     check_draw(config, check_dataset(config).rows, processes)
     return config
@@ -216,7 +232,7 @@ def read_config(path: Path, shown: str) -> str:
 
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
-    config = load(path, overrides)
+    config = load(path, overrides, model_flag=True)
     if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
         for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
             print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
@@ -452,8 +468,8 @@ def check_model(config: ProjectConfig) -> None:
         problem = _("{path} has no config.json, so it is not a model folder").format(path=local)
     if problem is None:
         return
-    fix = (_("give model.name a model folder (a relative path is read from the project folder) or a hub id")
-           if config.by_set else _("pass --model PATH to a model folder, or give a hub id"))
+    fix = (_("pass --model PATH to a model folder, or give a hub id") if config.model_flag
+           else _("give model.name a model folder (a relative path is read from the project folder) or a hub id"))
     raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
@@ -531,21 +547,50 @@ def check_lm_head_cast(config: ProjectConfig, model_config: dict) -> None:
             "fails on such a LoRA model; remove cast_lm_head_to_fp32"))
 
 
-def check_positions(config: ProjectConfig, positions: int | None) -> None:
+def check_positions(config: ProjectConfig, positions: int | None,
+                    longest_prompt: Callable[[ProjectConfig], int | None] | None = None) -> None:
     """model.max_seq_length within what the model reads: a longer one would pass every check and fail (or
-    extrapolate silently) deep in training."""
+    extrapolate silently) deep in training. ``longest_prompt``: as ``load`` takes it, for the fix of a length that
+    `set` or `new` raised itself."""
     if positions is None or config.model["max_seq_length"] <= positions:
         return
-    key = "model.max_seq_length" if config.by_set else "max_seq_length"  # as `set` takes it; in [model] of the file
+    # as `set` and `new --set` take it; in [model] of the file
+    key = "model.max_seq_length" if config.by_set or config.by_new else "max_seq_length"
     fix = _("set {key} to {positions} or less").format(key=key, positions=positions)
-    room = config.model["max_seq_length"] - config.grpo["max_completion_length"]
-    if config.by_set and "model.max_seq_length" in config.source.derived and positions > room:
-        # raised by `set` to fit the budget it was given: that budget is what to lower
-        fix = _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
-                "prompts the {room} tokens they had").format(most=positions - room, room=room)
+    if config.source is not None and "model.max_seq_length" in config.source.derived:
+        # raised by `set` (`new`) to fit the budget it was given: the fix is in that command
+        fix = _raised_past_positions(config, positions, longest_prompt(config) if longest_prompt else None) or fix
     raise config.error(("model", "max_seq_length"), _(
         "the model reads at most {positions} tokens (max_position_embeddings in its config.json); {fix}").format(
         positions=positions, fix=fix))
+
+
+def _raised_past_positions(config: ProjectConfig, positions: int, longest: int | None) -> str | None:
+    """The fix where `set` (`new`) raised model.max_seq_length past the model's positions to fit the budget it was
+    given, as that command takes it: with the longest prompt counted, the budget as far as it fits beside it and
+    max_seq_length at the positions (given, so that it is not raised again); else the budget lowered to what leaves the
+    prompts the room they had. None where neither fits."""
+    completion = config.grpo["max_completion_length"]
+    if longest is not None and longest >= positions:
+        return _("the longest prompt alone is {longest} tokens; shorten the prompts").format(longest=longest)
+    if longest is not None:
+        most = min(completion, positions - longest)
+        settings = {"grpo.max_completion_length": most} if most < completion else {}
+        settings["model.max_seq_length"] = positions
+        if config.by_set:
+            return _("give {settings} in this `grpo-skill set` command (the longest prompt is {longest} "
+                     "tokens)").format(settings=" ".join(f"{key}={value}" for key, value in settings.items()),
+                                       longest=longest)
+        return _("give {settings} (the longest prompt is {longest} tokens)").format(
+            settings=" ".join(f"--set {key}={value}" for key, value in settings.items()), longest=longest)
+    room = config.model["max_seq_length"] - completion  # what the raise kept for the prompts
+    if positions <= room:
+        return None
+    if config.by_set:
+        return _("lower grpo.max_completion_length to {most} or less in this `grpo-skill set` command, leaving the "
+                 "prompts the {room} tokens they had").format(most=positions - room, room=room)
+    return _("give --set grpo.max_completion_length={most} or less, leaving the prompts the preset's {room} "
+             "tokens").format(most=positions - room, room=room)
 
 
 # ---- the hub --------------------------------------------------------------------------------------------
@@ -572,7 +617,8 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
                     raise config.error(loc, _(
                         "{kind} {repo!r} is not on the hub: check the name (a private repo needs HF_TOKEN, in .env), "
                         "or use {flag} for a local copy").format(
-                        kind=_(kind), repo=repo_id, flag="--model PATH" if kind == "model" else _("a local file")))
+                        kind=_(kind), repo=repo_id,
+                        flag=_local_model(config) if kind == "model" else _("a local file")))
                 if found == "gated":
                     raise config.error(loc, _("{kind} {repo!r} is gated: accept its terms on its hub page, then set "
                                               "HF_TOKEN (in .env)").format(kind=_(kind), repo=repo_id))
@@ -584,11 +630,16 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
         if hub_cached(repo_id, kind):
             continue
         offline = reason if " " in reason else _("{variable} is set").format(variable=reason)
-        flag = ((_("model.name = a local folder") if config.by_set else "--model PATH") if kind == "model"
-                else _("dataset.path = a local file"))
+        flag = _local_model(config) if kind == "model" else _("dataset.path = a local file")
         raise config.error(loc, _("{kind} {repo!r} is not in the Hugging Face cache and the hub is offline "
                                   "({why}); use {flag}, or download it where there is a network").format(
             kind=_(kind), repo=repo_id, why=offline, flag=flag))
+
+
+def _local_model(config: ProjectConfig) -> str:
+    """How a refusal of a hub model says to use a local copy: the command's --model PATH where it has the flag
+    (train.py, new), else model.name (check, set, plan)."""
+    return "--model PATH" if config.model_flag else _("model.name = a local folder")
 
 
 # ---- the dataset ----------------------------------------------------------------------------------------

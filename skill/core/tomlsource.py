@@ -69,8 +69,13 @@ class Source:
     overridden: set[str] = field(default_factory=set)  # dotted keys set on the command line
     # the text is what `grpo-skill set` would write: a fix is a key to set, not a flag of train.py's
     by_set: bool = False
-    # keys `grpo-skill set` changed on its own, not given ("model.max_seq_length" -> how, as messages name it)
+    # keys `grpo-skill set` (or `new`) changed on its own, not given ("model.max_seq_length" -> how, as messages
+    # name it)
     derived: dict[str, str] = field(default_factory=dict)
+    # the text is what `grpo-skill new` (or `plan --preset --set`) rendered: a fix is a --set of that command
+    by_new: bool = False
+    # the command that reads it takes --model PATH (new, train.py, evaluate.py, probe): a fix may name the flag
+    model_flag: bool = False
 
     def error(self, loc: tuple, message: str) -> ConfigError:
         return ConfigError(self.said(loc, message))

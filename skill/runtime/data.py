@@ -25,34 +25,63 @@ def check_prompt_lengths(prompt_lengths: list[int], config: ProjectConfig) -> No
     max_seq_length the model's positions (a built model's are known only now, as its config.json is)."""
     from ..core.project import check_against_model, check_positions, model_config_json, model_positions
 
-    if config.builds_its_model():
-        model_config = model_config_json(config, config.model_path())
-        check_positions(config, model_positions(config, model_config=model_config))
-        check_against_model(config, model_config)
     longest, limit = max(prompt_lengths), config.model["max_seq_length"]
+    model_config = model_config_json(config, config.model_path() if config.builds_its_model() else None)
+    positions = model_positions(config, model_config=model_config)
+    if config.builds_its_model():
+        check_positions(config, positions, lambda _config: longest)
+        check_against_model(config, model_config)
     completion = config.grpo["max_completion_length"]
-    problem = prompt_room_problem(longest, completion, limit)
-    if problem and config.by_set:  # the fix is a key of the same command
+    problem = prompt_room_problem(longest, completion, limit, positions)
+    no_setting_fits = positions is not None and longest >= positions  # the prompts alone fill the model
+    if problem and config.by_set and not no_setting_fits:  # the fix is keys of the same command
         given = "model.max_seq_length" in config.source.overridden
-        fix = (_("give model.max_seq_length={needed} instead of {limit} in this `grpo-skill set` command") if given
-               else _("add model.max_seq_length={needed} to this `grpo-skill set` command"))
+        derived = "model.max_seq_length" in config.source.derived
+        needed = longest + completion
+        if positions is not None and needed > positions:  # the budget as far as it fits beside the prompts
+            keys = {"grpo.max_completion_length": positions - longest}
+            # and max_seq_length at the positions, unless it is there already and not raised by `set` (which would
+            # raise it past them again for the lower budget)
+            if limit != positions or derived:
+                keys["model.max_seq_length"] = positions
+            fix = _("give {settings} in this `grpo-skill set` command (the model reads at most {positions} "
+                    "tokens)").format(settings=" ".join(f"{key}={value}" for key, value in keys.items()),
+                                      positions=positions)
+        elif given:
+            fix = _("give model.max_seq_length={needed} instead of {limit} in this `grpo-skill set` "
+                    "command").format(needed=needed, limit=limit)
+        else:
+            fix = _("add model.max_seq_length={needed} to this `grpo-skill set` command").format(needed=needed)
         problem = _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
                     "grpo.max_completion_length ({completion}); {fix}, or shorten the prompts").format(
             limit=config.source.derived.get("model.max_seq_length", limit),  # a value `set` raised says so
-            longest=longest, completion=completion, fix=fix.format(needed=longest + completion, limit=limit))
+            longest=longest, completion=completion, fix=fix)
     if problem:
         raise ConfigError(problem)
 
 
-def prompt_room_problem(longest: int, completion: int, limit: int) -> str | None:
+def prompt_room_problem(longest: int, completion: int, limit: int, positions: int | None = None) -> str | None:
     """What is wrong when a prompt of ``longest`` tokens and a full completion do not fit ``limit`` (train.py
-    refuses such a run; `plan` too)."""
-    if longest + completion <= limit:
+    refuses such a run; `plan` too); its fix within the model's ``positions`` (max_position_embeddings) where
+    they are known."""
+    needed = longest + completion
+    if needed <= limit:
         return None
+    if positions is not None and longest >= positions:
+        return _("the longest prompt ({longest} tokens) leaves no room for a completion in the {positions} tokens "
+                 "the model reads (its max_position_embeddings); shorten the prompts").format(
+            longest=longest, positions=positions)
+    if positions is not None and needed > positions:  # max_seq_length cannot go that far: the budget is to lower
+        fix = (_("lower max_completion_length to {most} and raise max_seq_length to {positions}") if limit < positions
+               else _("lower max_completion_length to {most}")).format(most=positions - longest, positions=positions)
+        return _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
+                 "grpo.max_completion_length ({completion}), and the model reads at most {positions} tokens (its "
+                 "max_position_embeddings); {fix}, or shorten the prompts").format(
+            limit=limit, longest=longest, completion=completion, positions=positions, fix=fix)
     return _("model.max_seq_length ({limit}) is below the longest prompt ({longest} tokens) + "
              "grpo.max_completion_length ({completion}); raise max_seq_length to {needed} "
              "or shorten the prompts").format(limit=limit, longest=longest, completion=completion,
-                                              needed=longest + completion)
+                                              needed=needed)
 
 
 # apply_chat_template's own arguments that chat_prompt passes: in chat_template_kwargs too they would clash

@@ -73,14 +73,40 @@ def _tokenizer(folder: Path):
 def check_prompt_lengths(config: ProjectConfig, tokenizer) -> None:
     """train.py's check of the longest prompt against max_seq_length, on a local prompts file (a hub dataset is
     counted by train.py once it has it)."""
-    from .data import chat_prompt, check_prompt_lengths as check_lengths
+    from .data import check_prompt_lengths as check_lengths
+
+    lengths = prompt_lengths(config, tokenizer)
+    if lengths:
+        check_lengths(lengths, config)
+
+
+def prompt_lengths(config: ProjectConfig, tokenizer) -> list[int]:
+    """Every prompt of a local prompts file in tokens, rendered as train.py renders it; [] where the file cannot be
+    read here (a hub dataset)."""
+    from .data import chat_prompt
     from .promptlength import prompts
 
     texts = prompts(config.dataset_file(), config.dataset["prompt_column"])
     if not texts:
-        return
-    rendered = [chat_prompt(config, tokenizer, text) for text in texts]
-    check_lengths([len(ids) for ids in tokenizer(rendered).input_ids], config)
+        return []
+    return [len(ids) for ids in tokenizer([chat_prompt(config, tokenizer, text) for text in texts]).input_ids]
+
+
+def longest_prompt(config: ProjectConfig) -> int | None:
+    """The longest prompt in tokens as ``check_prompt_lengths`` counts it, for the advice of a refusal (what
+    `project.load` calls ``longest_prompt``); None where it cannot be counted here: no transformers, the model or a
+    local prompts file not on this machine, or prompts that the chat template refuses (the checks after say why)."""
+    from importlib.util import find_spec
+
+    folder = model_folder(config) if find_spec("transformers") is not None else None
+    tokenizer = _tokenizer(folder) if folder is not None else None
+    if tokenizer is None:
+        return None
+    try:
+        lengths = prompt_lengths(config, tokenizer)
+    except Exception:  # a chat template or its kwargs that fail on these prompts: named by the checks after this one
+        return None
+    return max(lengths) if lengths else None
 
 
 def empty_model(folder: Path):

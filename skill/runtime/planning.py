@@ -144,11 +144,15 @@ def from_config(config, backend: str | None = None, prompt_tokens: int | None = 
     """Settings of a loaded project (``project.ProjectConfig``); ``unsloth``: whether backend = "auto" finds the
     unsloth package (machine.choose_backend), see unsloth_installed. ``about["backend_requested"]``: the backend
     asked for (``backend``, else the config's)."""
+    from ..core.project import model_positions
+
     local = config.local_model_dir()
     shape, source = shape_for(str(local) if local is not None else config.model["name"])
     found = _prompt_length(prompt_tokens, config.dataset_file(), config.dataset, config.model["name"],
                            config.model_path() if config.builds_its_model() or local else None)
-    notes = _prompt_room(found, config.grpo["max_completion_length"], config.model["max_seq_length"])
+    model_dir = config.model_path() if config.builds_its_model() else None
+    notes = _prompt_room(found, config.grpo["max_completion_length"], config.model["max_seq_length"],
+                         model_positions(config, model_dir))
     requested = backend or config.model.get("backend", "auto")
     settings = _grpo_settings(config.grpo, config.lora, config.model, requested, shape, found.tokens, processes,
                               unsloth)
@@ -170,12 +174,13 @@ def _prompt_length(given: int | None, data_file: Path | None, dataset: dict, mod
                                 dataset.get("chat_template_kwargs"), tokenizer_folder or model, model)
 
 
-def _prompt_room(found, completion: int, limit: int) -> list[str]:
+def _prompt_room(found, completion: int, limit: int, positions: int | None = None) -> list[str]:
     """A run whose longest prompt (given or measured) and a full completion pass max_seq_length is one train.py
-    refuses: so is its plan. A guessed length that passes it is a note."""
+    refuses: so is its plan (its fix within the model's ``positions``, where known). A guessed length that passes it
+    is a note."""
     from .data import prompt_room_problem
 
-    problem = prompt_room_problem(found.tokens, completion, limit)
+    problem = prompt_room_problem(found.tokens, completion, limit, positions)
     if problem and found.measured:
         raise PlanError(problem)
     if problem:

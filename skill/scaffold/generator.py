@@ -211,14 +211,15 @@ def _writable_ancestor(target: Path) -> None:
 
 
 def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
-                   lang_given: bool = False, **options) -> Rendered:
+                   lang_given: bool = False, command: str = "new", **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
     left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
     names its files relative to the project, for a target in a temporary folder). ``lang_given``: ``lang`` is the
-    command's --lang, not the CLI's language (over an earlier project, its language is then not named as dropped)."""
+    command's --lang, not the CLI's language (over an earlier project, its language is then not named as dropped).
+    ``command``: the command that renders it, as its refusals name it ("new", or "plan" for `plan --preset --set`)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     with template_rewards():
@@ -246,12 +247,15 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
         updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None
+        from ..runtime import modelfiles
         from ..runtime.golds import gold_warnings
 
         try:
             plugin_name = plugins.register_project(rendered)
             given = options.get("settings")  # its values are named as given on the command line
-            loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None)
+            loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None, by_new=True,
+                                 model_flag=command == "new", derived=_derived(given, command),
+                                 longest_prompt=modelfiles.longest_prompt)
             loaded.warnings.extend(_build_chosen_rewards(loaded, plugin_name))
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:
@@ -276,6 +280,17 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             _back_up_changed(result, rendered, Path(scratch))
         _put_in_place(rendered, target)
     return result
+
+
+def _derived(settings, command: str) -> dict[str, str]:
+    """What `new` (``command``) changed on its own, for the config check's messages (Source.derived): the
+    model.max_seq_length it raised to fit the budget given."""
+    if settings is None or settings.raised_max_seq_length is None:
+        return {}
+    return {"model.max_seq_length": _("raised to {length} by `grpo-skill {command}` to fit "
+                                      "grpo.max_completion_length={completion}").format(
+        length=settings.raised_max_seq_length, command=command,
+        completion=settings.tables["grpo"]["max_completion_length"])}
 
 
 # A reward whose factory loads a model before it checks its params: llm_judge's local judge. `new` leaves it to

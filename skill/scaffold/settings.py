@@ -48,6 +48,8 @@ class CliSettings:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # values taken as bare text
+    # model.max_seq_length as `new` raised it to fit the grpo.max_completion_length given (_room_for_the_prompt)
+    raised_max_seq_length: int | None = None
 
     def dotted(self) -> dict[str, Any]:
         """{"grpo.max_completion_length": 64, ...}: the form project.load takes as overrides."""
@@ -289,7 +291,7 @@ def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, no
     if raised is None:
         return
     completion = settings.tables["grpo"]["max_completion_length"]
-    data["max_seq_length"] = raised
+    data["max_seq_length"] = settings.raised_max_seq_length = raised
     notes.append(_("model.max_seq_length raised to {length}: grpo.max_completion_length ({completion}) plus the "
                    "preset's {room} tokens for the prompt (--set model.max_seq_length=N sets it)").format(
         length=data["max_seq_length"], completion=completion, room=prompt_room))

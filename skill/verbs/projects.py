@@ -135,8 +135,10 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
     changed on its own, with how."""
     from ..core import launch
     from ..core import project as projects
+    from ..runtime import modelfiles
 
-    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given, derived=derived)
+    loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given, derived=derived,
+                           longest_prompt=modelfiles.longest_prompt)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
@@ -158,8 +160,6 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
                 "it").format(path=missing)))
         else:
             warmstart.examples_file(loaded)  # sft.py's own check of its examples
-    from ..runtime import modelfiles
-
     model_unchecked = modelfiles.check(loaded)  # what train.py checks with the tokenizer, and once the model has loaded
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     unchecked = []
