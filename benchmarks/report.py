@@ -404,7 +404,8 @@ def merge(report: dict, other: dict) -> dict:
         if key not in incoming:
             rows.append(row)
         elif key not in placed:
-            rows += [keep_profile(row, new) for new in incoming[key]]
+            first, *rest = incoming[key]  # a profile goes with one row of the contender, not with each round
+            rows += [keep_profile(row, first), *rest]
             placed.add(key)
     report["rows"] = rows + [row for key, group in incoming.items() if key not in placed for row in group]
     report["notes"] = report.get("notes", []) + [f"rows of the run of {other.get('date')} (suites "

@@ -119,6 +119,8 @@ FORMS_ZH = [
     ("共有8个苹果，每个3元。", "8", 1.0),  # the total, not the price after it
     ("一共有24个学生，每组4人，可以分6组。", "6", 1.0),  # ... but a conclusion after it
     ("一共有24个学生，每组4人，所以可以分成6组。", "24", 0.0),
+    ("一共有20人，能被4整除。", "20", 1.0),  # a divisor names a property, no conclusion
+    ("合计100元，可以打8折。", "100", 1.0),  # nor a discount
     ("=20，答案：22", "20", 0.0),  # the stated answer is 22, whatever came before
     ("=20，答案：22", "22", 1.0),
     ("答案是20，不对，答案是21。", "21", 1.0),  # the last stated answer

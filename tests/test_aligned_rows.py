@@ -105,7 +105,8 @@ def test_generation_from_the_aligned_policy_is_what_it_was():
 
 
 def test_a_model_with_absolute_positions_is_left_alone():
-    """GPT-2 adds a learned embedding per position: moving a row would change what it computes."""
+    """GPT-2 adds a learned embedding per position, Llama 4's chunked attention counts from the row's start: moving a
+    row would change what they compute."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from grpo_skill.runtime import aligned_rows
@@ -114,3 +115,85 @@ def test_a_model_with_absolute_positions_is_left_alone():
     forward = model.transformer.forward
     assert not aligned_rows.install(model)
     assert model.transformer.forward == forward
+    policy = tiny_lora_policy(torch.float32, 0.1, r=8, lora_alpha=16, target_modules="all-linear")
+    policy.config.attention_chunk_size = 8192  # as Llama 4's config has it
+    assert not aligned_rows.install(policy)
+
+
+@pytest.mark.parametrize("path", ["gradient checkpointing", "through a DDP-like wrapper", "the backbone called directly"])
+def test_the_trainers_other_paths_to_the_decoder_align_as_exactly(path):
+    """Gradient checkpointing (the presets' "auto" turns it on where memory is short), the policy inside
+    DistributedDataParallel (accelerate launch) and TRL's chunked log-probs (use_liger_kernel), which call the decoder
+    stack itself and read its last hidden states."""
+    from grpo_skill.runtime import aligned_rows
+
+    policy = tiny_lora_policy(torch.float32, 0.1, r=8, lora_alpha=16, target_modules="all-linear")
+    input_ids, mask = padded_batch(policy.config.vocab_size)
+    real = mask.bool()
+    if path == "gradient checkpointing":
+        policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        policy.train()
+    if path == "the backbone called directly":
+        backbone = aligned_rows.decoder_stack(policy)
+
+        def hidden():
+            return backbone(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state
+
+        padded = hidden().detach()
+        assert aligned_rows.install(policy)
+        assert torch.allclose(hidden().detach()[real], padded[real], atol=1e-5)
+        return
+    padded, real, padded_grads = log_probs_and_grads(policy, input_ids, mask)
+    wrapper = torch.nn.Module()
+    wrapper.module = policy  # what DistributedDataParallel holds the model as
+    assert aligned_rows.install(wrapper if path == "through a DDP-like wrapper" else policy)
+    aligned, _real, aligned_grads = log_probs_and_grads(policy, input_ids, mask)
+    assert torch.allclose(aligned[real], padded[real], atol=1e-5)
+    for name, grad in aligned_grads.items():
+        assert torch.allclose(grad, padded_grads[name], atol=1e-5, rtol=1e-4), name
+
+
+def test_a_mixture_of_experts_keeps_its_load_balancing_loss(monkeypatch):
+    """The router logits a MoE returns for its auxiliary loss are masked by the padded rows: a pass that asks for
+    them is left as it came, and its loss is what it was."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    from grpo_skill.runtime import aligned_rows
+
+    torch.manual_seed(0)
+    model = Qwen3MoeForCausalLM(Qwen3MoeConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=32, moe_intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+        max_position_embeddings=64, router_aux_loss_coef=0.01))
+    input_ids, mask = padded_batch(64)
+    with torch.no_grad():
+        before = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True).aux_loss
+        assert aligned_rows.install(model)
+        calls = attention_calls(monkeypatch)
+        after = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True).aux_loss
+        assert torch.equal(before, after) and all(call["mask"] is not None for call in calls)
+        calls.clear()
+        model(input_ids=input_ids, attention_mask=mask, use_cache=False)  # no router logits asked for: aligned
+        assert calls and all(call["mask"] is None for call in calls)
+
+
+def test_a_deep_copy_of_an_aligned_policy_runs_its_own_weights():
+    import copy
+
+    from grpo_skill.runtime import aligned_rows
+
+    policy = tiny_lora_policy(torch.float32, 0.1, r=8, lora_alpha=16, target_modules="all-linear")
+    input_ids, mask = padded_batch(policy.config.vocab_size)
+    assert aligned_rows.install(policy)
+    twin = copy.deepcopy(policy)
+    ours, theirs = aligned_rows.decoder_stack(policy), aligned_rows.decoder_stack(twin)
+    with torch.no_grad():
+        for param in theirs.parameters():
+            param.mul_(0.5)
+        given_positions = (mask.cumsum(-1) - 1).clamp(min=0)  # as aligned rows number them; given: left as it came
+        hidden = {name: stack(input_ids=input_ids, attention_mask=mask, use_cache=False, **more).last_hidden_state
+                  for name, stack, more in (("ours", ours, {}), ("theirs", theirs, {}),
+                                            ("theirs unaligned", theirs, {"position_ids": given_positions}))}
+    real = mask.bool()
+    assert not torch.allclose(hidden["ours"][real], hidden["theirs"][real])
+    assert torch.allclose(hidden["theirs"][real], hidden["theirs unaligned"][real], atol=1e-5)

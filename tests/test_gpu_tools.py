@@ -448,6 +448,9 @@ def test_a_contender_measured_again_without_the_profiler_keeps_its_profile_with_
     page = bench_report.markdown(merged)
     assert "thinking / generated default (day 1): 4 optimizer steps" in page
     assert "| backward | 545.0 | 500.0 | 480.0 |" in page  # the profiled run's own timed phase, not day 2's 540
+    rounds = bench_report.merge(report, {"date": "day 2", "rows": [{**row, "s_per_step": 3.57, "round": 1},
+                                                                    {**row, "s_per_step": 3.59, "round": 2}]})
+    assert bench_report.markdown(rounds).count("thinking / generated default (day 1)") == 1  # one table, not one a round
     reprofiled = bench_report.merge(merged, {"date": "day 3", "rows": [{**row, "s_per_step": 3.5, "profile": {
         **profile, "wall_ms_per_step": 3500.0}, "phases_s_per_step": {"backward": 0.53}}]})
     assert "thinking / generated default (day 3): 4 optimizer steps" in bench_report.markdown(reprofiled)

@@ -225,3 +225,16 @@ def test_check_reward_names_the_tokenizer_when_a_reward_needs_one_it_lacks(proje
     with pytest.raises(RewardError, match=r"this reward counts tokens.*\(scored with no tokenizer: "
                                           r"unsloth/Qwen3-.* is not on this machine.*pass tokenizer=PATH"):
         check_reward("thinking", completions=["a</think>b"], project=projects["zh"])
+
+
+def test_building_rewards_gathers_their_words_to_the_user_and_lets_other_warnings_through():
+    """`new` and `check` say what a factory warns on their `warning:` lines (each once); a deprecation or runtime
+    warning from a factory or a package it imports is not the factory's word to the user: it is warned as it came."""
+    from grpo_skill.core.contract import factory_warnings
+
+    with pytest.warns(DeprecationWarning, match="old call"):
+        with factory_warnings() as said:
+            warnings.warn("code_tests: the network stays open", UserWarning)
+            warnings.warn("code_tests: the network stays open", UserWarning)
+            warnings.warn("old call", DeprecationWarning)
+    assert said == ["code_tests: the network stays open"]

@@ -2,15 +2,14 @@
 installed without importing it, and the reward imports it at its first call. Building a reward (`new`, `check`)
 so checks its params and its packages in a moment, loading none of them. A factory that needs a model to check a
 param (language: py3langid's knows the language codes) loads it through :func:`model`, after its other params:
-`new` builds the rewards :func:`params_only`, and stops there."""
+`new` builds the rewards under ``contract.params_only()``, and stops there."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import importlib.util
 import threading
 
+from grpo_skill.core.contract import ModelLeftUnloaded, checking_params_only
 from grpo_skill.errors import MissingPackage
 
 
@@ -29,29 +28,10 @@ def require(module: str, message: str) -> None:
         raise MissingPackage(message)
 
 
-class ModelLeftUnloaded(MissingPackage):
-    """A factory reached the model it loads (:func:`model`) while the rewards are built :func:`params_only`: its
-    params were checked, and `new` passes over it as over a package that is not installed."""
-
-
-_params_only = contextvars.ContextVar("params_only", default=False)
-
-
-@contextlib.contextmanager
-def params_only():
-    """Within: a factory stops at the model it would load (ModelLeftUnloaded), once its other params are checked:
-    `new` checks them in a moment, and leaves the model to `check` and train.py."""
-    token = _params_only.set(True)
-    try:
-        yield
-    finally:
-        _params_only.reset(token)
-
-
 def model(load):
-    """``load()``: a model the factory needs now (a param is checked against it); within :func:`params_only`,
-    ModelLeftUnloaded instead. Called once the params that need no model are checked."""
-    if _params_only.get():
+    """``load()``: a model the factory needs now (a param is checked against it); within
+    ``contract.params_only()``, ModelLeftUnloaded instead. Called once the params that need no model are checked."""
+    if checking_params_only():
         raise ModelLeftUnloaded("left to `grpo-skill check`: this reward loads a model")
     return load()
 

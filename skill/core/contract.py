@@ -8,6 +8,7 @@ reward pickles as the recipe that built it (TRL's async trainer sends rewards to
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import math
@@ -90,6 +91,29 @@ def make(factory, context, where: str):
     return func
 
 
+class ModelLeftUnloaded(MissingPackage):
+    """A factory reached the model it loads while the rewards are built under :func:`params_only`: its params were
+    checked, and `new` passes over it as over a package that is not installed."""
+
+
+_params_only = contextvars.ContextVar("params_only", default=False)
+
+
+@contextlib.contextmanager
+def params_only():
+    """Within: a factory stops at the model it would load (ModelLeftUnloaded), once its other params are checked:
+    `new` checks them in a moment, and leaves the model to `check` and train.py."""
+    token = _params_only.set(True)
+    try:
+        yield
+    finally:
+        _params_only.reset(token)
+
+
+def checking_params_only() -> bool:
+    return _params_only.get()
+
+
 @contextlib.contextmanager
 def factory_warnings():
     """Around building rewards (`new`, `check`): what their factories warn (code_tests: the network cannot be cut
@@ -103,6 +127,9 @@ def factory_warnings():
         finally:
             said.extend(dict.fromkeys(str(warning.message) for warning in caught
                                       if issubclass(warning.category, UserWarning)))
+            others = [warning for warning in caught if not issubclass(warning.category, UserWarning)]
+    for warning in others:  # not a factory's word to the user (a DeprecationWarning...): warned as it came
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def describe_reward(name: str, plugin: str) -> str:

@@ -3,25 +3,32 @@
 GRPOTrainer pads every prompt of a generation to the longest one on the left and every completion on the right. With
 a padding mask in the batch, PyTorch's SDPA cannot take its flash kernel (an explicit mask rules it out) and
 transformers expands the grouped K/V heads to every query head first. An H100 profile of the thinking default
-(docs/benchmarks.md, 2026-12-06) found attention 267 ms of a step's 1,274 ms of kernels outside generation, in the
-memory-efficient kernel, and another 154 ms in copies.
+(docs/benchmarks.md's notes, 2026-12-06 21:59) found attention 267 ms of a step's 1,274 ms of kernels outside
+generation, in the memory-efficient kernel, and another 154 ms in copies; with this, 1,045 ms (2026-12-07).
 
 Rolled so that its tokens come first, a row is its tokens then padding: a causal pass without any mask computes
 every real position exactly as the masked pass does (each attends only to the real tokens before it), and the
 padding after them is never read by the loss. The decoder's hidden states are rolled back before the output layer,
 so the logits stand where the trainer expects them. Positions start at 0 in every row, as `generate` numbers a
 left-padded prompt; with rotary embeddings only their differences reach attention, so a model with rotary
-embeddings is the one this is installed on, and what it computes changes by rounding only.
+embeddings is the one this is installed on (not one whose attention reads absolute positions besides, as Llama 4's
+chunked attention does), and what it computes changes by rounding only.
 """
 
 from __future__ import annotations
 
 import functools
+import types
 
 # A call is a pass this aligns only with use_cache=False (what GRPOTrainer passes to score and train; `generate`
-# passes True) and none of these: given positions, a cache or embeddings, or per-layer outputs asked for.
+# passes True) and none of these: given positions, a cache or embeddings, or per-token outputs besides the last hidden
+# states asked for (a mixture of experts' router logits: its load-balancing loss masks them by the padded rows).
 _GIVEN_LEAVES_IT = ("position_ids", "past_key_values", "inputs_embeds")
-_TRUE_LEAVES_IT = ("output_attentions", "output_hidden_states")
+_TRUE_LEAVES_IT = ("output_attentions", "output_hidden_states", "output_router_logits")
+# Config keys of attention that reads absolute positions beside rotary embeddings (Llama 4's chunked attention and
+# its temperature on the layers without RoPE): moving a row would change what such a model computes. Layers without
+# any position encoding (SmolLM3's) are no such case: they see the same tokens either way.
+_ABSOLUTE_POSITION_KEYS = ("attention_chunk_size", "attn_temperature_tuning")
 
 
 def install(policy) -> bool:
@@ -31,22 +38,26 @@ def install(policy) -> bool:
     backbone = decoder_stack(policy)
     if backbone is None or getattr(backbone, "rotary_emb", None) is None or getattr(backbone, "_rows_aligned", False):
         return False
-    forward = backbone.forward
-
-    @functools.wraps(forward)
-    def forward_aligned(*args, **kwargs):
-        rows = None if args else aligned_rows(kwargs)
-        if rows is None:
-            return forward(*args, **kwargs)
-        input_ids, back = rows
-        outputs = forward(**{**kwargs, "input_ids": input_ids, "attention_mask": None})
-        hidden = outputs.last_hidden_state
-        outputs.last_hidden_state = hidden.gather(1, back[:, :, None].expand(-1, -1, hidden.shape[-1]))
-        return outputs
-
-    backbone.forward = forward_aligned
+    config = getattr(backbone, "config", None)
+    if any(getattr(config, key, None) for key in _ABSOLUTE_POSITION_KEYS):
+        return False
+    # Bound to the module (not a closure over it): a deep copy of the policy aligns its own rows with its own weights.
+    backbone._forward_unaligned = backbone.__dict__.get("forward")  # another library's wrapper, if any, still runs
+    backbone.forward = types.MethodType(_forward_aligned, backbone)
     backbone._rows_aligned = True
     return True
+
+
+def _forward_aligned(self, *args, **kwargs):
+    forward = self._forward_unaligned or functools.partial(type(self).forward, self)
+    rows = None if args else aligned_rows(kwargs)
+    if rows is None:
+        return forward(*args, **kwargs)
+    input_ids, back = rows
+    outputs = forward(**{**kwargs, "input_ids": input_ids, "attention_mask": None})
+    hidden = outputs.last_hidden_state
+    outputs.last_hidden_state = hidden.gather(1, back[:, :, None].expand(-1, -1, hidden.shape[-1]))
+    return outputs
 
 
 def decoder_stack(policy):

@@ -69,7 +69,7 @@ CHECKPOINTING_CHANGED = N_("Those rows ran with gradient checkpointing and cuDNN
 LATER_ELSEWHERE = N_("Measured since on other cards, as `new` makes them now: {cases}.")
 LATER_CASE = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved ({gpu}, {date})")
 LATER_CASE_AGAINST = N_("{case} {seconds:.2f} s/step, {reserved:.1f} GiB reserved, against the hand-written Unsloth "
-                        "loop's {reference:.2f} s/step on the same card ({gpu}, {date})")
+                        "loop's {reference:.2f} s/step on the same card ({gpu}, {date}; the loop {reference_date})")
 BENCHMARK_HEADER = (N_("Case"), N_("What ran"), N_("Settings"), N_("s/step"), N_("GiB reserved"), N_("Measured"))
 SETTINGS = N_("G {g}, batch {batch}, {tokens} tokens, {spg}, {bits}")
 PER_STEP, PER_STEPS = N_("1 generation per step"), N_("1 generation per {steps} steps")
@@ -197,7 +197,7 @@ def _later_case(report: dict, case: str, row: dict, tr) -> str:
     if not same_card:
         return tr(LATER_CASE).format(**figures)
     reference = max(same_card, key=lambda other: str(other.get("run_date", "")))
-    return tr(LATER_CASE_AGAINST).format(reference=reference["s_per_step"], **figures)
+    return tr(LATER_CASE_AGAINST).format(reference=reference["s_per_step"], reference_date=_date(reference), **figures)
 
 
 def _default_changed(preset: str, row: dict) -> bool:

@@ -295,7 +295,7 @@ def _derived(settings, command: str) -> dict[str, str]:
 
 # A reward whose factory loads a model before it checks its params: llm_judge's local judge. `new` leaves it to
 # `check` and train.py. (language's factory checks the params it can without py3langid's model first, and stops
-# there under needs.params_only.)
+# there under contract.params_only.)
 MODEL_LOADING_REWARDS = frozenset({"llm_judge"})
 
 
@@ -306,10 +306,9 @@ def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
     its packages, which it imports at its first call: without the [train] extra the project is written, and `check`
     says what to install; before a model it loads (language's), which it leaves to `check` here. Returns what the
     factories warned (code_tests: the network cannot be cut here), as `new` says it."""
-    from ..builtins.rewards import needs
-    from ..core.contract import RewardPackageMissing, factory_warnings
+    from ..core.contract import RewardPackageMissing, factory_warnings, params_only
 
-    with factory_warnings() as said, needs.params_only():
+    with factory_warnings() as said, params_only():
         for choice in loaded.rewards:
             reward = plugins.get_reward(choice.name)
             own = plugin_name and reward.source == plugin_name
