@@ -676,11 +676,11 @@ REWARDS_PY_CASES = [
          args=("new", "ok", "-p", "tiny", "-r", "language", "--param", 'language.part="bogus"')),
     # an empty think_end_token is refused by the factory: every text holds it (str.split refused it at the first call)
     Case("new-kimi-length-empty-think-end", "the project would not run: reward 'kimi_length' (plugin "
-         "builtin:verifiable): params.think_end_token is empty",
+         "builtin:verifiable): params.think_end_token \"\" holds no text",
          args=("new", "ok", "-p", "tiny", "-r", "kimi_length", "--dataset", "qa.jsonl", "--param",
                'kimi_length.think_end_token=""'), files={"qa.jsonl": '{"prompt": "6 x 7?", "answer": "42"}\n'}),
     Case("check-cosine-length-empty-think-end", "reward 'cosine_length' (plugin builtin:verifiable): "
-         "params.think_end_token is empty",
+         "params.think_end_token \"\" holds no text",
          edits=edit('name = "thinking"', 'name = "cosine_length"\nparams = { think_end_token = "" }'),
          files={"proj/data/prompts.jsonl": '{"prompt": "6 x 7?", "answer": "42"}\n'}),
     # a reward param that defaults to the budget follows the project's [grpo] max_completion_length, not the preset's

@@ -173,8 +173,10 @@ def test_an_empty_think_end_token_is_refused_when_the_reward_is_built(name):
     """Every text holds "": the thinking would never be told from the answer (str.split refuses it at the first
     call: cosine_length and kimi_length passed `new` and `check`, and failed at training's first step)."""
     assert {"cosine_length", "kimi_length", "accuracy", "language", "thinking"} <= set(THINK_END_READERS)
-    with pytest.raises(RewardError, match=rf"reward '{name}' .*: params.think_end_token is empty"):
+    with pytest.raises(RewardError, match=rf"reward '{name}' .*: params.think_end_token \"\" holds no text"):
         plugins.get_reward(name).build(params={"think_end_token": ""}, grpo={"max_completion_length": 64})
+    with pytest.raises(RewardError, match=r'params.think_end_token " \\n" holds no text'):  # a space ends each word
+        plugins.get_reward(name).build(params={"think_end_token": " \n"}, grpo={"max_completion_length": 64})
 
 
 def test_cosine_length_scales_correctness_by_length():

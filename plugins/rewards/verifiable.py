@@ -11,6 +11,7 @@ reads correctness the same way: ``cosine_length`` computes its cosine schedule h
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -38,12 +39,13 @@ def opens_think(context) -> bool:
 
 
 def think_end_param(context) -> str:
-    """params.think_end_token, refused when empty: every text holds "", so the thinking could not be told from the
-    answer (and str.split refuses "" at the reward's first call)."""
+    """params.think_end_token, refused when it holds no text: every text holds "" (str.split refuses it at the
+    reward's first call), and a space or newline ends every sentence, so the thinking could not be told from the
+    answer."""
     think_end = context.params["think_end_token"]
-    if not think_end:
-        raise UserError(_("params.think_end_token is empty; give the text that ends the thinking, e.g. "
-                          "\"</think>\""))
+    if not think_end.strip():
+        raise UserError(_("params.think_end_token {value} holds no text; give the text that ends the thinking, e.g. "
+                          "\"</think>\"").format(value=json.dumps(think_end)))
     return think_end
 
 
