@@ -50,9 +50,7 @@ def install(policy) -> bool:
 
 def _forward_aligned(self, *args, **kwargs):
     forward = self._forward_unaligned or functools.partial(type(self).forward, self)
-    # router logits a MoE's config asks for by default come back as if asked for by the call
-    routed = kwargs.get("output_router_logits") is None and getattr(self.config, "output_router_logits", False)
-    rows = None if args or routed else aligned_rows(kwargs)
+    rows = None if args else aligned_rows(kwargs)
     if rows is None:
         return forward(*args, **kwargs)
     input_ids, back = rows
