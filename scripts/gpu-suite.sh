@@ -54,7 +54,11 @@ $PY -m pytest tests/gpu -m gpu -p no:cacheprovider --collect-only -q "$@" 2>/dev
 # auto: one worker per test. They share the GPU, and each mostly waits on its own small-batch generation.
 if [ "$WORKERS" = auto ]; then WORKERS=$(wc -l <"$WORK/expected.txt"); fi
 parallel=()
-if $PY -c "import xdist" 2>/dev/null && [ "$WORKERS" -gt 1 ]; then parallel=(-n "$WORKERS"); fi
+# -n 0 for one worker: the project's addopts would start two (xdist workers slow the budget's interrupt, which then
+# ends in timeout's kill: seen on a loaded 2-core machine)
+if $PY -c "import xdist" 2>/dev/null; then
+    if [ "$WORKERS" -gt 1 ]; then parallel=(-n "$WORKERS"); else parallel=(-n 0); fi
+fi
 
 echo "== pytest ${parallel[*]}" >&2
 # Each test process uses a few CPU threads, not all: several run side by side.
