@@ -154,8 +154,8 @@ def test_the_trainers_other_paths_to_the_decoder_align_as_exactly(path):
 
 
 def test_a_mixture_of_experts_keeps_its_load_balancing_loss(monkeypatch):
-    """The router logits a MoE returns for its auxiliary loss are masked by the padded rows: a pass that asks for
-    them is left as it came, and its loss is what it was."""
+    """A MoE's router logits feed its auxiliary loss, masked by the padded rows: aligned, they are rolled back like the
+    hidden states, so the loss is what the padded pass gives (to rounding) and attention still runs without a mask."""
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     from grpo_skill.runtime import aligned_rows
@@ -166,15 +166,27 @@ def test_a_mixture_of_experts_keeps_its_load_balancing_loss(monkeypatch):
         num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
         max_position_embeddings=64, router_aux_loss_coef=0.01))
     input_ids, mask = padded_batch(64)
+    real = mask.bool()
     with torch.no_grad():
-        before = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True).aux_loss
+        before = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True)
         assert aligned_rows.install(model)
         calls = attention_calls(monkeypatch)
-        after = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True).aux_loss
-        assert torch.equal(before, after) and all(call["mask"] is not None for call in calls)
-        calls.clear()
-        model(input_ids=input_ids, attention_mask=mask, use_cache=False)  # no router logits asked for: aligned
-        assert calls and all(call["mask"] is None for call in calls)
+        after = model(input_ids=input_ids, attention_mask=mask, use_cache=False, output_router_logits=True)
+    assert calls and all(call["mask"] is None for call in calls)
+    assert torch.allclose(after.aux_loss, before.aux_loss, atol=1e-6)
+    for layer_before, layer_after in zip(before.router_logits, after.router_logits, strict=True):
+        assert torch.allclose(layer_after[real.flatten()], layer_before[real.flatten()], atol=1e-5)
+
+
+def test_router_logits_of_a_shape_it_cannot_roll_back_leave_the_pass_as_it_came():
+    from grpo_skill.runtime import aligned_rows
+
+    back = torch.tensor([[1, 2, 0], [0, 1, 2]])
+    per_row = torch.arange(6.0).reshape(2, 3)
+    assert torch.equal(aligned_rows.rolled_back(per_row, back), torch.tensor([[1.0, 2.0, 0.0], [3.0, 4.0, 5.0]]))
+    assert torch.equal(aligned_rows.rolled_back(per_row.reshape(6, 1), back), torch.tensor(
+        [[1.0], [2.0], [0.0], [3.0], [4.0], [5.0]]))
+    assert aligned_rows.rolled_back(torch.zeros(4, 8), back) is None  # e.g. a router that kept only some tokens
 
 
 def test_a_deep_copy_of_an_aligned_policy_runs_its_own_weights():

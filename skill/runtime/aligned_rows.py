@@ -21,10 +21,11 @@ import functools
 import types
 
 # A call is a pass this aligns only with use_cache=False (what GRPOTrainer passes to score and train; `generate`
-# passes True) and none of these: given positions, a cache or embeddings, or per-token outputs besides the last hidden
-# states asked for (a mixture of experts' router logits: its load-balancing loss masks them by the padded rows).
+# passes True) and none of these: given positions, a cache or embeddings, or per-layer outputs asked for. A mixture of
+# experts' router logits are the exception: rolled back like the hidden states, they meet the padded rows' mask its
+# load-balancing loss applies.
 _GIVEN_LEAVES_IT = ("position_ids", "past_key_values", "inputs_embeds")
-_TRUE_LEAVES_IT = ("output_attentions", "output_hidden_states", "output_router_logits")
+_TRUE_LEAVES_IT = ("output_attentions", "output_hidden_states")
 # Config keys of attention that reads absolute positions beside rotary embeddings (Llama 4's chunked attention and
 # its temperature on the layers without RoPE): moving a row would change what such a model computes. Layers without
 # any position encoding (SmolLM3's) are no such case: they see the same tokens either way.
@@ -55,9 +56,26 @@ def _forward_aligned(self, *args, **kwargs):
         return forward(*args, **kwargs)
     input_ids, back = rows
     outputs = forward(**{**kwargs, "input_ids": input_ids, "attention_mask": None})
-    hidden = outputs.last_hidden_state
-    outputs.last_hidden_state = hidden.gather(1, back[:, :, None].expand(-1, -1, hidden.shape[-1]))
+    outputs.last_hidden_state = rolled_back(outputs.last_hidden_state, back)
+    router_logits = getattr(outputs, "router_logits", None)
+    if router_logits is not None:
+        router_logits = tuple(rolled_back(layer, back) for layer in router_logits)
+        if any(layer is None for layer in router_logits):  # a router of another shape: its loss needs the padded pass
+            return forward(*args, **kwargs)
+        outputs.router_logits = router_logits
     return outputs
+
+
+def rolled_back(per_token, back):
+    """``per_token`` (rows, columns, ...) or flattened as (rows x columns, ...), each row moved back to where the
+    padded batch had it; None for another shape."""
+    rows, columns = back.shape
+    flat = per_token.dim() >= 2 and per_token.shape[0] == rows * columns
+    if not flat and per_token.shape[:2] != back.shape:
+        return None
+    by_row = per_token.reshape(rows, columns, -1)
+    restored = by_row.gather(1, back[:, :, None].expand(-1, -1, by_row.shape[-1]))
+    return restored.reshape(per_token.shape)
 
 
 def decoder_stack(policy):
