@@ -1244,3 +1244,29 @@ def test_options_trl_cannot_apply_to_the_model_are_refused_before_it_loads(cli, 
     done = cli("check", str(tmp_path / "p"), "--no-rewards", check=False)
     assert done.returncode == 1 and "grpo.router_aux_loss_coef: weights a Mixture-of-Experts model's router loss, " \
         "and this model has no experts" in done.stderr
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_what_a_reward_factory_warns_is_a_warning_line_of_train_py_and_evaluate_py(template_project, tmp_path,
+                                                                                   script):
+    """A factory's UserWarning (code_tests where the network cannot be cut) is one `warning:` line, as `check` says
+    it, not a Python warning naming rewards.py's line. The script runs up to the line that builds its rewards."""
+    project = tmp_path / "proj"
+    shutil.copytree(template_project, project)
+    rewards = project / "rewards.py"
+    said = "no_repetition: counted in words, never in tokens"
+    rewards.write_text("import warnings\n" + rewards.read_text().replace(
+        "def no_repetition_factory(context):\n", f"def no_repetition_factory(context):\n    warnings.warn({said!r})\n"))
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace('# [[rewards]]\n# name = "no_repetition"',
+                                                 '[[rewards]]\nname = "no_repetition"'))
+    if script == "evaluate.py":  # its adapter: found, never loaded
+        (project / "outputs" / "adapter").mkdir(parents=True)
+        (project / "outputs" / "adapter" / "adapter_config.json").write_text("{}")
+    lines = (project / script).read_text().splitlines(keepends=True)
+    built = next(number for number, line in enumerate(lines, start=1)
+                 if line.startswith("reward_funcs = config.build_rewards("))
+    (project / f"until_rewards_{script}").write_text("".join(lines[:built]))
+    result = run_process([sys.executable, f"until_rewards_{script}"], cwd=project)
+    assert result.stderr.splitlines().count(f"warning: {said}") == 1, result.stderr
+    assert "UserWarning" not in result.stderr and "rewards.py:" not in result.stderr, result.stderr

@@ -116,9 +116,9 @@ def checking_params_only() -> bool:
 
 @contextlib.contextmanager
 def factory_warnings():
-    """Around building rewards (`new`, `check`): what their factories warn (code_tests: the network cannot be cut
-    here), gathered into the list it yields, each once, for the verb to say on its `warning:` lines rather than as a
-    Python warning naming this module."""
+    """Around building rewards (`new`; ``ProjectConfig.build_rewards``: `check`, train.py, evaluate.py): what their
+    factories warn (code_tests: the network cannot be cut here), gathered into the list it yields, each once, to be
+    said on `warning:` lines rather than as a Python warning naming this module."""
     said: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import grpocontents, launch, plugins, schema
+from .contract import factory_warnings
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
 from .errors import shown_path
 from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
@@ -135,12 +136,22 @@ class ProjectConfig:
         system = [{"role": "system", "content": self.dataset["system_prompt"]}] if self.dataset.get("system_prompt") else []
         return system + [{"role": "user", "content": question}]
 
-    def build_rewards(self, tokenizer) -> list:
+    def build_rewards(self, tokenizer, *, warned: list[str] | None = None) -> list:
         """The configured rewards as TRL reward functions, from the registry, in [[rewards]] order; a factory that
-        fails raises a RewardError naming the reward and its plugin (see ``Reward.build``)."""
-        return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset, params=choice.params,
-                                                      grpo=self.grpo)
-                for choice in self.rewards]
+        fails raises a RewardError naming the reward and its plugin (see ``Reward.build``). What the factories warn
+        (code_tests: the network cannot be cut here) goes into ``warned`` (`check`); without it, it is said as
+        ``load_for_run`` says the config's warnings, a "warning:" line each, once (train.py, evaluate.py)."""
+        said: list[str] = []
+        try:
+            with factory_warnings() as said:
+                return [plugins.get_reward(choice.name).build(tokenizer=tokenizer, preset=self.preset,
+                                                              params=choice.params, grpo=self.grpo)
+                        for choice in self.rewards]
+        finally:  # what was warned before a factory failed too
+            if warned is not None:
+                warned.extend(said)
+            elif _first_process():
+                _print_each(said)
 
 
 # ---- loading --------------------------------------------------------------------------------------------
@@ -233,17 +244,25 @@ def read_config(path: Path, shown: str) -> str:
 def load_for_run(path: str | Path, overrides: dict[str, Any] | None = None) -> ProjectConfig:
     """What train.py and evaluate.py call first: ``load``, then the hub check (seconds, never minutes offline)."""
     config = load(path, overrides, model_flag=True)
-    if os.environ.get("RANK", "0") == "0":  # several processes: the first one speaks for all
-        for problem in plugins.warnings():  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
-            print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
+    if _first_process():
+        _print_each(plugins.warnings())  # e.g. a GRPO_SKILL_PLUGINS entry that names no installed plugin
         print_warnings(config)
     check_hub_access(config)
     return config
 
 
+def _first_process() -> bool:
+    """Several processes (accelerate launch): the first one speaks for all."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def print_warnings(config: ProjectConfig) -> None:
     """The config's surprising values, a "warning:" line each on stderr."""
-    for problem in config.warnings:
+    _print_each(config.warnings)
+
+
+def _print_each(problems) -> None:
+    for problem in problems:
         print(_("warning: {problem}").format(problem=problem), file=sys.stderr)
 
 

@@ -142,11 +142,9 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
-        from ..core.contract import factory_warnings
-
-        with factory_warnings() as said:  # code_tests where the network cannot be cut: said as `new` says it
-            loaded.build_rewards(tokenizer=None)  # each factory checks its params; token counts need no tokenizer yet
-        loaded.warnings.extend(said)
+        # each factory checks its params; token counts need no tokenizer yet. What they warn (code_tests where the
+        # network cannot be cut) is among the warnings, as `new` says it
+        loaded.build_rewards(tokenizer=None, warned=loaded.warnings)
         from ..runtime.golds import gold_warnings
 
         loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
