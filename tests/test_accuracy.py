@@ -121,6 +121,12 @@ FORMS_ZH = [
     ("一共有24个学生，每组4人，所以可以分成6组。", "24", 0.0),
     ("一共有20人，能被4整除。", "20", 1.0),  # a divisor names a property, no conclusion
     ("合计100元，可以打8折。", "100", 1.0),  # nor a discount
+    # what is left after a total concludes, as 所以 does (还剩 / 剩下 / 剩余); the remaining ones described do not
+    ("共有12个苹果，吃了5个，还剩7个", "7", 1.0),
+    ("共有12个苹果，吃了5个，还剩7个", "12", 0.0),
+    ("一共有12个苹果，吃了5个，剩下7个。", "7", 1.0),
+    ("总共有20元，花了8元，剩余12元。", "12", 1.0),
+    ("一共有12个，剩下的3个是红的。", "12", 1.0),
     ("=20，答案：22", "20", 0.0),  # the stated answer is 22, whatever came before
     ("=20，答案：22", "22", 1.0),
     ("答案是20，不对，答案是21。", "21", 1.0),  # the last stated answer
