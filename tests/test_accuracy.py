@@ -333,6 +333,13 @@ FORMS_ZH = [
     ("答案是不多于5辆", "5", 1.0),
     ("答案是4辆吗？不，应为至少5辆", "5", 1.0),  # after a correction too
     ("答案是4辆吗？不，应为不超过5辆", "5", 1.0),
+    # 不足 is a strict bound, as 少于 is: its number is no answer, after an anchor as after a correction
+    ("答案是不足5个", "5", 0.0),
+    ("答案是少于5个", "5", 0.0),
+    ("不对，应为不足5个", "5", 0.0),
+    ("答案是6个。不对，答案是不足5个。", "6", 1.0),  # as 答案是12。不对，答案是3的倍数 reads 12
+    ("答案是6个吗？不对，应为不足5个", "6", 1.0),
+    ("答案是6个吗？不对，应为不足5个", "5", 0.0),
     ("答案是一个苹果", "1", 1.0),
     # after a corrected number, a later sentence's number outranks it, and in its own sentence a clause that concludes;
     # a clause that describes it does not

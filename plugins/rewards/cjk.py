@@ -39,9 +39,9 @@ Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters (
 whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
-100以内, the 一 of 一个偶数; a bound does state one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5,
-"应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数" does, and a text whose only numbers are such
-states no number at all ("答案是3的倍数" -> "").
+100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
+不多于 / 不超过 / 不低于, "至少需要5辆" -> 5, "应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数"
+does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
 """
 
 from __future__ import annotations
@@ -187,9 +187,9 @@ def _in_digits(text: str) -> str:
     return _multiplied(_MINUS.sub("-", text))
 
 
-# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (a bound
-# states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆")
-_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
+# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 不足5, 60分以上, 100以内, 一个偶数
+# (a bound that may be met states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆"; 不足 is 少于)
+_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?|(?<=不足)\s*-?\d+(?:\.\d+)?"
                     r"|-?\d+(?:\.\d+)?(?=\s*(?:的?(?:公?倍数|公?因数|公?约数|质因数)|[个人只元岁分次天本]?(?:以上|以下|以内)))"
                     r"|(?<=被)\s*\d+(?=\s*整除)|(?<=打)\s*\d+(?:\.\d+)?(?=\s*折)"  # 能被3整除, 打8折
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
