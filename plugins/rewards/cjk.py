@@ -21,22 +21,22 @@ is a pause, no part of it ("答案是……42" -> 42). An apology takes an answe
 correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9:
 a corrected number is outranked by a number in a later sentence, as any number is, but not by one in a clause that
 explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only describes it does not outrank it
-("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 between numbers:
-"应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where 是 describes a number with words
-("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a
-property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
+("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 / 为 between
+numbers, 为 not in 因为 / 作为 / 认为 ...: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个为9个" -> 9); in no sentence does a
+clause where 是 or 为 describes a number with words ("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个为红的" -> 6).
+Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a property where a number is read
+("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
-Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
-a calculation ends in its result; an anchor's answer through an operand gives way to its restatement: "答案是5的2倍，即10" ->
-"10"), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
-or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
-there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
-cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
-before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm
-(正负3 -> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
-anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and
-Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read
-whole, by math-verify.
+Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
+("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an anchor's answer through an
+operand gives way to its restatement: "答案是5的2倍，即10" -> "10"), and of that the first run holding a number ("约20个苹果" ->
+"20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a
+unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
+cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负 before a
+number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3 -> \\pm 3, which
+math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a total are not
+read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown emphasis may wrap it
+(**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
@@ -81,14 +81,16 @@ _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]
 # "应为41个。验证：41+1=42"
 _EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
 # in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
-# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个": 是 between two numbers); one that describes it does
-# not ("应为15平方米，长5米宽3米", "长是5米"), nor, in any sentence, one where 是 describes a number with words
-# ("其中2个是红色的", "剩下的2个是红的": 是 after a number concludes only with a number after it)
+# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个", "3箱为24个": 是 or 为 between two numbers); one
+# that describes it does not ("应为15平方米，长5米宽3米", "长是5米", "长为5米"), nor, in any sentence, one where 是 or
+# 为 describes a number with words ("其中2个是红色的", "剩下的2个为红的": after a number they conclude only with a
+# number after them); 为 inside a word concludes nothing (因为, 作为, 认为, 以为, 称为, 视为, 为了, 为止)
 _SENTENCE_END = re.compile(r"[。！？!?\n]")
 _NUMBER_AFTER = r"(?=[\s*_]*(?:[-+\d]|负))"
-_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]"
-                        rf"|\d[\u4e00-\u9fff]?是{_NUMBER_AFTER}")
-_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?是(?!{_NUMBER_AFTER})")
+_IS = r"(?:是|(?<![因作认以称视])为(?![了止何什]))"
+_IS_BETWEEN_NUMBERS = rf"(?<=\d)[\u4e00-\u9fff]?{_IS}{_NUMBER_AFTER}"
+_CONCLUDES = re.compile(rf"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]|{_IS_BETWEEN_NUMBERS}")
+_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?[是为](?!{_NUMBER_AFTER})")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
 # a clause that opens with a conclusion or with what is left: after a total, it states the answer, the total a given
 # ("一共有24个学生，每组4人，可以分6组" -> 6; "共有12个，吃了5个，还剩7个" -> 7; "共有8个苹果，每个3元" -> 8); the
@@ -103,6 +105,8 @@ _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r
 _HAS_MATHS = re.compile(r"[\d\\]")
 # a pause before a number is no part of it ("答案是……42")
 _LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
+# where a calculation gives its result: = or 是 / 为 between numbers
+_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMBERS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
@@ -215,9 +219,9 @@ def _read(segment: str) -> str | None:
     delimited = _DELIMITED_LATEX.match(segment)  # \(x=3\): math-verify reads it whole
     if delimited:
         return delimited.group(0)
-    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20 (an aside in brackets aside;
-    # LaTeX's \( \) are no brackets)
-    result = re.sub(r"(?<!\\)\([^)]*\)", "", segment).rpartition("=")[2].strip()
+    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20, 3箱为24个 (an aside in
+    # brackets aside; LaTeX's \( \) are no brackets)
+    result = _RESULT.split(re.sub(r"(?<!\\)\([^)]*\)", "", segment))[-1].strip()
     if result != segment and (_HAS_MATHS.search(result) or chinese_numeral(result) is not None):
         segment = result
     numeral = chinese_numeral(segment)
