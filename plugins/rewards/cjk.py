@@ -28,15 +28,16 @@ Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x�
 ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
-("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an anchor's answer through an
-operand gives way to its restatement: "答案是5的2倍，即10" -> "10"), and of that the first run holding a number ("约20个苹果" ->
-"20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a
-unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
-cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负 before a
-number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3 -> \\pm 3, which
-math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a total are not
-read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown emphasis may wrap it
-(**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by math-verify.
+("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an answer through an operand or a
+sum not worked out gives way to the clause that restates it, whatever stated it (an anchor, a total, a conclusion, a
+correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing), and of that the first run holding
+a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
+with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
+(二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
+3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
+-> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a
+total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown emphasis may
+wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
@@ -79,7 +80,9 @@ _ASKS_FOR = re.compile(r"多少|几|什么|哪|怎么|如何|为什么|为何")
 _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小]于|(?<!不)[多少]于|不足|以上|以下|之间")
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
 # "应为41个。验证：41+1=42"
-_EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
+# a restatement (即10, 也就是10, 也就是说10); 即 in a word restates nothing (即使, 即便, 即刻, 即将 ...)
+_RESTATES = r"(?:即(?![使便刻时将日])|也就是|也即|亦即)"
+_EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|{_RESTATES})")
 # in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
 # "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个", "3箱为24个": 是 or 为 between two numbers); one
 # that describes it does not ("应为15平方米，长5米宽3米", "长是5米", "长为5米"), nor, in any sentence, one where 是 or
@@ -255,7 +258,8 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(match["answer"])):  # asked, or no value
+        answer = _restated(text, match.end("answer"), match["answer"])  # 应为5的2倍，即10: 10
+        if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(answer)):  # asked, or no value
             continue
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
@@ -272,7 +276,7 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
             rank = _NUMBER_RANK
         if rank is None:  # no answer stated before it
             continue
-        found.append((match.start(), match.end(), match["answer"], rank))
+        found.append((match.start(), match.end(), answer, rank))
         stated.append((match.end(), rank))
     return found
 
@@ -296,26 +300,38 @@ def _outranking(text: str, end: int) -> str | None:
         number = _last_number(clause) if not _DESCRIBES.search(clause) else None
         if number is not None:
             return number
-    for clause in reversed(re.split(f"[{_CLAUSE_END},]", rest[:split])):
-        number = _last_number(clause) if _CONCLUDES.search(clause) and not _DESCRIBES.search(clause) else None
+    own = rest[:split]
+    for clause in reversed(list(re.finditer(f"[^{_CLAUSE_END},]+", own))):
+        concludes = _CONCLUDES.search(clause.group()) and not _DESCRIBES.search(clause.group())
+        number = _last_number(_restated(own, clause.end(), clause.group())) if concludes else None
         if number is not None:
             return number
     return None
 
 
-# an anchor's answer that names its value through an operand ("5的2倍", "20的一半") and restates it ("答案是5的2倍，即10"):
-# the restatement is the answer
-_OPERAND = re.compile(r"\d\s*的")
-_RESTATED = re.compile(rf"[，,][\s*_]*(?:即|也就是|也即|亦即)说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
+# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4") gives way to
+# the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
+_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot))")
+_RESTATED = re.compile(rf"[，,][\s*_]*{_RESTATES}说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
 
 
-def _anchored(text: str, anchor: re.Match) -> str:
-    """The answer an anchor states: its clause, or the clause that restates it where that reads and it names an
-    operand ("答案是5的2倍，即10" -> "10"; "答案是10，即5的2倍" -> "10")."""
-    restated = _RESTATED.match(text, anchor.end())
-    if restated and _OPERAND.search(anchor.group(1)) and _read(restated.group(1)) is not None:
+def _restated(text: str, end: int, answer: str) -> str:
+    """``answer`` (it ends at ``end`` in ``text``), or the clause right after it that restates it where ``answer`` is
+    unworked and the restatement reads ("5的2倍，即10" -> "10"; "10，即5的2倍" -> "10")."""
+    restated = _RESTATED.match(text, end)
+    if restated and _UNWORKED.search(answer) and _read(restated.group(1)) is not None:
         return restated.group(1)
-    return anchor.group(1)
+    return answer
+
+
+def _totals(text: str) -> list[tuple[int, str]]:
+    """(start, answer) of each total, and of each conclusion after the last one: it outranks the total as a later
+    total would."""
+    totals = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _TOTAL.finditer(text)]
+    if totals:
+        totals += [(match.start(), _restated(text, match.end(), match.group(1)))
+                   for match in _THEREFORE.finditer(text, max(totals)[0])]
+    return totals
 
 
 def stated_answer(text: str) -> str | None:
@@ -326,11 +342,8 @@ def stated_answer(text: str) -> str | None:
         return None
     text = _ellipses(text)
     corrections = _corrections(text)
-    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text)]
-    totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
-    if totals:  # a conclusion after the last total outranks it as a later total would
-        totals += [(match.start(), match.group(1)) for match in _THEREFORE.finditer(text, max(totals)[0])]
-    for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, totals)):
+    anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
+    for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
             answer = _read(segment)
