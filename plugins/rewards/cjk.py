@@ -258,7 +258,8 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        answer = _restated(text, match.end("answer"), match["answer"])  # 应为5的2倍，即10: 10
+        # 应为5的2倍，即10: 10; a text answer is taken as it is, as an anchor's is
+        answer = _restated(text, match.end("answer"), match["answer"]) if values_only else match["answer"]
         if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(answer)):  # asked, or no value
             continue
         mark = text[match.start() - 1]
