@@ -7,7 +7,8 @@ is found first, in this order, the last of its kind winning:
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
    the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个"), or, after the last total, a clause
-   that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6");
+   that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
+   what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的");
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
@@ -20,27 +21,28 @@ is a pause, no part of it ("答案是……42" -> 42). An apology takes an answe
 correction ("抱歉，应为41"), never by itself ("抱歉让你久等了，答案是42" -> 42). "结果是42吗？不，应为41" -> 41; "有5个吗？不，应为6个。又买了3个，现在有9个" -> 9:
 a corrected number is outranked by a number in a later sentence, as any number is, but not by one in a clause that
 explains or checks it ("应为41个，因为要减去1个" -> 41); in its own sentence, a clause that only describes it does not outrank it
-("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 between numbers:
-"应该是4元，买5个需要20元" -> 20, "应为6个，加上3个是9个" -> 9); in no sentence does a clause where 是 describes a number with words
-("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个是红的" -> 6). Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a
-property where a number is read ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
+("应为15平方米，长5米宽3米" -> 15), one that concludes does (所以 / 现在 / 需 / 共 / 剩 / = / 等于 / 就是, or 是 / 为 between
+numbers, 为 not in 因为 / 作为 / 认为 ...: "应该是4元，买5个需要20元" -> 20, "应为6个，加上3个为9个" -> 9); in no sentence does a
+clause where 是 or 为 describes a number with words ("应为6个，其中2个是红色的" -> 6, "应该是6个。剩下的2个为红的" -> 6).
+Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x应为3"), stating a property where a number is read
+("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
-Within the answer, what follows its last = is kept where a number follows it ("1.2公顷=12000平方米" -> "12000平方米":
-a calculation ends in its result; an anchor's answer through an operand gives way to its restatement: "答案是5的2倍，即10" ->
-"10"), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万
-or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one with 千 or 百 too unless a unit starts
-there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals (二十, 两万三千) is read by
-cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 -> 3/2), and 负
-before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm
-(正负3 -> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
-anchor or a total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and
-Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read
-whole, by math-verify.
+Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
+("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an answer through an operand or a
+sum not worked out gives way to the clause that restates it, whatever stated it (an anchor, a total, a conclusion, a
+correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing), and of that the first run holding
+a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
+with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
+(二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
+3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
+-> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a
+total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown emphasis may
+wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
-100以内, the 一 of 一个偶数; a bound does state one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5,
-"应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数" does, and a text whose only numbers are such
-states no number at all ("答案是3的倍数" -> "").
+100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
+不多于 / 不超过 / 不低于, "至少需要5辆" -> 5, "应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数"
+does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
 """
 
 from __future__ import annotations
@@ -78,28 +80,36 @@ _ASKS_FOR = re.compile(r"多少|几|什么|哪|怎么|如何|为什么|为何")
 _PROPERTY = re.compile(r"的|倍数|[偶奇正负整质素合实虚分小因约]数|[大小]于|(?<!不)[多少]于|不足|以上|以下|之间")
 # a clause that explains or checks a corrected number, whose numbers state no new answer: "应为41个，因为要减去1个",
 # "应为41个。验证：41+1=42"
-_EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|即|也就是)")
+# a restatement (即10, 也就是10, 也就是说10); 即 in a word restates nothing (即使, 即便, 即刻, 即将 ...)
+_RESTATES = r"(?:即(?![使便刻时将日])|也就是|也即|亦即)"
+_EXPLAINED = re.compile(rf"^[{_CLAUSE_END}\s*_]*(?:因为|由于|理由是|验证|验算|检验|检查|核对|{_RESTATES})")
 # in the rest of a corrected number's own sentence, only a clause that concludes states a new answer ("应为3，所以y=7",
-# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个": 是 between two numbers); one that describes it does
-# not ("应为15平方米，长5米宽3米", "长是5米"), nor, in any sentence, one where 是 describes a number with words
-# ("其中2个是红色的", "剩下的2个是红的": 是 after a number concludes only with a number after it)
+# "应该是4元，买5个需要20元", "应为12页，12×5=60", "加上3个是9个", "3箱为24个": 是 or 为 between two numbers); one
+# that describes it does not ("应为15平方米，长5米宽3米", "长是5米", "长为5米"), nor, in any sentence, one where 是 or
+# 为 describes a number with words ("其中2个是红色的", "剩下的2个为红的": after a number they conclude only with a
+# number after them); 为 inside a word concludes nothing (因为, 作为, 认为, 以为, 称为, 视为, 为了, 为止)
 _SENTENCE_END = re.compile(r"[。！？!?\n]")
 _NUMBER_AFTER = r"(?=[\s*_]*(?:[-+\d]|负))"
-_CONCLUDES = re.compile(r"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]"
-                        rf"|\d[\u4e00-\u9fff]?是{_NUMBER_AFTER}")
-_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?是(?!{_NUMBER_AFTER})")
+_IS = r"(?:是|(?<![因作认以称视])为(?![了止何什]))"
+_IS_BETWEEN_NUMBERS = rf"(?<=\d)[\u4e00-\u9fff]?{_IS}{_NUMBER_AFTER}"
+_CONCLUDES = re.compile(rf"所以|因此|因而|于是|那么|则|故|从而|现在|最后|最终|就是|等于|需|共|剩|[=＝]|{_IS_BETWEEN_NUMBERS}")
+_DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?[是为](?!{_NUMBER_AFTER})")
 # where an answer was stated, the rank of its kind: the last anchor, else the last total, else the last number
-# a clause that opens with a conclusion: after a total, it states the answer, the total a given ("一共有24个学生，每组4人，
-# 可以分6组" -> 6; "共有8个苹果，每个3元" -> 8)
+# a clause that opens with a conclusion or with what is left: after a total, it states the answer, the total a given
+# ("一共有24个学生，每组4人，可以分6组" -> 6; "共有12个，吃了5个，还剩7个" -> 7; "共有8个苹果，每个3元" -> 8); the
+# remaining ones described are no conclusion ("剩下的3个是红的")
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
-_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能)"
+_LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
+_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|{_LEFT})"
                         rf"([^{_CLAUSE_END}]*)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
 # a pause before a number is no part of it ("答案是……42")
 _LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
+# where a calculation gives its result: = or 是 / 为 between numbers
+_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMBERS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
@@ -184,9 +194,9 @@ def _in_digits(text: str) -> str:
     return _multiplied(_MINUS.sub("-", text))
 
 
-# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 60分以上, 100以内, 一个偶数 (a bound
-# states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆")
-_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?"
+# a number that a property names is no answer: 3的倍数, 12的因数, 大于5, 小于等于2, 不足5, 60分以上, 100以内, 一个偶数
+# (a bound that may be met states one: 至少 / 最多 / 不少于 / 不多于 / 不超过 / 不低于, "至少需要3辆"; 不足 is 少于)
+_NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\d+(?:\.\d+)?|(?<=不足)\s*-?\d+(?:\.\d+)?"
                     r"|-?\d+(?:\.\d+)?(?=\s*(?:的?(?:公?倍数|公?因数|公?约数|质因数)|[个人只元岁分次天本]?(?:以上|以下|以内)))"
                     r"|(?<=被)\s*\d+(?=\s*整除)|(?<=打)\s*\d+(?:\.\d+)?(?=\s*折)"  # 能被3整除, 打8折
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
@@ -212,9 +222,9 @@ def _read(segment: str) -> str | None:
     delimited = _DELIMITED_LATEX.match(segment)  # \(x=3\): math-verify reads it whole
     if delimited:
         return delimited.group(0)
-    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20 (an aside in brackets aside;
-    # LaTeX's \( \) are no brackets)
-    result = re.sub(r"(?<!\\)\([^)]*\)", "", segment).rpartition("=")[2].strip()
+    # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20, 3箱为24个 (an aside in
+    # brackets aside; LaTeX's \( \) are no brackets)
+    result = _RESULT.split(re.sub(r"(?<!\\)\([^)]*\)", "", segment))[-1].strip()
     if result != segment and (_HAS_MATHS.search(result) or chinese_numeral(result) is not None):
         segment = result
     numeral = chinese_numeral(segment)
@@ -248,7 +258,9 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
-        if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(match["answer"])):  # asked, or no value
+        # 应为5的2倍，即10: 10; a text answer is taken as it is, as an anchor's is
+        answer = _restated(text, match.end("answer"), match["answer"]) if values_only else match["answer"]
+        if match["mark"] in ("？", "?") or (values_only and _PROPERTY.search(answer)):  # asked, or no value
             continue
         mark = text[match.start() - 1]
         clause = re.split(f"[{_CLAUSE_END},]", text[:match.start() - 1])[-1]
@@ -265,7 +277,7 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
             rank = _NUMBER_RANK
         if rank is None:  # no answer stated before it
             continue
-        found.append((match.start(), match.end(), match["answer"], rank))
+        found.append((match.start(), match.end(), answer, rank))
         stated.append((match.end(), rank))
     return found
 
@@ -289,26 +301,38 @@ def _outranking(text: str, end: int) -> str | None:
         number = _last_number(clause) if not _DESCRIBES.search(clause) else None
         if number is not None:
             return number
-    for clause in reversed(re.split(f"[{_CLAUSE_END},]", rest[:split])):
-        number = _last_number(clause) if _CONCLUDES.search(clause) and not _DESCRIBES.search(clause) else None
+    own = rest[:split]
+    for clause in reversed(list(re.finditer(f"[^{_CLAUSE_END},]+", own))):
+        concludes = _CONCLUDES.search(clause.group()) and not _DESCRIBES.search(clause.group())
+        number = _last_number(_restated(own, clause.end(), clause.group())) if concludes else None
         if number is not None:
             return number
     return None
 
 
-# an anchor's answer that names its value through an operand ("5的2倍", "20的一半") and restates it ("答案是5的2倍，即10"):
-# the restatement is the answer
-_OPERAND = re.compile(r"\d\s*的")
-_RESTATED = re.compile(rf"[，,][\s*_]*(?:即|也就是|也即|亦即)说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
+# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4") gives way to
+# the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
+_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot))")
+_RESTATED = re.compile(rf"[，,][\s*_]*{_RESTATES}说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
 
 
-def _anchored(text: str, anchor: re.Match) -> str:
-    """The answer an anchor states: its clause, or the clause that restates it where that reads and it names an
-    operand ("答案是5的2倍，即10" -> "10"; "答案是10，即5的2倍" -> "10")."""
-    restated = _RESTATED.match(text, anchor.end())
-    if restated and _OPERAND.search(anchor.group(1)) and _read(restated.group(1)) is not None:
+def _restated(text: str, end: int, answer: str) -> str:
+    """``answer`` (it ends at ``end`` in ``text``), or the clause right after it that restates it where ``answer`` is
+    unworked and the restatement reads ("5的2倍，即10" -> "10"; "10，即5的2倍" -> "10")."""
+    restated = _RESTATED.match(text, end)
+    if restated and _UNWORKED.search(answer) and _read(restated.group(1)) is not None:
         return restated.group(1)
-    return anchor.group(1)
+    return answer
+
+
+def _totals(text: str) -> list[tuple[int, str]]:
+    """(start, answer) of each total, and of each conclusion after the last one: it outranks the total as a later
+    total would."""
+    totals = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _TOTAL.finditer(text)]
+    if totals:
+        totals += [(match.start(), _restated(text, match.end(), match.group(1)))
+                   for match in _THEREFORE.finditer(text, max(totals)[0])]
+    return totals
 
 
 def stated_answer(text: str) -> str | None:
@@ -319,11 +343,8 @@ def stated_answer(text: str) -> str | None:
         return None
     text = _ellipses(text)
     corrections = _corrections(text)
-    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text)]
-    totals = [(match.start(), match.group(1)) for match in _TOTAL.finditer(text)]
-    if totals:  # a conclusion after the last total outranks it as a later total would
-        totals += [(match.start(), match.group(1)) for match in _THEREFORE.finditer(text, max(totals)[0])]
-    for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, totals)):
+    anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
+    for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
             answer = _read(segment)
