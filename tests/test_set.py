@@ -845,6 +845,35 @@ def test_new_force_names_the_language_only_where_this_command_does_not_give_one(
         "change it)"]
 
 
+def test_new_force_names_no_value_that_this_commands_options_give(tmp_path, monkeypatch):
+    """--model, --dataset, --prompt-column, --answer-column, --reward (and the params of the earlier rewards it leaves
+    out) and --backend (even at its default) choose their values on purpose, as --set does: the earlier project's
+    values are not named as dropped. A value that no option of this command gives is named all the same."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(DATA)  # columns question, final
+    second.write_text(DATA.replace('"question"', '"ask"').replace('"final"', '"gold"'))
+    code, output = grpo_skill("new", "opts", "--preset", "tiny", "--model", "org/model-a", "--dataset", str(first),
+                              "--prompt-column", "question", "--answer-column", "final", "--reward", "accuracy:1",
+                              "--reward", "format:0.5", "--param", 'format.end_marks="."', "--backend", "trl",
+                              "--set", "grpo.max_steps=7", "-o", str(tmp_path))
+    assert code == 0, output
+    code, output = grpo_skill("new", "opts", "--preset", "tiny", "--force", "--model", "org/model-b", "--dataset",
+                              str(second), "--prompt-column", "ask", "--answer-column", "gold", "--reward",
+                              "accuracy:2", "--backend", "auto", "-o", str(tmp_path))
+    assert code == 0, output
+    notes = [line for line in output.splitlines() if line.startswith("note: the earlier project")]
+    assert notes == [
+        "note: the earlier project's grpo.max_steps = 7 is not carried over: this render takes the preset's values and "
+        "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
+        "rendering it again"], output
+    config = tomllib.loads(config_text(tmp_path / "opts"))
+    assert (config["model"]["name"], config["model"]["backend"]) == ("org/model-b", "auto")
+    assert (config["dataset"]["path"], config["dataset"]["prompt_column"]) == ("data/second.jsonl", "ask")
+    assert config["rewards"] == [{"name": "accuracy", "weight": 2.0, "params": {"answer_column": "gold"}}]
+    assert "max_steps" not in config["grpo"] or config["grpo"]["max_steps"] != 7
+
+
 def test_new_force_joins_the_ways_back_in_the_cli_language(tmp_path):
     code, output = grpo_skill("new", "zh", "--preset", "tiny", "--lang", "en", "-o", str(tmp_path))
     assert code == 0, output

@@ -211,19 +211,21 @@ def _writable_ancestor(target: Path) -> None:
 
 
 def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
-                   lang_given: bool = False, command: str = "new", **options) -> Rendered:
+                   given_options: frozenset[str] = frozenset(), command: str = "new", **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
     left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
-    names its files relative to the project, for a target in a temporary folder). ``lang_given``: ``lang`` is the
-    command's --lang, not the CLI's language (over an earlier project, its language is then not named as dropped).
+    names its files relative to the project, for a target in a temporary folder). ``given_options``: the options
+    with a default that the command line gives all the same ("lang": ``lang`` is the command's --lang, not the CLI's
+    language; "backend", "prompt_column"): over an earlier project, the values they give are not named as dropped.
     ``command``: the command that renders it, as its refusals name it ("new", or "plan" for `plan --preset --set`)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     with template_rewards():
         data = answers(name, **options, notes=notes)
+        given_now = _given_now(data, options, given_options)
     recorded = _recorded_answers(target) if target.is_dir() else None
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
@@ -264,10 +266,6 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             if plugin_name:
                 plugins.unregister(plugin_name)
         if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
-            # what this command sets on purpose (--set, --param, --lang), keyed as _flat keys them
-            given_now = frozenset(given.dotted() if given else ()) | ({"lang"} if lang_given else set()) | {
-                (PARAM, reward_name, key) for reward_name, keys in (given.params if given else {}).items()
-                for key in keys}
             notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
                                            _config_settings(rendered / config.CONFIG_FILE),
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
@@ -468,6 +466,32 @@ def _preset_defaults(recorded: dict, name: str) -> dict | None:
         return None
 
 
+# The options of `new` that give one setting, by the setting's key (--set, --param, --reward, --answer-column aside)
+OPTION_KEYS = {"model": "model.name", "dataset": "dataset.path", "backend": "model.backend",
+               "prompt_column": "dataset.prompt_column", "lang": "lang"}
+
+
+def _given_now(data: dict, options: dict, given_options: frozenset[str]) -> frozenset:
+    """The settings that this command's options give, keyed as _flat keys them: its --set keys, --param keys,
+    "model.name" for --model, "dataset.path" for --dataset, "rewards" for --reward, the gold params (answer_column)
+    of the rewards for --answer-column, and those of ``given_options`` (the options with a default that the command
+    line gives all the same: "lang", "backend", "prompt_column")."""
+    from .settings import GOLD_PARAMS
+
+    settings = options.get("settings")
+    keys = set(settings.dotted() if settings else ()) | {
+        (PARAM, reward_name, key) for reward_name, params in (settings.params if settings else {}).items()
+        for key in params}
+    keys |= {key for option, key in OPTION_KEYS.items()
+             if option in given_options or (option in ("model", "dataset") and options.get(option) is not None)}
+    if options.get("reward_options"):
+        keys.add("rewards")
+    if options.get("answer_column") is not None:
+        keys |= {(PARAM, reward["name"], param) for reward in data["rewards"] for param in GOLD_PARAMS
+                 if param in (reward.get("params") or {})}
+    return frozenset(keys)
+
+
 def _gold_options(rewards: list, earlier: dict, dropped: dict, project: Path | None) -> tuple[list[str], set]:
     """What `new` needs beside ``--reward`` to bring back ``rewards`` (the earlier ones) that read a gold answer:
     ``--answer-column COL`` (``--param REWARD.answer_column=COL`` each, where they read different columns), and the
@@ -520,10 +544,10 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
     be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
     set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
-    those by design, nor one that this command sets itself (``given_now``: its --set keys, its --param keys as
-    _flat keys them, and "lang" for its --lang). Where another grpo-skill version made the project, a second note
-    says which named answers may be that version's defaults (its preset is not here to compare with). ``project``:
-    the earlier project's folder, where the way back names its dataset file."""
+    those by design, nor one that this command gives itself (``given_now``, as _given_now keys them: with --reward,
+    the params of the earlier rewards it does not choose too). Where another grpo-skill version made the project, a
+    second note says which named answers may be that version's defaults (its preset is not here to compare with).
+    ``project``: the earlier project's folder, where the way back names its dataset file."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
@@ -532,6 +556,7 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     from_new, preset_gave = _flat(answered), _flat(_settings_of(defaults) if defaults is not None else {})
     in_config = _flat(earlier_config) if earlier_config is not None else {}
     as_written = _flat(written) if written is not None else from_new  # without it: the answers alone
+    kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
 
     version = recorded.get("grpo_skill_version")
 
@@ -542,13 +567,15 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     def chosen(key, value) -> bool:
         return surely_chosen(key, value) or (key in from_new and from_new[key] != preset_gave.get(key, _ABSENT))
 
-    dropped = {key: value for key, value in earlier.items() if key not in given_now
+    def given_by_this_command(key) -> bool:  # a param of an earlier reward that this command's --reward leaves out
+        return key in given_now or (isinstance(key, tuple) and "rewards" in given_now and key[1] not in kept_rewards)
+
+    dropped = {key: value for key, value in earlier.items() if not given_by_this_command(key)
                and chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
     # An option of the earlier `new` is told from its preset's default by this grpo-skill's preset: the same where
     # this version made the project. Another version's preset is nowhere here, and its defaults may differ: a value
     # its `new` wrote that differs from this preset's is named, and said to be perhaps that version's default.
     sure = {key for key, value in dropped.items() if version == __version__ or surely_chosen(key, value)}
-    kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
     # the earlier rewards named whole where they are the user's, or hold a param of the user's that this render's
     # rewards cannot take: `new --reward` brings them back, not `set --param`
     if "rewards" in dropped or any(isinstance(key, tuple) and key[1] not in kept_rewards for key in dropped):
