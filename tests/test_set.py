@@ -3,6 +3,7 @@ the project passes `check`; `update` keeps what it set; `new --force` names what
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -773,19 +774,21 @@ def test_new_force_compares_with_what_the_earlier_template_version_wrote(tmp_pat
 
 
 def test_new_force_says_that_a_value_of_a_project_made_by_another_version_may_be_its_default(tmp_path):
-    """The defaults are this grpo-skill's preset's; the preset of the grpo-skill that made the project is nowhere
-    here, and the answers do not tell its defaults from the options its `new` was given. A value that differs from
-    this preset's, in a project made by another version, is named with that said; one changed since by `set` is
-    the user's all the same."""
+    """In a project made before it recorded what its `new` was given (given_keys), the defaults are this
+    grpo-skill's preset's; the preset of the grpo-skill that made the project is nowhere here, and the answers do not
+    tell its defaults from the options its `new` was given. A value that differs from this preset's, in a project
+    made by another version, is named with that said; one changed since by `set` is the user's all the same."""
     code, output = grpo_skill("new", "older", "--preset", "tiny", "-o", str(tmp_path))
     assert code == 0, output
     project = tmp_path / "older"
     answers_file, config = project / ".copier-answers.yml", project / "config.toml"
-    # as an earlier grpo-skill whose tiny preset gave beta = 0.0 made it
+    # as an earlier grpo-skill whose tiny preset gave beta = 0.0 made it, before given_keys
     answers_text = answers_file.read_text()
     assert "    beta: 0.04\n" in answers_text and "grpo_skill_version: " in answers_text
+    assert "\ngiven_keys: []\n" in answers_text
     answers_file.write_text(re.sub(r"(?m)^grpo_skill_version: .*$", "grpo_skill_version: 0.0.9",
-                                   answers_text.replace("    beta: 0.04\n", "    beta: 0.0\n")))
+                                   answers_text.replace("    beta: 0.04\n", "    beta: 0.0\n").replace(
+                                       "\ngiven_keys: []\n", "\n")))
     config.write_text(config.read_text().replace("\nbeta = 0.04\n", "\nbeta = 0.0\n"))
     code, output = grpo_skill("set", "--project", str(project), "grpo.max_steps=7")
     assert code == 0, output
@@ -843,6 +846,85 @@ def test_new_force_names_the_language_only_where_this_command_does_not_give_one(
         "the earlier project's lang = \"zh-CN\" is not carried over: this render takes the preset's values and this "
         "command's options; the language comes from `grpo-skill new --lang`, else the CLI's language (`set` cannot "
         "change it)"]
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["given-keys-recorded", "made-before-the-record"])
+def test_new_force_names_no_value_that_this_commands_options_give(tmp_path, monkeypatch, recorded):
+    """--model, --dataset, --prompt-column, --answer-column, --reward (and the params of the earlier rewards it leaves
+    out) and --backend (even at its default) choose their values on purpose, as --set does: the earlier project's
+    values are not named as dropped, whether or not it records what its `new` was given. A value that no option of
+    this command gives is named all the same."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(DATA)  # columns question, final
+    second.write_text(DATA.replace('"question"', '"ask"').replace('"final"', '"gold"'))
+    code, output = grpo_skill("new", "opts", "--preset", "tiny", "--model", "org/model-a", "--dataset", str(first),
+                              "--prompt-column", "question", "--answer-column", "final", "--reward", "accuracy:1",
+                              "--reward", "format:0.5", "--param", 'format.end_marks="."', "--backend", "trl",
+                              "--set", "grpo.max_steps=7", "-o", str(tmp_path))
+    assert code == 0, output
+    answers_file = tmp_path / "opts" / ".copier-answers.yml"
+    if not recorded:  # as a grpo-skill before given_keys made it
+        text = answers_file.read_text()
+        answers_file.write_text(re.sub(r"(?m)^given_keys:\n(?:- .*\n)+", "", text))
+        assert "given_keys" not in answers_file.read_text()
+    code, output = grpo_skill("new", "opts", "--preset", "tiny", "--force", "--model", "org/model-b", "--dataset",
+                              str(second), "--prompt-column", "ask", "--answer-column", "gold", "--reward",
+                              "accuracy:2", "--backend", "auto", "-o", str(tmp_path))
+    assert code == 0, output
+    notes = [line for line in output.splitlines() if line.startswith("note: the earlier project")]
+    assert notes == [
+        "note: the earlier project's grpo.max_steps = 7 is not carried over: this render takes the preset's values and "
+        "this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without "
+        "rendering it again"], output
+    config = tomllib.loads(config_text(tmp_path / "opts"))
+    assert (config["model"]["name"], config["model"]["backend"]) == ("org/model-b", "auto")
+    assert (config["dataset"]["path"], config["dataset"]["prompt_column"]) == ("data/second.jsonl", "ask")
+    assert config["rewards"] == [{"name": "accuracy", "weight": 2.0, "params": {"answer_column": "gold"}}]
+    assert "max_steps" not in config["grpo"] or config["grpo"]["max_steps"] != 7
+    assert yaml.safe_load(answers_file.read_text())["given_keys"] == [
+        "dataset.path", "dataset.prompt_column", "model.backend", "model.name", "rewards",
+        "rewards.accuracy.answer_column"]
+
+
+def test_new_force_names_a_value_of_the_earlier_presets_as_no_choice_of_the_users(tmp_path, monkeypatch):
+    """A project records the settings its `new` was given (given_keys in .copier-answers.yml). new --force over it
+    names those it drops, and not a value that the preset gave when the project was made and gives no more: a
+    development checkout says version 0.1.0 at every commit, and another version's preset is nowhere here either."""
+    original = plugins.get_preset
+
+    def earlier_tiny(name):  # the tiny preset as an earlier grpo-skill had it: beta 0.0
+        preset = original(name)
+        return dataclasses.replace(preset, grpo={**preset.grpo, "beta": 0.0}) if name == "tiny" else preset
+
+    project = tmp_path / "earlier"
+    answers_file = project / ".copier-answers.yml"
+    for version in (None, "0.0.9"):  # this version's number, and another's
+        monkeypatch.setattr(plugins, "get_preset", earlier_tiny)
+        code, output = grpo_skill("new", "earlier", "--preset", "tiny", "--set", "grpo.max_steps=7", "--force", "-o",
+                                  str(tmp_path))
+        assert code == 0, output
+        assert yaml.safe_load(answers_file.read_text())["grpo"]["beta"] == 0.0
+        assert "\nbeta = 0.0\n" in config_text(project)
+        monkeypatch.setattr(plugins, "get_preset", original)
+        if version is not None:
+            answers_file.write_text(re.sub(r"(?m)^grpo_skill_version: .*$", f"grpo_skill_version: {version}",
+                                           answers_file.read_text()))
+        code, output = grpo_skill("new", "earlier", "--preset", "tiny", "--force", "-o", str(tmp_path))
+        assert code == 0, output
+        notes = [line for line in output.splitlines() if line.startswith("note: the earlier project")]
+        assert notes == [
+            "note: the earlier project's grpo.max_steps = 7 is not carried over: this render takes the preset's "
+            "values and this command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project "
+            "without rendering it again"], output
+        assert "\nbeta = 0.04\n" in config_text(project)  # this preset's
+        assert "\nmax_steps = 7\n" not in config_text(project)
+    assert yaml.safe_load(answers_file.read_text())["given_keys"] == []
+    monkeypatch.setattr(plugins, "get_preset", earlier_tiny)
+    code, output = grpo_skill("new", "earlier", "--preset", "tiny", "--set", "grpo.max_steps=7", "--force", "-o",
+                              str(tmp_path))
+    assert code == 0, output
+    assert yaml.safe_load(answers_file.read_text())["given_keys"] == ["grpo.max_steps"]
 
 
 def test_new_force_joins_the_ways_back_in_the_cli_language(tmp_path):

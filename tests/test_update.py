@@ -171,6 +171,56 @@ def test_update_keeps_the_users_edits_and_brings_the_new_version(project, monkey
     assert code == 0 and "is up to date" in output
 
 
+def test_update_keeps_what_new_recorded_as_given_and_adds_no_record_to_a_project_made_before_it(
+        tmp_path, monkeypatch, versions, tmp_path_factory):
+    """given_keys (the settings `new` was given) stays through an update. A project made from a template without
+    that answer updates to one with it cleanly and gains none: new --force over it then tells the user's values from
+    the preset's as before, and backs up nothing."""
+    template = history.template_dir()
+    install_version(monkeypatch, versions["A"])
+    code, output = grpo_skill("new", "recorded", "--preset", "tiny", "--set", "grpo.max_steps=7", "-o", str(tmp_path))
+    assert code == 0, output
+    assert answers(tmp_path / "recorded")["given_keys"] == ["grpo.max_steps"]
+    install_version(monkeypatch, versions["B"])
+    code, output = grpo_skill("update", str(tmp_path / "recorded"), "--json")
+    assert code == 0 and json.loads(output)["conflicts"] == [], output
+    assert answers(tmp_path / "recorded")["given_keys"] == ["grpo.max_steps"]
+
+    # "A": the template as it was before given_keys; "B": this one
+    earlier = tmp_path_factory.mktemp("before-given-keys") / "templates"
+    shutil.copytree(template, earlier / "project", ignore=shutil.ignore_patterns("__pycache__"))
+    settings = (earlier / "project" / "copier.yml").read_text(encoding="utf-8")
+    (earlier / "project" / "copier.yml").write_text(settings[:settings.index("\ngiven_keys:")] + "\n",
+                                                     encoding="utf-8")
+    monkeypatch.setattr(history, "templates_dir", lambda: earlier)
+    before = template_versions(earlier.parent, lambda repo: shutil.copyfile(template / "copier.yml",
+                                                                            repo / "copier.yml"))
+    install_version(monkeypatch, before["A"])
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "--set", "grpo.max_steps=7", "-o", str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "older"
+    made = (project / ".copier-answers.yml").read_text(encoding="utf-8")
+    assert "given_keys" not in made
+    manifest = install_version(monkeypatch, before["B"])
+    code, output = grpo_skill("update", str(project), "--json")
+    assert code == 0, output
+    assert json.loads(output)["conflicts"] == []
+    updated = (project / ".copier-answers.yml").read_text(encoding="utf-8")
+    without_version = re.compile(r"(?m)^_commit: .*\n")
+    assert without_version.sub("", updated) == without_version.sub("", made)  # the version changed alone
+    assert answers(project)["_commit"] == manifest["ref"]
+    git("commit", "-qam", "updated", cwd=project)
+    code, output = grpo_skill("new", "older", "--preset", "tiny", "--force", "--json", "-o", str(tmp_path))
+    assert code == 0, output
+    result = json.loads(output)
+    assert result["notes"] == [
+        "the earlier project's grpo.max_steps = 7 is not carried over: this render takes the preset's values and this "
+        "command's options; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
+        "again"]
+    assert result["backed_up"] == []
+    assert answers(project)["given_keys"] == []
+
+
 def test_a_project_inside_a_larger_repository_updates_too(tmp_path, monkeypatch, versions):
     install_version(monkeypatch, versions["A"])
     git("init", "-q", cwd=tmp_path)

@@ -211,19 +211,23 @@ def _writable_ancestor(target: Path) -> None:
 
 
 def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = False, shown_as: Path | None = None,
-                   lang_given: bool = False, command: str = "new", **options) -> Rendered:
+                   given_options: frozenset[str] = frozenset(), command: str = "new", **options) -> Rendered:
     """Validate, render into a scratch folder, check the result's config, then copy it into place.
 
     With ``force`` into a folder that holds files: a file you changed since it was generated is copied to
     ``.grpo-skill-backup/<time>/`` before it is replaced, and listed; files the template does not make are
     left alone. ``shown_as``: the project's folder as a refusal names it (default: the target; ``Path()``
-    names its files relative to the project, for a target in a temporary folder). ``lang_given``: ``lang`` is the
-    command's --lang, not the CLI's language (over an earlier project, its language is then not named as dropped).
-    ``command``: the command that renders it, as its refusals name it ("new", or "plan" for `plan --preset --set`)."""
+    names its files relative to the project, for a target in a temporary folder). ``given_options``: the options
+    with a default that the command line gives all the same ("lang": ``lang`` is the command's --lang, not the CLI's
+    language; "backend", "prompt_column"): over an earlier project, the values they give are not named as dropped,
+    and the project records them as given (GIVEN_KEYS). ``command``: the command that renders it, as its refusals
+    name it ("new", or "plan" for `plan --preset --set`)."""
     target, name = target_of(path, parent)
     notes: list[str] = []
     with template_rewards():
         data = answers(name, **options, notes=notes)
+        given_now = _given_now(data, options, given_options)
+        data[GIVEN_KEYS] = _given_keys(data, name, given_now)
     recorded = _recorded_answers(target) if target.is_dir() else None
     dataset = options.get("dataset")
     if target.exists() and not target.is_dir():
@@ -264,15 +268,12 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             if plugin_name:
                 plugins.unregister(plugin_name)
         if recorded is not None:  # new --force over a project: what this render leaves out of the earlier one, said
-            # what this command sets on purpose (--set, --param, --lang), keyed as _flat keys them
-            given_now = frozenset(given.dotted() if given else ()) | ({"lang"} if lang_given else set()) | {
-                (PARAM, reward_name, key) for reward_name, keys in (given.params if given else {}).items()
-                for key in keys}
+            # the earlier preset's defaults are needed only where the project does not record what its `new` was given
+            defaults = _preset_defaults(recorded, name) if _recorded_given(recorded) is None else None
             notes.extend(_not_carried_over(recorded, data, _config_settings(target / config.CONFIG_FILE),
                                            _config_settings(rendered / config.CONFIG_FILE),
                                            written=_written_settings(recorded, Path(scratch) / ".earlier"),
-                                           defaults=_preset_defaults(recorded, name), given_now=given_now,
-                                           project=target))
+                                           defaults=defaults, given_now=given_now, project=target))
         files = sorted(str(path.relative_to(rendered)) for path in rendered.rglob("*") if path.is_file())
         result = Rendered(target, files, notes=notes,
                           warnings=[_in_project(warning, rendered, shown_folder) for warning in loaded.warnings])
@@ -468,6 +469,71 @@ def _preset_defaults(recorded: dict, name: str) -> dict | None:
         return None
 
 
+# The answer that records which settings the project's `new` was given (copier.yml): their keys as _key_text writes
+# them. A project made before it has none: its `new` --force tells the user's values from its preset's by this
+# grpo-skill's preset.
+GIVEN_KEYS = "given_keys"
+# The options of `new` that give one setting, by the setting's key (--set, --param, --reward, --answer-column aside)
+OPTION_KEYS = {"model": "model.name", "dataset": "dataset.path", "backend": "model.backend",
+               "prompt_column": "dataset.prompt_column", "lang": "lang"}
+
+
+def _given_now(data: dict, options: dict, given_options: frozenset[str]) -> frozenset:
+    """The settings that this command's options give, keyed as _flat keys them: its --set keys, --param keys,
+    "model.name" for --model, "dataset.path" for --dataset, "rewards" for --reward, the gold params (answer_column)
+    of the rewards for --answer-column, and those of ``given_options`` (the options with a default that the command
+    line gives all the same: "lang", "backend", "prompt_column")."""
+    from .settings import GOLD_PARAMS
+
+    settings = options.get("settings")
+    keys = set(settings.dotted() if settings else ()) | {
+        (PARAM, reward_name, key) for reward_name, params in (settings.params if settings else {}).items()
+        for key in params}
+    keys |= {key for option, key in OPTION_KEYS.items()
+             if option in given_options or (option in ("model", "dataset") and options.get(option) is not None)}
+    if options.get("reward_options"):
+        keys.add("rewards")
+    if options.get("answer_column") is not None:
+        keys |= {(PARAM, reward["name"], param) for reward in data["rewards"] for param in GOLD_PARAMS
+                 if param in (reward.get("params") or {})}
+    return frozenset(keys)
+
+
+def _key_text(key) -> str:
+    """A _flat key as GIVEN_KEYS records it: "grpo.beta", "rewards", "rewards.REWARD.PARAM" for a reward's param."""
+    return f"rewards.{key[1]}.{key[2]}" if isinstance(key, tuple) else key
+
+
+def _key_of(text: str):
+    """The _flat key that _key_text wrote as ``text``."""
+    if text.startswith("rewards.") and text.count(".") >= 2:
+        _rewards, reward_name, param = text.split(".", 2)
+        return PARAM, reward_name, param
+    return text
+
+
+def _given_keys(data: dict, name: str, given_now: frozenset) -> list[str]:
+    """What the project records as given to its `new` (GIVEN_KEYS): the settings its options give (``given_now``),
+    and those its answers hold with another value than its preset gives alone (in its language), such as the
+    correctness reward `new` adds for a dataset with gold answers or a max_seq_length it raised: values that follow
+    from the options, and go with them."""
+    keys = set(given_now)
+    defaults = _preset_defaults(data, name)
+    if defaults is not None:
+        preset_gave = _flat(_settings_of(defaults))
+        keys |= {key for key, value in _flat(_settings_of(data)).items() if preset_gave.get(key, _ABSENT) != value}
+    return sorted(_key_text(key) for key in keys)
+
+
+def _recorded_given(recorded: dict) -> frozenset | None:
+    """The settings that an earlier project records as given to its `new`, keyed as _flat keys them; None where it
+    records none (made before GIVEN_KEYS, or an answers file edited out of shape)."""
+    keys = recorded.get(GIVEN_KEYS)
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        return None
+    return frozenset(_key_of(key) for key in keys)
+
+
 def _gold_options(rewards: list, earlier: dict, dropped: dict, project: Path | None) -> tuple[list[str], set]:
     """What `new` needs beside ``--reward`` to bring back ``rewards`` (the earlier ones) that read a gold answer:
     ``--answer-column COL`` (``--param REWARD.answer_column=COL`` each, where they read different columns), and the
@@ -516,14 +582,15 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
                       defaults: dict | None = None, given_now: frozenset = frozenset(),
                       project: Path | None = None) -> list[str]:
     """A note naming the values the user chose for the earlier project that this render does not keep, and how each
-    comes back; none where it keeps them all. The user's values: its recorded answers that differ from what its
-    preset gives alone (``defaults``: the options of the earlier `new`), its language, and, where its config.toml can
-    be read (``earlier_config``), the values there that differ from what that `new` wrote (``written``: a `grpo-skill
-    set` or a hand edit since). A value the earlier preset or template chose is not named: another preset replaces
-    those by design, nor one that this command sets itself (``given_now``: its --set keys, its --param keys as
-    _flat keys them, and "lang" for its --lang). Where another grpo-skill version made the project, a second note
-    says which named answers may be that version's defaults (its preset is not here to compare with). ``project``:
-    the earlier project's folder, where the way back names its dataset file."""
+    comes back; none where it keeps them all. The user's values: the settings its `new` was given, as the project
+    records them (GIVEN_KEYS; in a project made before that record, its answers that differ from what its preset
+    gives alone, ``defaults``), its language, and, where its config.toml can be read (``earlier_config``), the values
+    there that differ from what that `new` wrote (``written``: a `grpo-skill set` or a hand edit since). A value the
+    earlier preset or template chose is not named: another preset replaces those by design, nor one that this command
+    gives itself (``given_now``, as _given_now keys them: with --reward, the params of the earlier rewards it does not
+    choose too). Where another grpo-skill version made a project without that record, a second note says which named
+    answers may be that version's defaults (its preset is not here to compare with). ``project``: the earlier
+    project's folder, where the way back names its dataset file."""
     from ..core.schema import toml_value
 
     answered = _settings_of(recorded)
@@ -532,23 +599,31 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
     from_new, preset_gave = _flat(answered), _flat(_settings_of(defaults) if defaults is not None else {})
     in_config = _flat(earlier_config) if earlier_config is not None else {}
     as_written = _flat(written) if written is not None else from_new  # without it: the answers alone
+    given_then = _recorded_given(recorded)
+    kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
 
     version = recorded.get("grpo_skill_version")
 
     def surely_chosen(key, value) -> bool:
-        # the language is never the preset's (--lang, or the CLI's); a value changed since `new` is the user's
-        return key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value)
+        # the language is never the preset's (--lang, or the CLI's); a value changed since `new` is the user's, and so
+        # is one the project records as given to its `new`
+        return key == "lang" or (key in in_config and as_written.get(key, _ABSENT) != value) or (
+            given_then is not None and key in given_then)
 
     def chosen(key, value) -> bool:
-        return surely_chosen(key, value) or (key in from_new and from_new[key] != preset_gave.get(key, _ABSENT))
+        return surely_chosen(key, value) or (given_then is None and key in from_new
+                                             and from_new[key] != preset_gave.get(key, _ABSENT))
 
-    dropped = {key: value for key, value in earlier.items() if key not in given_now
+    def given_by_this_command(key) -> bool:  # a param of an earlier reward that this command's --reward leaves out
+        return key in given_now or (isinstance(key, tuple) and "rewards" in given_now and key[1] not in kept_rewards)
+
+    dropped = {key: value for key, value in earlier.items() if not given_by_this_command(key)
                and chosen(key, value) and given.get(key, _ABSENT) != value and value not in ({}, [], None)}
-    # An option of the earlier `new` is told from its preset's default by this grpo-skill's preset: the same where
-    # this version made the project. Another version's preset is nowhere here, and its defaults may differ: a value
-    # its `new` wrote that differs from this preset's is named, and said to be perhaps that version's default.
+    # An option of the earlier `new` that the project does not record is told from its preset's default by this
+    # grpo-skill's preset: the same where this version made the project. Another version's preset is nowhere here,
+    # and its defaults may differ: a value its `new` wrote that differs from this preset's is named, and said to be
+    # perhaps that version's default.
     sure = {key for key, value in dropped.items() if version == __version__ or surely_chosen(key, value)}
-    kept_rewards = {reward_name for reward_name, _weight in given.get("rewards") or []}
     # the earlier rewards named whole where they are the user's, or hold a param of the user's that this render's
     # rewards cannot take: `new --reward` brings them back, not `set --param`
     if "rewards" in dropped or any(isinstance(key, tuple) and key[1] not in kept_rewards for key in dropped):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..core import i18n
 from ..core.i18n import LANGS, N_, _
@@ -46,13 +47,17 @@ def new(path, preset, rewards, backend, model, dataset, prompt_column, answer_co
     from ..scaffold import settings as given
     from ..scaffold.generator import render_project, template_rewards
 
-    lang_given, lang = lang is not None, lang or i18n.current()
+    # the options with a default that this command line gives all the same: their values are chosen, not defaults
+    context = click.get_current_context()
+    given_options = frozenset(name for name in ("lang", "backend", "prompt_column")
+                              if context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT))
+    lang = lang or i18n.current()
     warn_broken_plugins()
     with template_rewards():  # --reward and --param may name a reward of the project's own rewards.py
         rendered = render_project(path, output_dir, force=force, preset_name=preset, reward_options=rewards,
                                   backend=backend, model=model, lang=lang, dataset=dataset,
                                   prompt_column=prompt_column, settings=given.parse(set_items, param_items),
-                                  answer_column=answer_column, lang_given=lang_given)
+                                  answer_column=answer_column, given_options=given_options)
     target, files = rendered.target, rendered.files
     from ..scaffold.update import start_repository
 
