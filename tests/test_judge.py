@@ -2,6 +2,7 @@
 answers), and the local tiny model graded from its token probabilities."""
 
 import json
+import os
 import re
 import socket
 import threading
@@ -290,3 +291,37 @@ def test_a_judge_backend_from_a_plugin():
         assert reward(completions=["</think>ab", "</think>abcdefgh"]) == [0.5, 1.0]
     finally:
         plugins.unregister("judge-plugin")
+
+
+@pytest.mark.parametrize("judge, refusal", [
+    ('{ url = "ftp://judge" }', "judge.url = 'ftp://judge' is no http(s) URL"),
+    ('{ url = "http://localhost:8000/v1", urll = "x" }', "judge backend 'http' has no setting 'urll'"),
+])
+def test_new_refuses_what_the_judges_factory_refuses_and_writes_nothing(cli, tmp_path, judge, refusal):
+    done = cli("new", "p", "--preset", "tiny", "-r", "llm_judge", "--param", f"llm_judge.judge={judge}",
+               "-o", str(tmp_path), check=False)
+    assert done.returncode == 1 and refusal in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("judge, refusal", [
+    ('{ model = "/no/such/judge" }', "judge.model = '/no/such/judge' is no model folder"),
+    ('{ device = "gpu" }', "judge.device = 'gpu' is no device; give \"auto\", \"cpu\", \"cuda\" or \"cuda:N\""),
+])
+def test_new_refuses_a_local_judge_that_cannot_load_and_writes_nothing(cli, tmp_path, judge, refusal):
+    done = cli("new", "p", "--preset", "tiny", "-r", "llm_judge", "--param", 'llm_judge.backend="local"',
+               "--param", f"llm_judge.judge={judge}", "-o", str(tmp_path), check=False)
+    assert done.returncode == 1 and refusal in done.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_new_leaves_the_judges_server_key_and_model_to_check(cli, tmp_path, monkeypatch):
+    """`new` checks the judge's params but reaches no server and loads no model: a key named for the project's
+    .env (not set here) and the tiny judge are accepted; `check` still refuses the key that is not set."""
+    env = {key: value for key, value in os.environ.items() if key != "JUDGE_KEY_NOT_SET"}
+    made = cli("new", "p", "--preset", "tiny", "-r", "llm_judge", "--param",
+               'llm_judge.judge={ url = "http://127.0.0.1:9/v1", api_key_env = "JUDGE_KEY_NOT_SET" }',
+               "-o", str(tmp_path), env=env)
+    assert "Created" in made.stdout
+    checked = cli("check", str(tmp_path / "p"), env=env, check=False)
+    assert checked.returncode == 1 and "judge.api_key_env names JUDGE_KEY_NOT_SET, which is not set" in checked.stderr

@@ -29,6 +29,7 @@ from grpo_skill.errors import MissingColumn, UserError, one_line
 from grpo_skill import i18n
 from grpo_skill.i18n import N_, _
 
+from . import needs
 from .verifiable import final_answer, opens_think, think_end_param
 
 
@@ -90,12 +91,6 @@ class _Retryable(Exception):
 
 class HttpJudge:
     def __init__(self, params):
-        try:
-            import httpx
-        except ImportError:
-            raise UserError(_("the http judge needs httpx: pip install httpx (or pip install "
-                              "'grpo-skill[train]')")) from None
-
         url = str(params["url"]).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise UserError(_("judge.url = {url!r} is no http(s) URL; e.g. \"http://localhost:8000/v1\"").format(
@@ -104,17 +99,23 @@ class HttpJudge:
         self.model, self.max_tokens = params["model"], int(params["max_tokens"])
         self.timeout, self.retries = float(params["timeout"]), int(params["retries"])
         self.backoff, self.concurrency = float(params["backoff"]), max(1, int(params["concurrency"]))
+        # the key may come from the project's .env, which `new` has not written yet
+        self.client = needs.model(lambda: self._client(params["api_key_env"]))
+        self._warned = set()
+        self._lock = threading.Lock()
+
+    def _client(self, key_env: str):
+        needs.require("httpx", _("the http judge needs httpx: pip install httpx (or pip install 'grpo-skill[train]')"))
+        import httpx
+
         headers = {}
-        key_env = params["api_key_env"]
         if key_env:
             key = os.environ.get(key_env)
             if not key:
                 raise UserError(_("judge.api_key_env names {env}, which is not set: export {env}=... or put it in "
                                   "the project's .env (the key never goes in config.toml)").format(env=key_env))
             headers["Authorization"] = f"Bearer {key}"
-        self.client = httpx.Client(timeout=self.timeout, headers=headers)
-        self._warned = set()
-        self._lock = threading.Lock()
+        return httpx.Client(timeout=self.timeout, headers=headers)
 
     def _post(self, body: dict) -> dict:
         import httpx
@@ -216,21 +217,33 @@ class HttpJudge:
 
 class LocalJudge:
     def __init__(self, params):
+        path, device = params["model"], params["device"]
+        if path != "tiny" and not Path(path).is_dir():
+            raise UserError(_("judge.model = {path!r} is no model folder; give a local folder (the judge runs "
+                              "offline) or \"tiny\"").format(path=str(path)))
+        if path != "tiny" and not (Path(path) / "config.json").is_file():  # else transformers fails in six lines
+            raise UserError(_("judge.model = {path!r} holds no model (no config.json); give a folder written by "
+                              "save_pretrained, or \"tiny\"").format(path=str(path)))
+        if device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", str(device)):
+            raise UserError(_("judge.device = {device!r} is no device; give \"auto\", \"cpu\", \"cuda\" or "
+                              "\"cuda:N\"").format(device=device))
+        self.batch_size = max(1, int(params["batch_size"]))
+        needs.require("transformers", _("the local judge needs transformers: pip install 'grpo-skill[train]'"))
+        self.tokenizer, self.model, self.device = needs.model(lambda: self._load(path, device))
+        self.yes = self.tokenizer.encode("Yes", add_special_tokens=False)
+        self.no = self.tokenizer.encode("No", add_special_tokens=False)
+        self.limit = getattr(self.model.config, "max_position_embeddings", 4096)
+
+    @staticmethod
+    def _load(path: str, device: str):
+        """(tokenizer, model, device) of the judge model at ``path`` ("tiny": built here)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = params["model"]
         if path == "tiny":
             from grpo_skill import modelbuild
 
             path = modelbuild.build("tiny")
-        if not Path(path).is_dir():
-            raise UserError(_("judge.model = {path!r} is no model folder; give a local folder (the judge runs "
-                              "offline) or \"tiny\"").format(path=str(path)))
-        if not (Path(path) / "config.json").is_file():  # else transformers fails on the tokenizer, in six lines
-            raise UserError(_("judge.model = {path!r} holds no model (no config.json); give a folder written by "
-                              "save_pretrained, or \"tiny\"").format(path=str(path)))
-        device = params["device"]
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         from transformers.utils import logging as transformers_logging
@@ -238,18 +251,15 @@ class LocalJudge:
         bar = transformers_logging.is_progress_bar_enabled()
         transformers_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a run's output
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
         except (OSError, ValueError) as error:
             raise UserError(_("cannot load the judge model from {path}: {error}").format(
                 path=path, error=one_line(error))) from None
         finally:
             if bar:
                 transformers_logging.enable_progress_bar()
-        self.device, self.batch_size = device, max(1, int(params["batch_size"]))
-        self.yes = self.tokenizer.encode("Yes", add_special_tokens=False)
-        self.no = self.tokenizer.encode("No", add_special_tokens=False)
-        self.limit = getattr(self.model.config, "max_position_embeddings", 4096)
+        return tokenizer, model, device
 
     def _prompt_ids(self, request: JudgeRequest) -> list[int]:
         content = YES_NO_PROMPT.format(question=request.question, reference=_reference(request),
@@ -304,7 +314,10 @@ def llm_judge_factory(context):
                           "\"http://localhost:8000/v1\", model = \"...\" }"))
     think_end, opened = think_end_param(context), opens_think(context)
     backend = get_judge(params["backend"])
-    grade = backend.factory(judge_params(backend, params["judge"]))
+    settings = judge_params(backend, params["judge"])
+    if not backend.plugin.startswith("builtin:"):  # another plugin's backend may load a model or call a service
+        settings = needs.model(lambda: settings)
+    grade = backend.factory(settings)
     criteria, reference_column = params["criteria"], params["reference_column"]
 
     def llm_judge(completions, prompts=None, **kwargs):

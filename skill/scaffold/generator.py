@@ -294,26 +294,20 @@ def _derived(settings, command: str) -> dict[str, str]:
         completion=settings.tables["grpo"]["max_completion_length"])}
 
 
-# A reward whose factory loads a model before it checks its params: llm_judge's local judge. `new` leaves it to
-# `check` and train.py. (language's factory checks the params it can without py3langid's model first, and stops
-# there under contract.params_only.)
-MODEL_LOADING_REWARDS = frozenset({"llm_judge"})
-
-
 def _build_chosen_rewards(loaded, plugin_name: str | None) -> list[str]:
     """Build the chosen rewards as `check` builds them, so that `new` refuses the params their factories refuse:
-    the project's own rewards.py's and the built-in ones (but those that load a model). Other plugins' are left to
-    `check`: a factory of theirs may load a model or call a service. A built-in checks its params before it asks for
-    its packages, which it imports at its first call: without the [train] extra the project is written, and `check`
-    says what to install; before a model it loads (language's), which it leaves to `check` here. Returns what the
-    factories warned (code_tests: the network cannot be cut here), as `new` says it."""
+    the project's own rewards.py's and the built-in ones. Other plugins' are left to `check`: a factory of theirs may
+    load a model or call a service. A built-in checks its params before it asks for its packages, which it imports
+    at its first call: without the [train] extra the project is written, and `check` says what to install; and
+    before a model or a server it reaches (language's model, llm_judge's judge), which it leaves to `check` here.
+    Returns what the factories warned (code_tests: the network cannot be cut here), as `new` says it."""
     from ..core.contract import RewardPackageMissing, factory_warnings, params_only
 
     with factory_warnings() as said, params_only():
         for choice in loaded.rewards:
             reward = plugins.get_reward(choice.name)
             own = plugin_name and reward.source == plugin_name
-            built_in = reward.source.startswith("builtin:") and reward.name not in MODEL_LOADING_REWARDS
+            built_in = reward.source.startswith("builtin:")
             if own or built_in:
                 with contextlib.suppress(RewardPackageMissing):  # ModelLeftUnloaded too
                     reward.build(tokenizer=None, preset=loaded.preset, params=choice.params, grpo=loaded.grpo)
