@@ -498,6 +498,98 @@ def test_a_max_seq_length_new_raised_past_the_models_positions_is_named_as_new_s
     assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == written
 
 
+@pytest.mark.parametrize("length, budget, fix", [
+    # max_seq_length at the positions: it cannot be raised to make room, so only the budget is to lower
+    (1024, 1024, "grpo.max_completion_length=945"),
+    # past them too: both, as far as the model reads
+    (2000, 3000, "grpo.max_completion_length=945 model.max_seq_length=1024"),
+])
+def test_a_budget_that_leaves_no_room_within_the_models_positions_is_lowered_not_max_seq_length_raised(
+        project, tiny_model, length, budget, fix):
+    """Both given, the budget fills model.max_seq_length, and the longest prompt (79 tokens) and the budget pass the
+    model's 1024 positions: the refusal does not advise raising max_seq_length (it cannot go past them); it lowers the
+    budget to what leaves the prompt its room, and `set` takes that as printed."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
+    before = snapshot(project)
+    given = [f"model.max_seq_length={length}", f"grpo.max_completion_length={budget}"]
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: grpo.max_completion_length (given on the command line): {budget} leaves no room for the prompt in "
+        f"model.max_seq_length ({length}), and the model reads at most 1024 tokens (its max_position_embeddings); "
+        f"give {fix} in this `grpo-skill set` command (the longest prompt is 79 tokens) "
+        f"({project / 'config.toml'} is unchanged)")
+    assert "raise" not in output
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (945, 1024)
+
+
+def test_a_budget_that_leaves_no_room_where_max_seq_length_can_make_it_gives_both_fixes_with_their_values(project):
+    """Within the tiny model's 40960 positions the room can come from max_seq_length (to the budget and the longest
+    prompt, 79 tokens) or from the budget (to what max_seq_length leaves beside that prompt): both values are named,
+    and `set` takes each."""
+    before = snapshot(project)
+    given = ["model.max_seq_length=128", "grpo.max_completion_length=4096"]
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        "Error: grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt in "
+        "model.max_seq_length (128); give model.max_seq_length=4175 or grpo.max_completion_length=49 in this "
+        f"`grpo-skill set` command (the longest prompt is 79 tokens) ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    for fix, values in (("model.max_seq_length=4175", (4096, 4175)), ("grpo.max_completion_length=49", (49, 128))):
+        code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+        assert code == 0, output
+        config = tomllib.loads(config_text(project))
+        assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == values
+        (project / "config.toml").write_bytes(before["config.toml"])
+
+
+def test_check_of_a_file_whose_budget_leaves_no_room_names_the_values_that_fit_the_model(project, tiny_model):
+    """config.toml edited by hand: the budget fills max_seq_length, and no max_seq_length within the model's 1024
+    positions fits it beside the longest prompt. `check` names the keys to set, as far as the model reads; set as
+    printed, the project passes."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_seq_length = 256", "max_seq_length = 800").replace(
+        "max_completion_length = 32", "max_completion_length = 1024"))
+    line = config.read_text().splitlines().index("max_completion_length = 1024") + 1
+    before = snapshot(project)
+    code, output = grpo_skill("check", str(project))
+    assert code == 1 and snapshot(project) == before
+    assert output.strip() == (
+        f"Error: {config}:{line}: grpo.max_completion_length: 1024 leaves no room for the prompt in "
+        "model.max_seq_length (800), and the model reads at most 1024 tokens (its max_position_embeddings); set "
+        "grpo.max_completion_length = 945 and model.max_seq_length = 1024 (the longest prompt is 79 tokens)")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=945",
+                              "model.max_seq_length=1024")
+    assert code == 0, output
+    assert grpo_skill("check", str(project))[0] == 0
+
+
+def test_new_with_both_given_past_the_models_positions_is_fixed_by_the_budget(tmp_path, tiny_model):
+    """`new --set model.max_seq_length=1024 --set grpo.max_completion_length=1024` for a model of 1024 positions: the
+    fix lowers the budget (max_seq_length cannot go further), nothing is written, and the fix is taken."""
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
+    given = ["model.max_seq_length=1024", "grpo.max_completion_length=1024"]
+    code, output = grpo_skill(*command, "--set", given[0], "--set", given[1])
+    assert code == 1 and sorted(path.name for path in tmp_path.iterdir()) == ["m1024"]
+    assert output.strip() == (
+        "Error: the project would not run: grpo.max_completion_length (given on the command line): 1024 leaves no "
+        "room for the prompt in model.max_seq_length (1024), and the model reads at most 1024 tokens (its "
+        "max_position_embeddings); give --set grpo.max_completion_length=945 (the longest prompt is 79 tokens)")
+    code, output = grpo_skill(*command, *paste(given, "--set grpo.max_completion_length=945"))
+    assert code == 0, output
+    config = tomllib.loads(config_text(tmp_path / "p"))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (945, 1024)
+
+
 def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):
     (project / "data" / "long.jsonl").write_text(json.dumps({"prompt": "word " * 300}) + "\n")
     before = snapshot(project)

@@ -50,6 +50,8 @@ class CliSettings:
     notes: list[str] = field(default_factory=list)  # values taken as bare text
     # model.max_seq_length as `new` raised it to fit the grpo.max_completion_length given (_room_for_the_prompt)
     raised_max_seq_length: int | None = None
+    # the tokens the preset leaves the prompts, for advice where they cannot be counted (apply_to_answers)
+    prompt_room: int | None = None
 
     def dotted(self) -> dict[str, Any]:
         """{"grpo.max_completion_length": 64, ...}: the form project.load takes as overrides."""
@@ -234,6 +236,7 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
 
     extra = data.setdefault("settings", {})
     prompt_room = data["max_seq_length"] - data["grpo"].get("max_completion_length", 0)
+    settings.prompt_room = prompt_room if prompt_room > 0 else None
     for table, keys in settings.tables.items():
         for key, value in keys.items():
             if table == "model" and key == "name":
