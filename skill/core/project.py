@@ -500,6 +500,20 @@ def positions_here(config: ProjectConfig) -> int | None:
     return model_positions(config, config.model_path())
 
 
+def positions_of(name, preset, project_dir: Path) -> int | None:
+    """``positions_here`` of the model that model.name ``name`` of preset ``preset`` names (a relative folder from
+    ``project_dir``), for `set` and `new` before the config they make is whole; None where either is not text (a
+    config the check refuses) or the preset is unknown."""
+    if not isinstance(name, str) or not isinstance(preset, str):
+        return None
+    config = ProjectConfig(path=project_dir / CONFIG_FILE, model={"name": name, "preset": preset}, lora={},
+                           dataset={}, rewards=[], grpo={})
+    try:
+        return positions_here(config)
+    except RegistryError:  # an unknown preset: the config check names it
+        return None
+
+
 def _prompt_fit(path: Path, source: Source, longest_prompt: Callable[[ProjectConfig], int | None] | None,
                 prompt_room: int | None):
     """For schema's check of a budget that leaves the prompt no room: (the model's positions, the longest prompt in

@@ -257,8 +257,10 @@ def _after_last_key(table, key: str, item) -> None:
 
 def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
     """A completion budget set up to or past model.max_seq_length (and max_seq_length not given): raised by the room
-    the prompt had, as `new --set` does, and said (a note; a refusal that names it says it was raised). That room is
-    kept for a refusal's advice (Edit.prompt_room)."""
+    the prompt had, as `new --set` does, and said (a note; a refusal that names it says it was raised); not past the
+    positions of the model, as the edit names it. That room is kept for a refusal's advice (Edit.prompt_room)."""
+    from ..core.project import positions_of
+
     model, grpo = raw.get("model"), raw.get("grpo")
     if not isinstance(model, dict) or not isinstance(grpo, dict):
         return
@@ -267,7 +269,9 @@ def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
         return
     if seq > completion:
         edit.prompt_room = seq - completion
-    raised = given_settings.raised_max_seq_length(parsed, seq, seq - completion)
+    name = parsed.tables.get("model", {}).get("name", model.get("name"))
+    raised = given_settings.raised_max_seq_length(parsed, seq, seq - completion,
+                                                  lambda: positions_of(name, model.get("preset"), edit.path.parent))
     if raised is None:
         return
     parsed.tables.setdefault("model", {})["max_seq_length"] = raised
