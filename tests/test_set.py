@@ -376,16 +376,17 @@ def test_max_seq_length_past_the_models_positions_is_refused_naming_the_key_as_s
     assert snapshot(project) == before
 
 
-def test_a_max_seq_length_set_raised_itself_is_named_as_raised_and_the_fix_is_the_budget(project):
-    """The budget given raises model.max_seq_length past the model's positions: the refusal says the value is set's,
-    and lowers the budget the user gave to what fits beside the longest prompt, max_seq_length given at the
-    positions (else `set` would raise it past them again); that command is taken."""
+def test_a_budget_whose_raise_would_pass_the_models_positions_is_refused_as_given(project):
+    """The budget given, raised by the room the prompts had, would take model.max_seq_length past the 40960 positions
+    of the model: `set` does not raise it (no max_seq_length the user never asked for, none past the positions); the
+    refusal names the budget as given and lowers it to what fits beside the longest prompt, with max_seq_length at
+    the positions; that command is taken."""
     before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=40900")
     assert code == 1
     assert output.strip() == (
-        "Error: model.max_seq_length (raised to 41124 by `grpo-skill set` to fit grpo.max_completion_length=40900): "
-        "the model reads at most 40960 tokens (max_position_embeddings in its config.json); give "
+        "Error: grpo.max_completion_length (given on the command line): 40900 leaves no room for the prompt in "
+        "model.max_seq_length (256), and the model reads at most 40960 tokens (its max_position_embeddings); give "
         "grpo.max_completion_length=40881 model.max_seq_length=40960 in this `grpo-skill set` command (the longest "
         f"prompt is 79 tokens) ({project / 'config.toml'} is unchanged)")
     assert snapshot(project) == before
@@ -397,20 +398,24 @@ def test_a_max_seq_length_set_raised_itself_is_named_as_raised_and_the_fix_is_th
 
 def test_where_the_prompts_cannot_be_counted_the_fix_leaves_them_the_room_they_had(project, tiny_model, monkeypatch):
     """No tokenizer to count the prompts with (a model folder whose positions are read from its config.json): the
-    budget is lowered to what leaves the prompts the 224 tokens they had, and that command is taken."""
+    budget is lowered to what leaves the prompts the 224 tokens they had, max_seq_length at the positions, and that
+    command is taken."""
     from grpo_skill.runtime import modelfiles
 
     model_of_positions(tiny_model, project / "m1024", 1024)
     assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
     monkeypatch.setattr(modelfiles, "longest_prompt", lambda config: None)
+    before = snapshot(project)
     code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=1000")
     assert code == 1
     assert output.strip() == (
-        "Error: model.max_seq_length (raised to 1224 by `grpo-skill set` to fit grpo.max_completion_length=1000): "
-        "the model reads at most 1024 tokens (max_position_embeddings in its config.json); lower "
-        "grpo.max_completion_length to 800 or less in this `grpo-skill set` command, leaving the prompts the 224 "
-        f"tokens they had ({project / 'config.toml'} is unchanged)")
-    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=800")
+        "Error: grpo.max_completion_length (given on the command line): 1000 leaves no room for the prompt in "
+        "model.max_seq_length (256), and the model reads at most 1024 tokens (its max_position_embeddings); give "
+        "grpo.max_completion_length=800 model.max_seq_length=1024 in this `grpo-skill set` command (leaving the "
+        f"prompts the 224 tokens they had) ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=800",
+                              "model.max_seq_length=1024")
     assert code == 0, output
     assert "model.max_seq_length: 256 → 1024" in output
 
@@ -423,12 +428,14 @@ def test_where_new_cannot_count_the_prompts_its_fix_leaves_them_the_presets_room
     monkeypatch.setattr(modelfiles, "longest_prompt", lambda config: None)
     command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
     code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=1000")
-    assert code == 1
+    assert code == 1 and sorted(path.name for path in tmp_path.iterdir()) == ["m1024"]
     assert output.strip() == (
-        "Error: the project would not run: model.max_seq_length (raised to 1224 by `grpo-skill new` to fit "
-        "grpo.max_completion_length=1000): the model reads at most 1024 tokens (max_position_embeddings in its "
-        "config.json); give --set grpo.max_completion_length=800 or less, leaving the prompts the preset's 224 tokens")
-    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=800")
+        "Error: the project would not run: grpo.max_completion_length (given on the command line): 1000 leaves no "
+        "room for the prompt in model.max_seq_length (256), and the model reads at most 1024 tokens (its "
+        "max_position_embeddings); give --set grpo.max_completion_length=800 --set model.max_seq_length=1024 "
+        "(leaving the prompts the preset's 224 tokens)")
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=800", "--set",
+                              "model.max_seq_length=1024")
     assert code == 0, output
     config = tomllib.loads(config_text(tmp_path / "p"))
     assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (800, 1024)
@@ -443,60 +450,175 @@ def paste(given: list[str], fix: str) -> list[str]:
     return [part for item in settings for part in ("--set", item)] if "--set" in fix else settings
 
 
-@pytest.mark.parametrize("length, completion, budget, fix, written", [
-    # the budget fits beside the prompts: kept, and max_seq_length given at the model's positions (lowering the budget
-    # to what leaves the prompts their 300 tokens would make it 724)
-    (600, 300, 800, "model.max_seq_length=1024", (800, 1024)),
-    # it does not: lowered to what leaves the longest prompt its tokens (not to the 512 that leaves the prompts their
-    # 512 tokens: that would undo the change)
-    (1024, 512, 1024, "grpo.max_completion_length=945 model.max_seq_length=1024", (945, 1024)),
+@pytest.mark.parametrize("length, completion, budget, problem, fixes, written", [
+    # raised by the 300 tokens the prompts had, max_seq_length would pass the 1024 positions: not raised; the budget
+    # fits beside the longest prompt, so max_seq_length can make the room, or the budget give it back
+    (600, 300, 800, "", ["model.max_seq_length=879", "grpo.max_completion_length=521"], [(800, 879), (521, 600)]),
+    # it does not fit beside the prompt: lowered to what does (max_seq_length is at the positions already)
+    (1024, 512, 1024, ", and the model reads at most 1024 tokens (its max_position_embeddings)",
+     ["grpo.max_completion_length=945"], [(945, 1024)]),
 ])
-def test_a_max_seq_length_set_raised_past_the_models_positions_is_fixed_by_what_the_prompts_need(
-        project, tiny_model, length, completion, budget, fix, written):
-    """A model of 1024 positions; the budget given raises max_seq_length (``length``) past them. The fix is sized by
-    what the longest prompt needs (79 tokens), not by the room the prompts had, and `set` takes it as printed."""
+def test_a_budget_set_would_raise_past_the_models_positions_is_fixed_by_what_the_prompts_need(
+        project, tiny_model, length, completion, budget, problem, fixes, written):
+    """A model of 1024 positions; the budget given would raise max_seq_length (``length``) past them. `set` leaves it
+    as it is, refuses the budget as given, and sizes the fix by what the longest prompt needs (79 tokens), not by the
+    room the prompts had; each fix is taken as printed."""
     model_of_positions(tiny_model, project / "m1024", 1024)
     code, output = grpo_skill("set", "--project", str(project), "model.name=./m1024", f"model.max_seq_length={length}",
                               f"grpo.max_completion_length={completion}")
     assert code == 0, output
     before = snapshot(project)
-    room = length - completion
     given = [f"grpo.max_completion_length={budget}"]
     code, output = grpo_skill("set", "--project", str(project), *given)
     assert code == 1
     assert output.strip() == (
-        f"Error: model.max_seq_length (raised to {budget + room} by `grpo-skill set` to fit "
-        f"grpo.max_completion_length={budget}): the model reads at most 1024 tokens (max_position_embeddings in its "
-        f"config.json); give {fix} in this `grpo-skill set` command (the longest prompt is 79 tokens) "
-        f"({project / 'config.toml'} is unchanged)")
+        f"Error: grpo.max_completion_length (given on the command line): {budget} leaves no room for the prompt in "
+        f"model.max_seq_length ({length}){problem}; give {' or '.join(fixes)} in this `grpo-skill set` command (the "
+        f"longest prompt is 79 tokens) ({project / 'config.toml'} is unchanged)")
     assert snapshot(project) == before
-    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
-    assert code == 0, output
-    config = tomllib.loads(config_text(project))
-    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == written
+    for fix, values in zip(fixes, written):
+        code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+        assert code == 0, output
+        config = tomllib.loads(config_text(project))
+        assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == values
+        (project / "config.toml").write_bytes(before["config.toml"])
 
 
-@pytest.mark.parametrize("budget, fix, written", [
-    (900, "--set model.max_seq_length=1024", (900, 1024)),
-    (1500, "--set grpo.max_completion_length=945 --set model.max_seq_length=1024", (945, 1024)),
+@pytest.mark.parametrize("budget, problem, fixes, written", [
+    (900, "", ["--set model.max_seq_length=979", "--set grpo.max_completion_length=177"], [(900, 979), (177, 256)]),
+    (1500, ", and the model reads at most 1024 tokens (its max_position_embeddings)",
+     ["--set grpo.max_completion_length=945 --set model.max_seq_length=1024"], [(945, 1024)]),
 ])
-def test_a_max_seq_length_new_raised_past_the_models_positions_is_named_as_new_s_and_its_fix_taken(
-        tmp_path, tiny_model, budget, fix, written):
-    """`new --set grpo.max_completion_length` raises max_seq_length past the 1024 positions of the model given: the
-    refusal says `new` raised it (the user never set it), and its fix, in --set settings, is taken as printed."""
+def test_a_budget_new_would_raise_past_the_models_positions_is_refused_as_given_and_its_fix_taken(
+        tmp_path, tiny_model, budget, problem, fixes, written):
+    """`new --set grpo.max_completion_length`, raised by the preset's 224 tokens for the prompt, would take
+    max_seq_length past the 1024 positions of the model given: `new` leaves the preset's, refuses the budget as
+    given, writes nothing, and its fix, in --set settings, is taken as printed."""
     model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
     command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
     given = [f"grpo.max_completion_length={budget}"]
     code, output = grpo_skill(*command, "--set", *given)
-    assert code == 1 and not (tmp_path / "p").exists()
+    assert code == 1 and sorted(path.name for path in tmp_path.iterdir()) == ["m1024"]
     assert output.strip() == (
-        f"Error: the project would not run: model.max_seq_length (raised to {budget + 224} by `grpo-skill new` to "
-        f"fit grpo.max_completion_length={budget}): the model reads at most 1024 tokens (max_position_embeddings in "
-        f"its config.json); give {fix} (the longest prompt is 79 tokens)")
-    code, output = grpo_skill(*command, *paste(given, fix))
+        f"Error: the project would not run: grpo.max_completion_length (given on the command line): {budget} leaves "
+        f"no room for the prompt in model.max_seq_length (256){problem}; give {' or '.join(fixes)} (the longest "
+        "prompt is 79 tokens)")
+    for fix, values in zip(fixes, written):
+        code, output = grpo_skill(*command, "--force", *paste(given, fix))
+        assert code == 0, output
+        config = tomllib.loads(config_text(tmp_path / "p"))
+        assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == values
+
+
+def test_new_writes_no_max_seq_length_past_the_positions_of_the_model_the_preset_builds(tmp_path):
+    """The tiny preset's model (built here) reads 40960 positions: `new` raised max_seq_length by the preset's 224
+    tokens past them (50224) and wrote a project that `check` then refused. Now it refuses the budget as given and
+    writes nothing; its fix is taken as printed."""
+    command = ["new", "p", "--preset", "tiny", "-o", str(tmp_path)]
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=50000")
+    assert code == 1 and list(tmp_path.iterdir()) == []
+    assert output.strip() == (
+        "Error: the project would not run: grpo.max_completion_length (given on the command line): 50000 leaves no "
+        "room for the prompt in model.max_seq_length (256), and the model reads at most 40960 tokens (its "
+        "max_position_embeddings); give --set grpo.max_completion_length=40881 --set model.max_seq_length=40960 (the "
+        "longest prompt is 79 tokens)")
+    code, output = grpo_skill(*command, "--set", "grpo.max_completion_length=40881", "--set",
+                              "model.max_seq_length=40960")
     assert code == 0, output
     config = tomllib.loads(config_text(tmp_path / "p"))
-    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == written
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (40881, 40960)
+
+
+@pytest.mark.parametrize("length, budget, fix", [
+    # max_seq_length at the positions: it cannot be raised to make room, so only the budget is to lower
+    (1024, 1024, "grpo.max_completion_length=945"),
+    # past them too: both, as far as the model reads
+    (2000, 3000, "grpo.max_completion_length=945 model.max_seq_length=1024"),
+])
+def test_a_budget_that_leaves_no_room_within_the_models_positions_is_lowered_not_max_seq_length_raised(
+        project, tiny_model, length, budget, fix):
+    """Both given, the budget fills model.max_seq_length, and the longest prompt (79 tokens) and the budget pass the
+    model's 1024 positions: the refusal does not advise raising max_seq_length (it cannot go past them); it lowers the
+    budget to what leaves the prompt its room, and `set` takes that as printed."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
+    before = snapshot(project)
+    given = [f"model.max_seq_length={length}", f"grpo.max_completion_length={budget}"]
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: grpo.max_completion_length (given on the command line): {budget} leaves no room for the prompt in "
+        f"model.max_seq_length ({length}), and the model reads at most 1024 tokens (its max_position_embeddings); "
+        f"give {fix} in this `grpo-skill set` command (the longest prompt is 79 tokens) "
+        f"({project / 'config.toml'} is unchanged)")
+    assert "raise" not in output
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+    assert code == 0, output
+    config = tomllib.loads(config_text(project))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (945, 1024)
+
+
+def test_a_budget_that_leaves_no_room_where_max_seq_length_can_make_it_gives_both_fixes_with_their_values(project):
+    """Within the tiny model's 40960 positions the room can come from max_seq_length (to the budget and the longest
+    prompt, 79 tokens) or from the budget (to what max_seq_length leaves beside that prompt): both values are named,
+    and `set` takes each."""
+    before = snapshot(project)
+    given = ["model.max_seq_length=128", "grpo.max_completion_length=4096"]
+    code, output = grpo_skill("set", "--project", str(project), *given)
+    assert code == 1
+    assert output.strip() == (
+        "Error: grpo.max_completion_length (given on the command line): 4096 leaves no room for the prompt in "
+        "model.max_seq_length (128); give model.max_seq_length=4175 or grpo.max_completion_length=49 in this "
+        f"`grpo-skill set` command (the longest prompt is 79 tokens) ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    for fix, values in (("model.max_seq_length=4175", (4096, 4175)), ("grpo.max_completion_length=49", (49, 128))):
+        code, output = grpo_skill("set", "--project", str(project), *paste(given, fix))
+        assert code == 0, output
+        config = tomllib.loads(config_text(project))
+        assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == values
+        (project / "config.toml").write_bytes(before["config.toml"])
+
+
+def test_check_of_a_file_whose_budget_leaves_no_room_names_the_values_that_fit_the_model(project, tiny_model):
+    """config.toml edited by hand: the budget fills max_seq_length, and no max_seq_length within the model's 1024
+    positions fits it beside the longest prompt. `check` names the keys to set, as far as the model reads; set as
+    printed, the project passes."""
+    model_of_positions(tiny_model, project / "m1024", 1024)
+    assert grpo_skill("set", "--project", str(project), "model.name=./m1024")[0] == 0
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("max_seq_length = 256", "max_seq_length = 800").replace(
+        "max_completion_length = 32", "max_completion_length = 1024"))
+    line = config.read_text().splitlines().index("max_completion_length = 1024") + 1
+    before = snapshot(project)
+    code, output = grpo_skill("check", str(project))
+    assert code == 1 and snapshot(project) == before
+    assert output.strip() == (
+        f"Error: {config}:{line}: grpo.max_completion_length: 1024 leaves no room for the prompt in "
+        "model.max_seq_length (800), and the model reads at most 1024 tokens (its max_position_embeddings); set "
+        "grpo.max_completion_length = 945 and model.max_seq_length = 1024 (the longest prompt is 79 tokens)")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_completion_length=945",
+                              "model.max_seq_length=1024")
+    assert code == 0, output
+    assert grpo_skill("check", str(project))[0] == 0
+
+
+def test_new_with_both_given_past_the_models_positions_is_fixed_by_the_budget(tmp_path, tiny_model):
+    """`new --set model.max_seq_length=1024 --set grpo.max_completion_length=1024` for a model of 1024 positions: the
+    fix lowers the budget (max_seq_length cannot go further), nothing is written, and the fix is taken."""
+    model = model_of_positions(tiny_model, tmp_path / "m1024", 1024)
+    command = ["new", "p", "--preset", "tiny", "--model", str(model), "-o", str(tmp_path)]
+    given = ["model.max_seq_length=1024", "grpo.max_completion_length=1024"]
+    code, output = grpo_skill(*command, "--set", given[0], "--set", given[1])
+    assert code == 1 and sorted(path.name for path in tmp_path.iterdir()) == ["m1024"]
+    assert output.strip() == (
+        "Error: the project would not run: grpo.max_completion_length (given on the command line): 1024 leaves no "
+        "room for the prompt in model.max_seq_length (1024), and the model reads at most 1024 tokens (its "
+        "max_position_embeddings); give --set grpo.max_completion_length=945 (the longest prompt is 79 tokens)")
+    code, output = grpo_skill(*command, *paste(given, "--set grpo.max_completion_length=945"))
+    assert code == 0, output
+    config = tomllib.loads(config_text(tmp_path / "p"))
+    assert (config["grpo"]["max_completion_length"], config["model"]["max_seq_length"]) == (945, 1024)
 
 
 def test_prompts_past_a_max_seq_length_set_raised_name_it_as_raised(project):

@@ -164,7 +164,8 @@ def config_path(path: str | Path) -> Path:
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
          processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
          derived: dict[str, str] | None = None, by_new: bool = False, model_flag: bool = False,
-         longest_prompt: Callable[[ProjectConfig], int | None] | None = None) -> ProjectConfig:
+         longest_prompt: Callable[[ProjectConfig], int | None] | None = None,
+         prompt_room: int | None = None) -> ProjectConfig:
     """Read and check a project's config; ``overrides`` maps "table.key" to a value (command-line flags).
 
     ``rewards=False`` leaves the project's rewards.py unrun: its reward names are then read from its source.
@@ -174,7 +175,9 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     the command line; ``derived``: the keys it changed on its own, each with how (Source.derived). ``by_new``: the
     config `grpo-skill new` rendered (its fixes are --set settings); ``model_flag``: the caller takes --model PATH.
     ``longest_prompt``: counts the prompts in tokens (None where it cannot), for the advice of a refusal that needs it
-    (core reads no tokenizer: the caller that can passes one).
+    (core reads no tokenizer: the caller that can passes one). ``prompt_room``: the tokens the prompts had before
+    the command changed the config (`set`: the file's, `new`: the preset's), for that advice where they cannot be
+    counted.
     """
     processes = processes or launch.world_size()
     by_set = text is not None
@@ -196,7 +199,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
             overridden.add(dotted)
     source = Source(Path(shown), text, overridden, by_set=by_set, derived=dict(derived or {}), by_new=by_new,
                     model_flag=model_flag)
-    data = schema.validate(raw, source, processes)
+    data = schema.validate(raw, source, processes, fit=_prompt_fit(path, source, longest_prompt, prompt_room))
     config = ProjectConfig(
         path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"],
         rewards=[RewardChoice(entry["name"], entry["weight"], entry["params"]) for entry in data["rewards"]],
@@ -504,6 +507,42 @@ def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
         if isinstance(positions, int) and positions > 0:
             return positions
     return None
+
+
+def positions_here(config: ProjectConfig) -> int | None:
+    """``model_positions`` as a command that may make the model reads them: where a preset builds its model (tiny),
+    from that build, made now as `check` and `plan` make it (not without the training packages: None)."""
+    if not config.builds_its_model():
+        return model_positions(config)
+    if any(importlib.util.find_spec(package) is None for package in ("torch", "transformers")):
+        return None
+    return model_positions(config, config.model_path())
+
+
+def positions_of(name, preset, project_dir: Path) -> int | None:
+    """``positions_here`` of the model that model.name ``name`` of preset ``preset`` names (a relative folder from
+    ``project_dir``), for `set` and `new` before the config they make is whole; None where either is not text (a
+    config the check refuses) or the preset is unknown."""
+    if not isinstance(name, str) or not isinstance(preset, str):
+        return None
+    config = ProjectConfig(path=project_dir / CONFIG_FILE, model={"name": name, "preset": preset}, lora={},
+                           dataset={}, rewards=[], grpo={})
+    try:
+        return positions_here(config)
+    except RegistryError:  # an unknown preset: the config check names it
+        return None
+
+
+def _prompt_fit(path: Path, source: Source, longest_prompt: Callable[[ProjectConfig], int | None] | None,
+                prompt_room: int | None):
+    """For schema's check of a budget that leaves the prompt no room: (the model's positions, the longest prompt in
+    tokens, ``prompt_room``) of the config it validated, each None where it is not known here."""
+    def fit(data: dict) -> tuple[int | None, int | None, int | None]:
+        config = ProjectConfig(path=path, model=data["model"], lora=data["lora"], dataset=data["dataset"], rewards=[],
+                               grpo=data["grpo"], sft=data["sft"], source=source)
+        return positions_here(config), (longest_prompt(config) if longest_prompt else None), prompt_room
+
+    return fit
 
 
 def model_config_json(config: ProjectConfig, model_dir: str | Path | None = None) -> dict:

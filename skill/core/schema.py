@@ -24,6 +24,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
@@ -86,11 +87,14 @@ def parse(text: str, path: str | Path) -> dict:
                           ) from None
 
 
-def validate(raw: dict, source: Source, processes: int = 1) -> dict:
+def validate(raw: dict, source: Source, processes: int = 1,
+             fit: Callable[[dict], tuple[int | None, int | None, int | None]] | None = None) -> dict:
     """Check ``raw`` (config.toml parsed, overrides applied) against the schema for a run on ``processes``
     processes; return plain data: model/lora/dataset with their defaults filled in, rewards as a list of tables,
     and [grpo] with only the keys the file sets (GRPOConfig supplies the rest); "warnings": values that can run but
-    are surely not what was meant, each a line naming its key."""
+    are surely not what was meant, each a line naming its key. ``fit``: the model's positions, the longest prompt in
+    tokens and the room the prompts had before the command, of the data validated (each None where not known), for
+    the advice of a budget that leaves the prompt no room (schema reads no model: the caller that can passes it)."""
     try:
         checked = project_schema().model_validate(raw)
     except ValidationError as error:
@@ -107,7 +111,7 @@ def validate(raw: dict, source: Source, processes: int = 1) -> dict:
         text = data["grpo"].get(key)
         if isinstance(text, str) and (key in JSON_STRING_TABLES or text.lstrip().startswith("{")):
             data["grpo"][key] = _json_table(text, key, source)
-    _check_together(data, source, processes)
+    _check_together(data, source, processes, fit)
     data["warnings"] = _surprises(data, source)
     return data
 
@@ -163,7 +167,8 @@ def _surprises(data: dict, source: Source) -> list[str]:
     return found
 
 
-def _check_together(data: dict, source: Source, processes: int = 1) -> None:
+def _check_together(data: dict, source: Source, processes: int = 1,
+                    fit: Callable[[dict], tuple[int | None, int | None, int | None]] | None = None) -> None:
     """Checks that span keys: what TRL would refuse only after the model has loaded."""
     model, grpo = data["model"], data["grpo"]
     if not any(entry["weight"] for entry in data["rewards"]):
@@ -202,9 +207,8 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
         _check_compile_layers(model, grpo, source)
     completion, max_seq = grpo["max_completion_length"], model["max_seq_length"]
     if completion >= max_seq:
-        raise source.error(("grpo", "max_completion_length"), _(
-            "{completion} leaves no room for the prompt in model.max_seq_length ({max_seq}); lower it or raise "
-            "max_seq_length").format(completion=completion, max_seq=max_seq))
+        raise source.error(("grpo", "max_completion_length"), _no_room(
+            completion, max_seq, fit(data) if fit else (None, None, None), source))
     if grpo.get("auto_find_batch_size"):
         raise source.error(("grpo", "auto_find_batch_size"), _(
             "GRPO needs whole groups of num_generations in a batch, which shrinking the batch breaks; remove it"))
@@ -233,6 +237,71 @@ def _check_together(data: dict, source: Source, processes: int = 1) -> None:
             problem += _(" (on {gpus} GPUs it would be {batch}: check such a launch with grpo-skill check "
                          "--gpus {gpus})").format(gpus=gpus, batch=batch * gpus)
         raise source.error(("grpo", "num_generations"), problem)
+
+
+def _no_room(completion: int, max_seq: int, fit: tuple[int | None, int | None, int | None], source: Source) -> str:
+    """Why grpo.max_completion_length (``completion``) leaves the prompt no room in model.max_seq_length
+    (``max_seq``), and what fits: within the model's positions (its max_position_embeddings) where they are known,
+    sized by the longest prompt (in tokens) where it was counted, else by the room the prompts had before the command
+    (``fit``: those three), each value as the command that checks the config takes it."""
+    positions, longest, room = fit
+    problem = _("{completion} leaves no room for the prompt in model.max_seq_length ({max_seq})").format(
+        completion=completion, max_seq=max_seq)
+    if longest is not None:
+        need, why = longest, _("the longest prompt is {longest} tokens").format(longest=longest)
+    elif room is not None and (positions is None or room < positions):
+        need = room
+        why = (_("leaving the prompts the {room} tokens they had") if source.by_set
+               else _("leaving the prompts the preset's {room} tokens")).format(room=room)
+    elif positions is None:
+        return _("{completion} leaves no room for the prompt in model.max_seq_length ({max_seq}); lower it or "
+                 "raise max_seq_length").format(completion=completion, max_seq=max_seq)
+    elif completion < positions:
+        return _("{problem}; lower it, or raise max_seq_length (to at most {positions}, the tokens the model "
+                 "reads: its max_position_embeddings)").format(problem=problem, positions=positions)
+    else:
+        return _("{problem}, and the model reads at most {positions} tokens (its max_position_embeddings), the "
+                 "prompt included; lower it").format(problem=problem, positions=positions)
+    if positions is not None and need >= positions:  # a counted prompt alone fills the model
+        return _("{problem}, and the longest prompt ({longest} tokens) alone fills the {positions} tokens the model "
+                 "reads (its max_position_embeddings); shorten the prompts").format(
+            problem=problem, longest=need, positions=positions)
+    if positions is None or completion + need <= positions:  # max_seq_length can make the room
+        choices = [{"model.max_seq_length": completion + need}]
+        if max_seq > need:  # or the budget can give it back
+            choices.append({"grpo.max_completion_length": max_seq - need})
+        return _("{problem}; {fix} ({why})").format(problem=problem, fix=_fix(source, choices), why=why)
+    # the model's positions stop max_seq_length before the budget and the prompt fit: the budget is to lower
+    settings = {"grpo.max_completion_length": positions - need}
+    if max_seq != positions:
+        settings["model.max_seq_length"] = positions
+    return _("{problem}, and the model reads at most {positions} tokens (its max_position_embeddings); {fix} "
+             "({why})").format(problem=problem, positions=positions, fix=_fix(source, [settings]), why=why)
+
+
+def _fix(source: Source, choices: list[dict[str, int]]) -> str:
+    """A fix of ``choices`` (each one "table.key" -> value, any of them fits) as the command that checks the config
+    takes it: `grpo-skill set` its SECTION.KEY=VALUE, `new` its --set, a file its keys."""
+    if source.by_set:
+        shown = [" ".join(f"{key}={value}" for key, value in settings.items()) for settings in choices]
+    elif source.by_new:
+        shown = [" ".join(f"--set {key}={value}" for key, value in settings.items()) for settings in choices]
+    else:
+        shown = []
+        for settings in choices:
+            keys = [f"{key} = {value}" for key, value in settings.items()]
+            both = keys[0]
+            for key in keys[1:]:
+                both = _("{first} and {second}").format(first=both, second=key)
+            shown.append(both)
+    either = shown[0]
+    for other in shown[1:]:
+        either = _("{first} or {second}").format(first=either, second=other)
+    if source.by_set:
+        return _("give {settings} in this `grpo-skill set` command").format(settings=either)
+    if source.by_new:
+        return _("give {settings}").format(settings=either)
+    return _("set {settings}").format(settings=either)
 
 
 def _check_step_counts(table: str, values: dict, source: Source) -> None:

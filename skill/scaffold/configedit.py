@@ -43,6 +43,7 @@ class Edit:
     notes: list[str] = field(default_factory=list)
     given: tuple[str, ...] = ()  # the "table.key"s given, which messages name as given on the command line
     derived: dict[str, str] = field(default_factory=dict)  # those `set` changed on its own -> how, for messages
+    prompt_room: int | None = None  # the tokens the file left the prompts, for advice where they cannot be counted
 
     @property
     def changed(self) -> bool:
@@ -256,14 +257,21 @@ def _after_last_key(table, key: str, item) -> None:
 
 def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
     """A completion budget set up to or past model.max_seq_length (and max_seq_length not given): raised by the room
-    the prompt had, as `new --set` does, and said (a note; a refusal that names it says it was raised)."""
+    the prompt had, as `new --set` does, and said (a note; a refusal that names it says it was raised); not past the
+    positions of the model, as the edit names it. That room is kept for a refusal's advice (Edit.prompt_room)."""
+    from ..core.project import positions_of
+
     model, grpo = raw.get("model"), raw.get("grpo")
     if not isinstance(model, dict) or not isinstance(grpo, dict):
         return
     seq, completion = model.get("max_seq_length"), grpo.get("max_completion_length")
     if not isinstance(seq, int) or not isinstance(completion, int):
         return
-    raised = given_settings.raised_max_seq_length(parsed, seq, seq - completion)
+    if seq > completion:
+        edit.prompt_room = seq - completion
+    name = parsed.tables.get("model", {}).get("name", model.get("name"))
+    raised = given_settings.raised_max_seq_length(parsed, seq, seq - completion,
+                                                  lambda: positions_of(name, model.get("preset"), edit.path.parent))
     if raised is None:
         return
     parsed.tables.setdefault("model", {})["max_seq_length"] = raised

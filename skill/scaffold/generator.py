@@ -259,7 +259,8 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
             given = options.get("settings")  # its values are named as given on the command line
             loaded = config.load(rendered / config.CONFIG_FILE, given.dotted() if given else None, by_new=True,
                                  model_flag=command == "new", derived=_derived(given, command),
-                                 longest_prompt=modelfiles.longest_prompt)
+                                 longest_prompt=modelfiles.longest_prompt,
+                                 prompt_room=given.prompt_room if given else None)
             loaded.warnings.extend(_build_chosen_rewards(loaded, plugin_name))
             loaded.warnings.extend(gold_warnings(loaded))  # a gold answer no completion can match
         except UserError as error:

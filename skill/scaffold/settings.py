@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..core.schema import tomllib  # tomli on Python 3.10
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from ..core import schema, schemamessages
 from ..core.errors import UserError
@@ -50,6 +50,8 @@ class CliSettings:
     notes: list[str] = field(default_factory=list)  # values taken as bare text
     # model.max_seq_length as `new` raised it to fit the grpo.max_completion_length given (_room_for_the_prompt)
     raised_max_seq_length: int | None = None
+    # the tokens the preset leaves the prompts, for advice where they cannot be counted (apply_to_answers)
+    prompt_room: int | None = None
 
     def dotted(self) -> dict[str, Any]:
         """{"grpo.max_completion_length": 64, ...}: the form project.load takes as overrides."""
@@ -234,6 +236,7 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
 
     extra = data.setdefault("settings", {})
     prompt_room = data["max_seq_length"] - data["grpo"].get("max_completion_length", 0)
+    settings.prompt_room = prompt_room if prompt_room > 0 else None
     for table, keys in settings.tables.items():
         for key, value in keys.items():
             if table == "model" and key == "name":
@@ -273,21 +276,33 @@ def _epochs_over_default_steps(data: dict, settings: CliSettings, notes: list[st
         notes.append(_("sft.max_steps (the template's) left out: sft.num_train_epochs decides sft.py's length"))
 
 
-def raised_max_seq_length(settings: CliSettings, max_seq_length, prompt_room) -> int | None:
+def raised_max_seq_length(settings: CliSettings, max_seq_length, prompt_room,
+                          positions: Callable[[], int | None] = lambda: None) -> int | None:
     """model.max_seq_length for a completion budget set up to or past it (and max_seq_length not set): the budget
-    plus the room the prompt had; None where nothing needs raising."""
+    plus the room the prompt had; None where nothing needs raising, or where that passes the model's ``positions``
+    (its max_position_embeddings, asked only here; None: not known), which no max_seq_length may: the config check
+    then refuses the budget as given, with what fits."""
     completion = settings.tables.get("grpo", {}).get("max_completion_length")
     numbers = (completion, max_seq_length, prompt_room)
     if not all(isinstance(number, int) and not isinstance(number, bool) for number in numbers) or (
             "max_seq_length" in settings.tables.get("model", {}) or completion < max_seq_length or prompt_room <= 0):
+        return None
+    limit = positions()
+    if limit is not None and completion + prompt_room > limit:
         return None
     return completion + prompt_room
 
 
 def _room_for_the_prompt(data: dict, settings: CliSettings, prompt_room: int, notes: list[str]) -> None:
     """A completion budget set past model.max_seq_length (and max_seq_length not set): raised to keep the preset's
-    room for the prompt, and said."""
-    raised = raised_max_seq_length(settings, data["max_seq_length"], prompt_room)
+    room for the prompt, and said; not past the positions of the model (a relative folder from here, as `new` takes
+    --model)."""
+    from pathlib import Path
+
+    from ..core.project import positions_of
+
+    raised = raised_max_seq_length(settings, data["max_seq_length"], prompt_room,
+                                   lambda: positions_of(data["model_name"], data["preset"], Path.cwd()))
     if raised is None:
         return
     completion = settings.tables["grpo"]["max_completion_length"]

@@ -134,16 +134,16 @@ def update(project, dry_run, as_json):
         sys.exit(1)
 
 def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text: str | None = None,
-            given: tuple[str, ...] = (), derived: dict[str, str] | None = None):
+            given: tuple[str, ...] = (), derived: dict[str, str] | None = None, prompt_room: int | None = None):
     """What `check` checks, for `check` and `set`: (the loaded project, `check --json`'s data). ``text``: config.toml
     as `set` would write it, checked in place of the file; ``given``: the keys `set` was given; ``derived``: those it
-    changed on its own, with how."""
+    changed on its own, with how; ``prompt_room``: the tokens the file left the prompts (project.load)."""
     from ..core import launch
     from ..core import project as projects
     from ..runtime import modelfiles
 
     loaded = projects.load(project, rewards=run_rewards, processes=gpus, text=text, given=given, derived=derived,
-                           longest_prompt=modelfiles.longest_prompt)
+                           longest_prompt=modelfiles.longest_prompt, prompt_room=prompt_room)
     warn_broken_plugins()
     projects.check_hub_access(loaded, probe=False)
     if run_rewards:
@@ -239,7 +239,8 @@ def set_(items, param_items, project, dry_run, as_json):
     refuse_conflicts(config_path(project).parent)  # a conflict marker is not a value to change
     edit = configedit.prepare(project, items, param_items)
     try:
-        _loaded, checks = checked(edit.path, text=edit.text, given=edit.given, derived=edit.derived)
+        _loaded, checks = checked(edit.path, text=edit.text, given=edit.given, derived=edit.derived,
+                                  prompt_room=edit.prompt_room)
     except UserError as error:
         raise configedit.refused(error, edit) from None
     written = edit.changed and not dry_run
