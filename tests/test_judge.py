@@ -306,7 +306,8 @@ def test_new_refuses_what_the_judges_factory_refuses_and_writes_nothing(cli, tmp
 
 @pytest.mark.parametrize("judge, refusal", [
     ('{ model = "/no/such/judge" }', "judge.model = '/no/such/judge' is no model folder"),
-    ('{ device = "gpu" }', "judge.device = 'gpu' is no device; give \"auto\", \"cpu\", \"cuda\" or \"cuda:N\""),
+    ('{ device = "gpu" }',
+     "judge.device = 'gpu' is no device; give \"auto\", \"cpu\", \"cuda\", \"cuda:N\" or \"mps\""),
 ])
 def test_new_refuses_a_local_judge_that_cannot_load_and_writes_nothing(cli, tmp_path, judge, refusal):
     done = cli("new", "p", "--preset", "tiny", "-r", "llm_judge", "--param", 'llm_judge.backend="local"',
@@ -325,3 +326,40 @@ def test_new_leaves_the_judges_server_key_and_model_to_check(cli, tmp_path, monk
     assert "Created" in made.stdout
     checked = cli("check", str(tmp_path / "p"), env=env, check=False)
     assert checked.returncode == 1 and "judge.api_key_env names JUDGE_KEY_NOT_SET, which is not set" in checked.stderr
+
+
+@pytest.mark.parametrize("backend, judge, refusal", [
+    ("http", {"timeout": "x"}, "judge backend 'http': judge.timeout = 'x' must be a finite number, like its default"),
+    ("http", {"model": 5}, "judge backend 'http': judge.model = 5 must be a string"),
+    ("http", {"timeout": -1}, "judge.timeout = -1: give the seconds to wait for an answer, more than 0"),
+    ("http", {"retries": -2}, "judge.retries = -2 must be 0 or more"),
+    ("http", {"concurrency": 0}, "judge.concurrency = 0 must be 1 or more"),
+    ("local", {"batch_size": 0}, "judge.batch_size = 0 must be 1 or more"),
+    ("local", {"device": True}, "judge.device = True is no device"),
+])
+def test_judge_settings_that_cannot_work_are_refused_when_the_reward_is_built(backend, judge, refusal):
+    """Before: a negative timeout failed at the first call inside httpx, retries = -1 made no attempt at all, a
+    string for a number was a ValueError naming judge.py's line."""
+    with pytest.raises(RewardError) as refused:
+        plugins.get_reward("llm_judge").build(params={"backend": backend, "judge": {"url": "http://127.0.0.1:9/v1",
+                                                                                   **judge} if backend == "http"
+                                                     else judge})
+    assert refusal in str(refused.value) and "judge.py" not in str(refused.value)
+
+
+def test_a_cuda_judge_on_a_machine_without_that_gpu_is_refused_in_one_line(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(RewardError, match=r"judge.device = 'cuda:1': this machine has 1 CUDA GPUs; give \"auto\""):
+        plugins.get_reward("llm_judge").build(params={"backend": "local", "judge": {"device": "cuda:1"}})
+
+
+def test_new_leaves_a_judge_folder_named_from_the_project_to_check(cli, tmp_path):
+    """train.py runs in the project and `check` builds the rewards there: `new`, run from elsewhere before the
+    project exists, does not look for a relative judge.model (it refused one that the project would hold)."""
+    made = cli("new", "p", "--preset", "tiny", "-r", "llm_judge", "--param", 'llm_judge.backend="local"',
+               "--param", 'llm_judge.judge={ model = "models/judge" }', "-o", str(tmp_path))
+    assert "Created" in made.stdout
+    checked = cli("check", str(tmp_path / "p"), check=False)
+    assert checked.returncode == 1 and "judge.model = 'models/judge' is no model folder" in checked.stderr

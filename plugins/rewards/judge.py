@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grpo_skill import Judge, JudgeRequest, Reward, completion_text, hookimpl, prompt_text
+from grpo_skill.core.contract import checking_params_only
 from grpo_skill.errors import MissingColumn, UserError, one_line
 from grpo_skill import i18n
 from grpo_skill.i18n import N_, _
@@ -89,16 +90,28 @@ class _Retryable(Exception):
         self.kind = kind
 
 
+def _at_least(params, *bounds) -> None:
+    """Refuse a judge setting below its least working value (``bounds``: (key, least) pairs)."""
+    for key, least in bounds:
+        if params[key] < least:
+            raise UserError(_("judge.{key} = {value!r} must be {least} or more").format(
+                key=key, value=params[key], least=least))
+
+
 class HttpJudge:
     def __init__(self, params):
         url = str(params["url"]).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise UserError(_("judge.url = {url!r} is no http(s) URL; e.g. \"http://localhost:8000/v1\"").format(
                 url=url))
+        _at_least(params, ("max_tokens", 1), ("retries", 0), ("backoff", 0), ("concurrency", 1))
+        if params["timeout"] <= 0:
+            raise UserError(_("judge.timeout = {value!r}: give the seconds to wait for an answer, more than 0").format(
+                value=params["timeout"]))
         self.endpoint = url if url.endswith("/chat/completions") else url + "/chat/completions"
         self.model, self.max_tokens = params["model"], int(params["max_tokens"])
         self.timeout, self.retries = float(params["timeout"]), int(params["retries"])
-        self.backoff, self.concurrency = float(params["backoff"]), max(1, int(params["concurrency"]))
+        self.backoff, self.concurrency = float(params["backoff"]), int(params["concurrency"])
         # the key may come from the project's .env, which `new` has not written yet
         self.client = needs.model(lambda: self._client(params["api_key_env"]))
         self._warned = set()
@@ -218,16 +231,23 @@ class HttpJudge:
 class LocalJudge:
     def __init__(self, params):
         path, device = params["model"], params["device"]
-        if path != "tiny" and not Path(path).is_dir():
-            raise UserError(_("judge.model = {path!r} is no model folder; give a local folder (the judge runs "
-                              "offline) or \"tiny\"").format(path=str(path)))
-        if path != "tiny" and not (Path(path) / "config.json").is_file():  # else transformers fails in six lines
-            raise UserError(_("judge.model = {path!r} holds no model (no config.json); give a folder written by "
-                              "save_pretrained, or \"tiny\"").format(path=str(path)))
-        if device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", str(device)):
-            raise UserError(_("judge.device = {device!r} is no device; give \"auto\", \"cpu\", \"cuda\" or "
-                              "\"cuda:N\"").format(device=device))
-        self.batch_size = max(1, int(params["batch_size"]))
+        if path != "tiny":
+            path = str(Path(path).expanduser())
+        # A folder named from the project (train.py runs there) is looked for by `check` and train.py: `new` runs
+        # elsewhere, before the project exists.
+        if path != "tiny" and (Path(path).is_absolute() or not checking_params_only()):
+            if not Path(path).is_dir():
+                raise UserError(_("judge.model = {path!r} is no model folder; give a local folder (the judge runs "
+                                  "offline) or \"tiny\"").format(path=path))
+            if not (Path(path) / "config.json").is_file():  # else transformers fails in six lines
+                raise UserError(_("judge.model = {path!r} holds no model (no config.json); give a folder written by "
+                                  "save_pretrained, or \"tiny\"").format(path=path))
+        if not isinstance(device, str) or (device not in ("auto", "cpu", "cuda", "mps")
+                                           and not re.fullmatch(r"cuda:\d+", device)):
+            raise UserError(_("judge.device = {device!r} is no device; give \"auto\", \"cpu\", \"cuda\", "
+                              "\"cuda:N\" or \"mps\"").format(device=device))
+        _at_least(params, ("batch_size", 1))
+        self.batch_size = params["batch_size"]
         needs.require("transformers", _("the local judge needs transformers: pip install 'grpo-skill[train]'"))
         self.tokenizer, self.model, self.device = needs.model(lambda: self._load(path, device))
         self.yes = self.tokenizer.encode("Yes", add_special_tokens=False)
@@ -246,6 +266,11 @@ class LocalJudge:
             path = modelbuild.build("tiny")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        elif device.startswith("cuda") and int(device.partition(":")[2] or 0) >= torch.cuda.device_count():
+            raise UserError(_("judge.device = {device!r}: this machine has {count} CUDA GPUs; give \"auto\" or "
+                              "\"cpu\"").format(device=device, count=torch.cuda.device_count()))
+        elif device == "mps" and not torch.backends.mps.is_available():
+            raise UserError(_("judge.device = \"mps\": this machine has no Apple GPU; give \"auto\" or \"cpu\""))
         from transformers.utils import logging as transformers_logging
 
         bar = transformers_logging.is_progress_bar_enabled()
@@ -373,7 +398,7 @@ def register_judges(register):
         params={"model": "tiny", "device": "auto", "batch_size": 8},
         param_help={
             "model": N_("a local model folder, or \"tiny\" (built here, for trying things out)"),
-            "device": N_("\"auto\" (CUDA when there is one), \"cpu\" or \"cuda\""),
+            "device": N_("\"auto\" (CUDA when there is one), \"cpu\", \"cuda\", \"cuda:N\" or \"mps\""),
             "batch_size": N_("answers scored per forward pass"),
         },
     ))

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from . import plugins
 from .i18n import _
+from .params import fits_kind, param_kind
 from .registry import Judge, Registered, RegistryError
 
 
@@ -18,11 +19,18 @@ def get_judge(name: str) -> Judge:
 
 
 def judge_params(judge: Judge, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The backend's defaults with ``params`` over them; an unknown key is refused with the known ones."""
+    """The backend's defaults with ``params`` over them; an unknown key is refused with the known ones, a value of
+    another kind than its default's (a string for a number) with that kind, as a reward's params are."""
     unknown = set(params) - set(judge.params)
     if unknown:
         raise RegistryError(
             _("judge backend {name!r} has no setting {key!r}; it takes: {keys}").format(
                 name=judge.name, key=sorted(unknown)[0], keys=", ".join(sorted(judge.params)) or _("none"))
         )
+    for key, value in params.items():
+        expected = param_kind(judge.params[key])
+        if expected and not fits_kind(value, expected):
+            raise RegistryError(_("judge backend {name!r}: judge.{key} = {value!r} must be {expected}, like its "
+                                  "default {default!r}").format(name=judge.name, key=key, value=value,
+                                                                expected=_(expected[1]), default=judge.params[key]))
     return {**judge.params, **params}
