@@ -179,14 +179,37 @@ def test_a_mixture_of_experts_keeps_its_load_balancing_loss(monkeypatch):
 
 
 def test_router_logits_of_a_shape_it_cannot_roll_back_leave_the_pass_as_it_came():
+    """A router that returns logits of some tokens only (not one row per token) cannot be rolled back: the pass is
+    run again as it came, padding mask and all, and that is what the caller gets."""
+    from types import SimpleNamespace
+
     from grpo_skill.runtime import aligned_rows
+
+    class DecoderStack(torch.nn.Module):
+        rotary_emb = object()
+
+        def __init__(self):
+            super().__init__()
+            self.masks = []
+
+        def forward(self, input_ids=None, attention_mask=None, use_cache=None):
+            self.masks.append(attention_mask)
+            hidden = input_ids[:, :, None].float()
+            return SimpleNamespace(last_hidden_state=hidden, router_logits=(torch.zeros(3, 4),))
+
+    policy = torch.nn.Module()
+    policy.base_model = DecoderStack()
+    assert aligned_rows.install(policy)
+    input_ids, mask = padded_batch(64)
+    outputs = policy.base_model(input_ids=input_ids, attention_mask=mask, use_cache=False)
+    assert [m is None for m in policy.base_model.masks] == [True, False]  # tried aligned, then as it came
+    assert torch.equal(outputs.last_hidden_state, input_ids[:, :, None].float())
 
     back = torch.tensor([[1, 2, 0], [0, 1, 2]])
     per_row = torch.arange(6.0).reshape(2, 3)
     assert torch.equal(aligned_rows.rolled_back(per_row, back), torch.tensor([[1.0, 2.0, 0.0], [3.0, 4.0, 5.0]]))
     assert torch.equal(aligned_rows.rolled_back(per_row.reshape(6, 1), back), torch.tensor(
         [[1.0], [2.0], [0.0], [3.0], [4.0], [5.0]]))
-    assert aligned_rows.rolled_back(torch.zeros(4, 8), back) is None  # e.g. a router that kept only some tokens
 
 
 def test_a_deep_copy_of_an_aligned_policy_runs_its_own_weights():

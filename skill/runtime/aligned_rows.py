@@ -56,7 +56,9 @@ def _forward_aligned(self, *args, **kwargs):
         return forward(*args, **kwargs)
     input_ids, back = rows
     outputs = forward(**{**kwargs, "input_ids": input_ids, "attention_mask": None})
-    outputs.last_hidden_state = rolled_back(outputs.last_hidden_state, back)
+    hidden = rolled_back(outputs.last_hidden_state, back)
+    assert hidden is not None, "a decoder's hidden states are (rows, columns, width)"
+    outputs.last_hidden_state = hidden
     router_logits = getattr(outputs, "router_logits", None)
     if router_logits is not None:
         router_logits = tuple(rolled_back(layer, back) for layer in router_logits)
