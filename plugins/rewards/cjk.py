@@ -8,7 +8,8 @@ is found first, in this order, the last of its kind winning:
    the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
 2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 共 followed by a number ("一共有8个"), or, after the last total, a clause
    that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
-   what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的");
+   what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的", nor after a total
+   of what there was at first, 原来一共有12个); none in an aside in brackets or in a check (验证：...);
 3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
@@ -101,8 +102,13 @@ _DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?[是为](?!{_NUMBER_AFTER})")
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 _TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
 _LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
-_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|{_LEFT})"
+_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|(?P<left>{_LEFT}))"
                         rf"([^{_CLAUSE_END}]*)")
+# what is left concludes nothing where the total is what there was at first ("原来一共有12个，吃了5个，还剩7个": 12)
+_AT_FIRST = re.compile(r"原来|原有|本来|起初|最初|开始时")
+# a conclusion in an aside or in a check of the answer states none ("（吃了5个，还剩7个）", "验证：吃了5个，还剩7个")
+_ASIDE = re.compile(r"[（(][^）)]*$")
+_CHECKING = re.compile(r"(?:验证|验算|检验|检查|核对)[^。！？!?\n]*$")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
@@ -330,8 +336,12 @@ def _totals(text: str) -> list[tuple[int, str]]:
     total would."""
     totals = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _TOTAL.finditer(text)]
     if totals:
-        totals += [(match.start(), _restated(text, match.end(), match.group(1)))
-                   for match in _THEREFORE.finditer(text, max(totals)[0])]
+        last = max(totals)[0]
+        at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:last])[-1])
+        totals += [(match.start(), _restated(text, match.end(), match.group(2)))
+                   for match in _THEREFORE.finditer(text, last)
+                   if not (match["left"] and at_first) and not _ASIDE.search(text[last:match.start()])
+                   and not _CHECKING.search(text[last:match.start()])]
     return totals
 
 
