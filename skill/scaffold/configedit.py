@@ -269,9 +269,10 @@ def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
         return
     if seq > completion:
         edit.prompt_room = seq - completion
-    name = parsed.tables.get("model", {}).get("name", model.get("name"))
+    name = parsed.tables.get("model", {}).get("name", model.get("name"))  # as the edit leaves them
+    preset = parsed.tables.get("model", {}).get("preset", model.get("preset"))
     raised = given_settings.raised_max_seq_length(parsed, seq, seq - completion,
-                                                  lambda: positions_of(name, model.get("preset"), edit.path.parent))
+                                                  lambda: positions_of(name, preset, edit.path.parent))
     if raised is None:
         return
     parsed.tables.setdefault("model", {})["max_seq_length"] = raised
