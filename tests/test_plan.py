@@ -3,6 +3,7 @@
 import ast
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -249,6 +250,23 @@ def test_prompts_that_leave_no_room_for_a_completion_are_refused_as_train_py_ref
     measured = cli("plan", str(project), check=False)
     assert measured.returncode == 1 and len(measured.stderr.strip().splitlines()) == 1
     assert measured.stderr.startswith("Error: model.max_seq_length (256) is below the longest prompt (")
+
+
+def test_a_budget_set_for_the_plan_that_leaves_no_room_names_the_values_that_fit(cli, tmp_path):
+    """`plan --set` of a completion budget at max_seq_length or past it: the refusal gives the values that fit the
+    prompts counted with the tiny preset's tokenizer (it said only "lower it, or raise max_seq_length"), and
+    planning with one of them goes through."""
+    project = new_project(cli, tmp_path, model="grpo-skill/tiny-qwen3", preset="tiny")
+    refused = cli("plan", str(project), "--set", "grpo.max_completion_length=300", check=False)
+    found = re.search(r"set model\.max_seq_length = (\d+) or grpo\.max_completion_length = (\d+) \(the longest "
+                      r"prompt is (\d+) tokens\)$", refused.stderr.strip())
+    assert refused.returncode == 1 and found, refused.stderr
+    seq, budget, longest = map(int, found.groups())
+    assert seq == 300 + longest and budget == 256 - longest
+    for sets in ([f"model.max_seq_length={seq}", "grpo.max_completion_length=300"],
+                 [f"grpo.max_completion_length={budget}"]):
+        planned = cli("plan", str(project), "--gpu-memory", "80", *[arg for item in sets for arg in ("--set", item)])
+        assert planned.returncode == 0
 
 
 def test_a_guessed_prompt_length_that_leaves_no_room_is_a_note(cli, tmp_path):

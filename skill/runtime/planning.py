@@ -134,8 +134,10 @@ def _load_in_4bit(value) -> bool | str:
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
                  processes: int = 1, overrides: dict | None = None, unsloth: bool = True) -> tuple[Settings, dict]:
     from ..core import project
+    from . import modelfiles
 
-    config = project.load(path, overrides, processes=processes)  # overrides: `plan --set`
+    # overrides: `plan --set`; the prompts are counted only for the advice of a budget that leaves them no room
+    config = project.load(path, overrides, processes=processes, longest_prompt=modelfiles.longest_prompt)
     return from_config(config, backend, prompt_tokens, processes, unsloth)
 
 
