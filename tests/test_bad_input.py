@@ -1270,3 +1270,16 @@ def test_what_a_reward_factory_warns_is_a_warning_line_of_train_py_and_evaluate_
     result = run_process([sys.executable, f"until_rewards_{script}"], cwd=project)
     assert result.stderr.splitlines().count(f"warning: {said}") == 1, result.stderr
     assert "UserWarning" not in result.stderr and "rewards.py:" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("new", "p", "--preset", "tiny", "--model", "~no-such-user-here/model"),
+    ("new", "p", "--preset", "tiny", "--dataset", "~no-such-user-here/prompts.jsonl"),
+    ("new", "~no-such-user-here/p", "--preset", "tiny"),
+])
+def test_a_home_folder_of_a_user_this_machine_lacks_is_one_line(cli, tmp_path, args):
+    """pathlib raises a RuntimeError for ~user it cannot find: it was a traceback."""
+    done = cli(*args, cwd=tmp_path, check=False)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "this machine has no home folder for ~no-such-user-here; give the folder's full path" in done.stderr
+    assert not any(tmp_path.iterdir())

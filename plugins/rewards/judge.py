@@ -26,7 +26,7 @@ from pathlib import Path
 
 from grpo_skill import Judge, JudgeRequest, Reward, completion_text, hookimpl, prompt_text
 from grpo_skill.core.contract import checking_params_only
-from grpo_skill.errors import MissingColumn, UserError, one_line
+from grpo_skill.errors import MissingColumn, UserError, home_expanded, one_line
 from grpo_skill import i18n
 from grpo_skill.i18n import N_, _
 
@@ -232,7 +232,7 @@ class LocalJudge:
     def __init__(self, params):
         path, device = params["model"], params["device"]
         if path != "tiny":
-            path = str(Path(path).expanduser())
+            path = str(home_expanded(path))
         # A folder named from the project (train.py runs there) is looked for by `check` and train.py: `new` runs
         # elsewhere, before the project exists.
         if path != "tiny" and (Path(path).is_absolute() or not checking_params_only()):

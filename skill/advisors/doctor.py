@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..core import __version__
+from ..core.errors import home_expanded
 from ..core.i18n import _
 
 DISTRIBUTION = "grpo-skill"
@@ -91,7 +92,7 @@ def _hub() -> dict:
 
 
 def _free_gib(path: str | Path) -> float | None:
-    path = Path(path).expanduser()
+    path = home_expanded(path)
     while not path.exists() and path != path.parent:
         path = path.parent
     try:

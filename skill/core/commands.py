@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from .errors import home_expanded
 from .tomlsource import toml_text
 
 
@@ -19,6 +20,6 @@ def set_command(settings: dict[str, Any], project: str | Path | None = None) -> 
              for key, value in settings.items()]
     where = []
     here = Path.cwd().resolve()
-    if project is not None and Path(project).expanduser().resolve() not in (here, here / "config.toml"):
+    if project is not None and home_expanded(project).resolve() not in (here, here / "config.toml"):
         where = ["--project", shlex.quote(str(project))]
     return " ".join(["grpo-skill", "set", *where, *items])

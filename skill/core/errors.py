@@ -67,6 +67,18 @@ def shown_path(path: str | os.PathLike) -> str:
         return str(path)
 
 
+def home_expanded(path: str | os.PathLike) -> Path:
+    """``path`` with a leading ~ or ~user expanded; a user this machine does not know is a UserError (pathlib raises
+    a RuntimeError, which would end in a traceback)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        from .i18n import _
+
+        raise UserError(_("{path}: this machine has no home folder for {user}; give the folder's full path").format(
+            path=path, user=str(path).split("/", 1)[0])) from None
+
+
 def user_frame(error: BaseException) -> traceback.FrameSummary | None:
     """The innermost frame of ``error``'s traceback in a user's or a plugin's code: outside grpo_skill and the
     standard library; None when it was raised in neither."""

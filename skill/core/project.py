@@ -22,7 +22,7 @@ from typing import Any, Callable
 from . import grpocontents, launch, plugins, schema
 from .contract import factory_warnings
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
-from .errors import shown_path
+from .errors import home_expanded, shown_path
 from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
 from .hub import HUB_HOST_TIMEOUT_S  # noqa: F401  (importable from here, as before the split)
 from .i18n import N_, _
@@ -107,7 +107,7 @@ class ProjectConfig:
 
     def dataset_file(self) -> Path | None:
         """The local data file, or None when ``dataset.path`` names a hub dataset."""
-        candidate = self.project_dir / Path(self.dataset["path"]).expanduser()
+        candidate = self.project_dir / home_expanded(self.dataset["path"])
         return candidate if candidate.suffix in LOCAL_DATA_SUFFIXES else None
 
     def builds_its_model(self) -> bool:
@@ -129,7 +129,7 @@ class ProjectConfig:
     def adapter_dir(self) -> Path | None:
         """``model.adapter``: the LoRA adapter to continue from (relative paths from the project), if any."""
         adapter = self.model.get("adapter")
-        return (self.project_dir / Path(adapter).expanduser()).resolve() if adapter else None
+        return (self.project_dir / home_expanded(adapter)).resolve() if adapter else None
 
     def chat_messages(self, question: str) -> list[dict[str, str]]:
         """One prompt as chat messages, with ``dataset.system_prompt`` first when it is set."""
@@ -157,7 +157,7 @@ class ProjectConfig:
 # ---- loading --------------------------------------------------------------------------------------------
 
 def config_path(path: str | Path) -> Path:
-    path = Path(path).expanduser()
+    path = home_expanded(path)
     return path / CONFIG_FILE if path.is_dir() else path
 
 
@@ -193,7 +193,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     for dotted, value in (overrides or {}).items():
         table, key = dotted.split(".", 1)
         if dotted == "model.name" and isinstance(value, str) and looks_local(value):
-            value = str(Path(value).expanduser().resolve())  # a folder given on the command line: from here
+            value = str(home_expanded(value).resolve())  # a folder given on the command line: from here
         if isinstance(raw.setdefault(table, {}), dict):
             raw[table][key] = value
             overridden.add(dotted)
@@ -334,7 +334,7 @@ def read_accelerator_config(config: ProjectConfig) -> None:
     if not isinstance(value, str):
         return  # a table (a JSON object string is read as one by the schema)
     loc = ("grpo", "accelerator_config")
-    file = config.project_dir / Path(value).expanduser()
+    file = config.project_dir / home_expanded(value)
     if not file.is_file():
         raise config.error(loc, _("no file {path} (a path in config.toml is read from the project folder); point it "
                                   "at accelerate's JSON file, or write the settings as a table, e.g. "
@@ -457,7 +457,7 @@ def looks_local(name: str) -> bool:
 
 
 def _local_folder(name: str, project_dir: Path) -> Path | None:
-    candidate = Path(name).expanduser()
+    candidate = home_expanded(name)
     if not candidate.is_absolute():
         candidate = project_dir / candidate
     if looks_local(name) or candidate.exists():
@@ -704,7 +704,7 @@ def _local_model(config: ProjectConfig) -> str:
 
 def _hub_dataset(config: ProjectConfig) -> bool:
     path = config.dataset["path"]
-    return config.dataset_file() is None and not (config.project_dir / Path(path).expanduser()).is_dir()
+    return config.dataset_file() is None and not (config.project_dir / home_expanded(path)).is_dir()
 
 
 def wanted_columns(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -727,7 +727,7 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
     path = config.dataset["path"]
     data_file = config.dataset_file()
     loc = ("dataset", "path")
-    folder = config.project_dir / Path(path).expanduser()
+    folder = config.project_dir / home_expanded(path)
     if folder.is_dir():  # datasets would read it as a hub-style repo and fail in a long traceback
         raise config.error(loc, _("{path} is a folder; give a .jsonl, .json, .csv or .parquet file (or a hub "
                                   "dataset id)").format(path=folder))

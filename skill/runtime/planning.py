@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core import sampling
+from ..core.errors import home_expanded
 from ..core.i18n import N_, _
 from ..core.schema import asks_for_another_generation_path
 from . import gpus
@@ -20,7 +21,7 @@ from .estimate import (KNOWN_SHAPES, ModelShape, PlanError, Settings, checkpoint
 
 def shape_for(model_name: str) -> tuple[ModelShape, str]:
     """(shape, where it came from): a local folder's config.json, else the table of known shapes."""
-    folder = Path(model_name).expanduser()
+    folder = home_expanded(model_name)
     if (folder / "config.json").is_file():
         return ModelShape.from_config(json.loads((folder / "config.json").read_text())), str(folder / "config.json")
     found = known_shape(model_name)
@@ -132,12 +133,13 @@ def _load_in_4bit(value) -> bool | str:
 
 
 def from_project(path: str | Path, backend: str | None = None, prompt_tokens: int | None = None,
-                 processes: int = 1, overrides: dict | None = None, unsloth: bool = True) -> tuple[Settings, dict]:
+                 processes: int = 1, overrides: dict | None = None, unsloth: bool = True,
+                 longest_prompt=None) -> tuple[Settings, dict]:
+    """``overrides``: `plan --set`; ``longest_prompt``: counts the prompts, for the advice of a budget that leaves
+    them no room (project.load)."""
     from ..core import project
-    from . import modelfiles
 
-    # overrides: `plan --set`; the prompts are counted only for the advice of a budget that leaves them no room
-    config = project.load(path, overrides, processes=processes, longest_prompt=modelfiles.longest_prompt)
+    config = project.load(path, overrides, processes=processes, longest_prompt=longest_prompt)
     return from_config(config, backend, prompt_tokens, processes, unsloth)
 
 

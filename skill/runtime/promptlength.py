@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.datafile import jsonl_lines
-from ..core.errors import UserError
+from ..core.errors import UserError, home_expanded
 from ..core.i18n import _
 
 CHARS_PER_TOKEN = 4.0  # English text with Qwen3's tokenizer, roughly
@@ -78,7 +78,7 @@ def local_tokenizer(source: str | None):
     """A tokenizer for ``source`` (a folder, or a hub id in the cache) without any download; None if there is none."""
     if not source:
         return None
-    folder = Path(source).expanduser()
+    folder = home_expanded(source)
     try:
         if not folder.is_dir():  # a hub id: only from the cache, asked before transformers is imported (seconds)
             import huggingface_hub

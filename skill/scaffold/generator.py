@@ -15,7 +15,7 @@ from pathlib import Path
 from jinja2 import pass_context
 from jinja2.ext import InternationalizationExtension
 
-from ..core.errors import UserError, shown_path
+from ..core.errors import UserError, home_expanded, shown_path
 from ..core import __version__
 from ..core import i18n, plugins
 from . import copying, skillfiles
@@ -133,17 +133,17 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
         raise GenerateError(str(error)) from None
     if len({reward_name for reward_name, _weight in rewards}) != len(rewards):
         raise GenerateError(_("a reward is given twice; give each --reward once, with its weight"))
-    if model and Path(model).expanduser().exists():
-        model = str(Path(model).expanduser().resolve())  # a local folder: keep it valid from anywhere
+    if model and home_expanded(model).exists():
+        model = str(home_expanded(model).resolve())  # a local folder: keep it valid from anywhere
     elif model and config.looks_local(model):
         raise GenerateError(_("--model {model}: no such folder; give a model folder or a hub id").format(model=model))
     if dataset is not None:
-        if not Path(dataset).expanduser().exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", dataset) \
+        if not home_expanded(dataset).exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", dataset) \
                 and Path(dataset).suffix not in config.LOCAL_DATA_SUFFIXES:
             raise GenerateError(_("--dataset {name}: no such file (--dataset copies a local file into the project); "
                                   "for a hub dataset give --set dataset.path={name} (its columns with --prompt-column "
                                   "and --answer-column)").format(name=dataset))
-        dataset = Path(dataset).expanduser()
+        dataset = home_expanded(dataset)
         if dataset.suffix in config.LOCAL_DATA_SUFFIXES and not dataset.exists():
             raise GenerateError(_("--dataset {path}: no such file").format(path=dataset))
         if dataset.suffix not in config.LOCAL_DATA_SUFFIXES or not dataset.is_file():
@@ -180,7 +180,7 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
 def target_of(path: str | Path, parent: str | Path = ".") -> tuple[Path, str]:
     """``new PATH``: the folder to create and the project's name, its last part (``new .`` names the
     project after the current folder)."""
-    target = Path(parent).expanduser() / Path(path).expanduser()
+    target = home_expanded(parent) / home_expanded(path)
     if target.name in ("", ".", ".."):
         target = target.resolve()
     return target, target.name
@@ -247,7 +247,7 @@ def render_project(path: str | Path, parent: str | Path = ".", *, force: bool = 
         rendered = Path(scratch) / name
         _copy_template(rendered, data)
         if dataset:  # the user's data goes into the project, beside (or over) the sample prompts
-            shutil.copyfile(Path(dataset).expanduser(), rendered / data["dataset_path"])
+            shutil.copyfile(home_expanded(dataset), rendered / data["dataset_path"])
         skillfiles.add_to_project(rendered, data["lang"])  # the skill at this version, for assistants
         updates.record_origin(rendered)  # the template version that `grpo-skill update` merges from
         plugin_name = None

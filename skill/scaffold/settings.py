@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from ..core import schema, schemamessages
-from ..core.errors import UserError
+from ..core.errors import UserError, home_expanded
 from ..core.i18n import _
 
 # Keys that have an option of their own; --set would give two ways to say one thing.
@@ -232,8 +232,6 @@ def _model_accepts(key: str, value) -> bool:
 def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, dataset_given: bool,
                      notes: list[str]) -> None:
     """Merge --set values into the answers copier renders, where config.toml writes each key."""
-    from pathlib import Path
-
     extra = data.setdefault("settings", {})
     prompt_room = data["max_seq_length"] - data["grpo"].get("max_completion_length", 0)
     settings.prompt_room = prompt_room if prompt_room > 0 else None
@@ -242,7 +240,7 @@ def apply_to_answers(data: dict, settings: CliSettings, *, model_given: bool, da
             if table == "model" and key == "name":
                 if model_given:
                     raise SettingError(_("--set model.name and --model: give the model once"))
-                local = Path(str(value)).expanduser()
+                local = home_expanded(str(value))
                 data["model_name"] = str(local.resolve()) if local.exists() else value
             elif table == "model" and key in ("backend", "max_seq_length", "load_in_4bit"):
                 if _model_accepts(key, value):  # else the preset's stays, and the config check names the given value
@@ -344,12 +342,10 @@ def dataset_info(path, prompt_column: str, answer_column: str | None, shown: str
     """The columns of a local data file and its share of Chinese prompts (a DatasetInfo), after checking that it has
     the prompt and answer columns; None for a hub dataset (its columns are known only when it loads). ``shown``:
     the file as a refusal names it (default: its path)."""
-    from pathlib import Path
-
     from ..core import datafile
     from ..core.errors import shown_path
 
-    path = Path(path).expanduser()
+    path = home_expanded(path)
     if path.suffix not in datafile.LOCAL_DATA_SUFFIXES or not path.is_file():
         return None
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import UserError
+from ..core.errors import UserError, home_expanded
 from ..core.i18n import LANGS, _
 
 SKILL_FILE = "SKILL.md"
@@ -176,7 +176,7 @@ def _place(entry: Path, source: Path, files: dict[str, Path], copy: bool) -> str
 
 
 def _checked_root(dest: str | Path | None) -> Path:
-    root = Path(dest if dest is not None else ".").expanduser()
+    root = home_expanded(dest if dest is not None else ".")
     if root.exists() and not root.is_dir():
         raise InstallError(_("{path} is not a folder; choose another --dest").format(path=root))
     if root.name == "skills" and root.parent.name in (".claude", ".agents"):

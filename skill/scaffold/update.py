@@ -19,7 +19,7 @@ from pathlib import Path
 from ..core import __version__
 from . import history, skillfiles
 from .git import git, installed as git_installed
-from ..core.errors import UserError, shown_path
+from ..core.errors import UserError, home_expanded, shown_path
 from ..core.i18n import _
 
 ANSWERS_FILE = ".copier-answers.yml"
@@ -240,7 +240,7 @@ def _untracked_hidden(project: Path):
     top = _work_tree(project)
     prefix = project.resolve().relative_to(top.resolve()).as_posix() if top else "."
     own = _git(["config", "--path", "core.excludesFile"], project, check=False).stdout.strip()
-    own_file = Path(own).expanduser() if own else Path(
+    own_file = home_expanded(own) if own else Path(
         os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "ignore"
     try:
         lines = own_file.read_text(encoding="utf-8").splitlines()

@@ -109,6 +109,7 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_config, set_items, gpu, as_json):
     from ..runtime import gpus as cards
+    from ..runtime import modelfiles
     from ..advisors import plan as planner
     from ..scaffold import settings as given
 
@@ -133,7 +134,7 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
         if preset:
             return planner.from_preset(preset, backend, tokens, processes, unsloth)
         settings, about = planner.from_project(project or ".", backend, tokens, processes, what_if.dotted() or None,
-                                               unsloth)
+                                               unsloth, longest_prompt=modelfiles.longest_prompt)
         return settings, {**about, "set": what_if.dotted()}
 
     unsloth = planner.unsloth_installed()  # what train.py's backend = "auto" asks on this machine
