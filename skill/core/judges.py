@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from . import plugins
 from .i18n import _
-from .params import fits_kind, param_kind
+from .params import mistyped
 from .registry import Judge, Registered, RegistryError
 
 
@@ -27,10 +27,10 @@ def judge_params(judge: Judge, params: Mapping[str, Any]) -> dict[str, Any]:
             _("judge backend {name!r} has no setting {key!r}; it takes: {keys}").format(
                 name=judge.name, key=sorted(unknown)[0], keys=", ".join(sorted(judge.params)) or _("none"))
         )
-    for key, value in params.items():
-        expected = param_kind(judge.params[key])
-        if expected and not fits_kind(value, expected):
-            raise RegistryError(_("judge backend {name!r}: judge.{key} = {value!r} must be {expected}, like its "
-                                  "default {default!r}").format(name=judge.name, key=key, value=value,
-                                                                expected=_(expected[1]), default=judge.params[key]))
+    wrong = mistyped(params, judge.params)
+    if wrong:
+        key, value, expected = wrong
+        raise RegistryError(_("judge backend {name!r}: judge.{key} = {value!r} must be {expected}, like its default "
+                              "{default!r}").format(name=judge.name, key=key, value=value, expected=_(expected),
+                                                    default=judge.params[key]))
     return {**judge.params, **params}

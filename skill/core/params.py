@@ -36,3 +36,13 @@ def fits_kind(value, expected) -> bool:
     if isinstance(value, float) and not math.isfinite(value):
         return False
     return isinstance(value, types)
+
+
+def mistyped(params: Mapping, defaults: Mapping) -> tuple[str, object, str] | None:
+    """(key, value, the kind it must be) of the first of ``params`` that is not of its default's kind (the keys are
+    known ones); None where all are."""
+    for key, value in params.items():
+        expected = param_kind(defaults[key])
+        if expected and not fits_kind(value, expected):
+            return key, value, expected[1]
+    return None

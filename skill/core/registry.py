@@ -20,7 +20,7 @@ from .contract import (SAMPLE_CHARS, ContractedReward, RewardError, RewardTiming
                        reward_seconds)
 from .errors import UserError
 from .i18n import _
-from .params import fits_kind, param_kind
+from .params import mistyped
 from .summary import grpo_summary  # noqa: F401  (importable from here, as before)
 
 # TRL calls reward functions as f(prompts=..., completions=..., completion_ids=..., **dataset_columns).
@@ -167,12 +167,12 @@ class Reward:
                     name=self.name, param=sorted(unknown)[0], params=", ".join(sorted(self.params)) or _("none")
                 )
             )
-        for key, value in params.items():
-            expected = param_kind(self.params[key])
-            if expected and not fits_kind(value, expected):
-                raise RegistryError(_("reward {name!r}: {key} = {value!r} must be {expected}, like its default "
-                                      "{default!r}").format(name=self.name, key=key, value=value,
-                                                            expected=_(expected[1]), default=self.params[key]))
+        wrong = mistyped(params, self.params)
+        if wrong:
+            key, value, expected = wrong
+            raise RegistryError(_("reward {name!r}: {key} = {value!r} must be {expected}, like its default "
+                                  "{default!r}").format(name=self.name, key=key, value=value, expected=_(expected),
+                                                        default=self.params[key]))
 
 
 @dataclass(frozen=True)
