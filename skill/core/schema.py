@@ -287,21 +287,22 @@ def _fix(source: Source, choices: list[dict[str, int]]) -> str:
     elif source.by_new:
         shown = [" ".join(f"--set {key}={value}" for key, value in settings.items()) for settings in choices]
     else:
-        shown = []
-        for settings in choices:
-            keys = [f"{key} = {value}" for key, value in settings.items()]
-            both = keys[0]
-            for key in keys[1:]:
-                both = _("{first} and {second}").format(first=both, second=key)
-            shown.append(both)
-    either = shown[0]
-    for other in shown[1:]:
-        either = _("{first} or {second}").format(first=either, second=other)
+        shown = [_joined([f"{key} = {value}" for key, value in settings.items()], _("{first} and {second}"))
+                 for settings in choices]
+    either = _joined(shown, _("{first} or {second}"))
     if source.by_set:
         return _("give {settings} in this `grpo-skill set` command").format(settings=either)
     if source.by_new:
         return _("give {settings}").format(settings=either)
     return _("set {settings}").format(settings=either)
+
+
+def _joined(parts: list[str], pattern: str) -> str:
+    """``parts`` joined pairwise by ``pattern`` ("{first} and {second}"), as the language words a list."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = pattern.format(first=joined, second=part)
+    return joined
 
 
 def _check_step_counts(table: str, values: dict, source: Source) -> None:
