@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..core.i18n import _
 from ..core.schema import asks_for_another_generation_path
-from . import distributed
+from . import distributed, gpus
 from .estimate import auto_holds_4bit, with_static_cache  # noqa: F401  (train.py calls decoding.with_static_cache)
 
 
@@ -173,7 +173,12 @@ def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Pl
 
 
 def _tunes_matmuls() -> bool:
-    """Whether inductor's max-autotune tunes matmuls on this GPU: it skips them on GPUs with few SMs (an L4's 58)."""
+    """Whether inductor's max-autotune tunes matmuls on this GPU: it skips them on GPUs with few SMs (an L4's 58).
+    A card the table knows is answered from nvidia-smi's name, without starting CUDA; another asks torch."""
+    name = gpus.detected_name()
+    card = gpus.find(name) if name else None
+    if card is not None:
+        return card.tunes_matmuls
     import torch
 
     try:
