@@ -31,8 +31,10 @@ Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x�
 Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
 ("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an answer through an operand or a
 sum not worked out gives way to the clause that restates it, whatever stated it (an anchor, a total, a conclusion, a
-correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing), and of that the first run holding
-a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
+correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing; a restatement that is
+itself an expression says how the number before it came about, and states no later one: "所以是10，即5的2倍" -> "10",
+即2乘5 and 即3+7 likewise), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿
+right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
 with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
@@ -316,9 +318,9 @@ def _outranking(text: str, end: int) -> str | None:
     return None
 
 
-# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4") gives way to
-# the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
-_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot))")
+# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4", "2乘5") gives
+# way to the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
+_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot)|(?:乘以?|除以|加上?|减去?)\s*\d)")
 _RESTATED = re.compile(rf"[，,][\s*_]*{_RESTATES}说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
 
 
@@ -329,6 +331,18 @@ def _restated(text: str, end: int, answer: str) -> str:
     if restated and _UNWORKED.search(answer) and _read(restated.group(1)) is not None:
         return restated.group(1)
     return answer
+
+
+def _without_restated_expressions(text: str) -> str:
+    """``text`` without each restatement that is an expression of the number before it: it says how that number came
+    about and states no later one ("所以是10，即5的2倍" -> "所以是10"; "即2乘5", "即3+7" likewise); a restatement that
+    is a value stays, and wins over an unworked answer (_restated: "结果是3+4，也就是7" -> 7)."""
+    def kept(match: re.Match) -> str:
+        unworked = _UNWORKED.search(_RESULT.split(match.group(1))[-1])  # 即2×5=10 is worked out: its result stays
+        restates_a_number = _last_number(re.split(f"[{_CLAUSE_END}]", text[:match.start()])[-1]) is not None
+        return "" if unworked and restates_a_number else match.group(0)
+
+    return _RESTATED.sub(kept, text)
 
 
 def _totals(text: str) -> list[tuple[int, str]]:
@@ -351,7 +365,7 @@ def stated_answer(text: str) -> str | None:
     "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
-    text = _ellipses(text)
+    text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
     anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
