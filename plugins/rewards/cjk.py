@@ -29,12 +29,12 @@ Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x�
 ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
-("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an answer through an operand or a
-sum not worked out gives way to the clause that restates it, whatever stated it (an anchor, a total, a conclusion, a
-correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing; a restatement that is
-itself an expression says how the number before it came about, and states no later one: "所以是10，即5的2倍" -> "10",
-即2乘5 and 即3+7 likewise), and of that the first run holding a number ("约20个苹果" -> "20"); a number with 万 or 亿
-right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
+("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个", "三箱为二十四个" -> "二十四个": a calculation ends in its
+result; an answer through an operand or a sum not worked out gives way to the clause that restates it, whatever
+stated it (an anchor, a total, a conclusion, a correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7";
+即使 and 立即 restate nothing; a restatement that is itself an expression says how the number before it came about,
+and states no later one: "所以是10，即5的2倍" -> "10", 即2乘5 and 即3+7 likewise), and of that the first run holding a
+number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
 with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
@@ -116,8 +116,11 @@ _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r
 _HAS_MATHS = re.compile(r"[\d\\]")
 # a pause before a number is no part of it ("答案是……42")
 _LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
-# where a calculation gives its result: = or 是 / 为 between numbers
-_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMBERS}")
+# where a calculation gives its result: = or 是 / 为 between numbers, in digits or in the Chinese numerals an answer
+# reads ("三箱为二十四个" -> 二十四个, as "3箱为24个" -> 24个; "三箱为24个" too)
+_IS_BETWEEN_NUMERALS = (rf"(?<=[\d零〇一二两三四五六七八九十百千万亿])[\u4e00-\u9fff]?{_IS}"
+                        r"(?=[\s*_]*(?:[-+\d]|负|[零〇一二两三四五六七八九十]))")
+_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMERALS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
