@@ -369,6 +369,14 @@ FORMS_ZH = [
     ("答案是6个吗？不对，应为不足5个", "6", 1.0),
     ("答案是6个吗？不对，应为不足5个", "5", 0.0),
     ("答案是一个苹果", "1", 1.0),
+    # a range names no one number either, as a property does: no answer, not a sum (1-2 is no -1) nor its first number
+    ("答案是1-2个", "-1", 0.0),
+    ("答案是1-2个", "1", 0.0),
+    ("答案是3~5天", "3", 0.0),
+    ("答案是3至5天", "3", 0.0),
+    ("所以需要6辆车，每辆坐1-2人", "6", 1.0),  # the number before it is the last one stated, as before 3的倍数
+    ("答案是5-3个", "2", 0.0),  # falling, it is a subtraction not worked out
+    ("共有12个，吃了5个，还剩12-5=7个", "7", 1.0),  # before = it is a calculation
     # after a corrected number, a later sentence's number outranks it, and in its own sentence a clause that concludes;
     # a clause that describes it does not
     ("面积是12吗？不对，应为15平方米，长5米宽3米。", "15", 1.0),

@@ -45,7 +45,9 @@ wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[.
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5, "应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数"
-does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
+does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> ""). Nor does a range
+(1-2个, 3~5天, 3至5天; rising, and a - only before a unit): "答案是1-2个" -> "", no sum (1-2 is no -1), nor its first
+number; 5-3个 and 12-5=7 are sums, as before.
 """
 
 from __future__ import annotations
@@ -213,9 +215,19 @@ _NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
 
 
+# a range names no one number either: 1-2个, 3~5天, 3至5天, 10-12月 (rising: 5-3个 is a subtraction; a - only before a
+# unit: 1-2 and 12-5=7 are sums, 2023-10-01 a date)
+_RANGE = re.compile(r"(?<![\d.+\-−×÷*/=^])(\d+(?:\.\d+)?)\s*"
+                    r"(?:[~～〜至到]|[-–—](?=\s*\d+(?:\.\d+)?\s*(?!等于|[是为])[\u4e00-\u9fff%]))\s*(\d+(?:\.\d+)?)(?![\d.])")
+
+
 def _unnamed(text: str) -> str:
-    """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数): no run reads them."""
-    return _NAMED.sub("某", text)
+    """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数), and its ranges (1-2个 -> 某个): no run
+    reads them."""
+    def range_hidden(match: re.Match) -> str:
+        return "某" if float(match.group(1)) < float(match.group(2)) else match.group(0)
+
+    return _RANGE.sub(range_hidden, _NAMED.sub("某", text))
 
 
 def _number_run(run: str) -> str:
