@@ -133,6 +133,9 @@ FORMS_ZH = [
     ("一共有12个苹果，验证：吃了5个，还剩7个", "12", 1.0),
     ("共有3箱，每箱8个，总数为24个", "24", 1.0),  # a later total, as 总数 states it
     ("共有3箱，每箱8个，总数是24个。", "3", 0.0),
+    ("一共有3箱，总数的一半是12", "12", 1.0),  # ... and a part of the total, stated later: 一共有3箱 is a given
+    ("一共有3箱，总数的一半是12", "3", 0.0),
+    ("一共有3箱，总数的三分之一为8个", "8", 1.0),
     ("=20，答案：22", "20", 0.0),  # the stated answer is 22, whatever came before
     ("=20，答案：22", "22", 1.0),
     ("答案是20，不对，答案是21。", "21", 1.0),  # the last stated answer
@@ -157,6 +160,13 @@ FORMS_ZH = [
     ("答案是6吗？不，应为5的2倍，即10", "10", 1.0),
     ("有6个吗？不，应为5的2倍，也就是说10个", "10", 1.0),
     ("有5个吗？不，应为6个，所以总数是6的2倍，即12个。", "12", 1.0),
+    # a restatement that is an expression says how the number before it came about: it states no later number
+    ("所以是10，即5的2倍", "10", 1.0),
+    ("所以是10，即5的2倍", "2", 0.0),
+    ("所以是10，即2乘5", "10", 1.0),
+    ("所以是10，也就是3+7", "10", 1.0),
+    ("有5个吗？不，应为6个。所以是10，即5的2倍", "10", 1.0),
+    ("答案是2乘5，即10", "10", 1.0),  # 乘 / 加 / 减 / 除以 between numbers: a sum not worked out
     ("答案是5的2倍，即使多算1个也不对", "1", 0.0),
     ("有5个吗？不，应为6个。即使又买了3个，也只有9个。", "9", 1.0),
     ("答案是12，即使再加1个也不够", "12", 1.0),
@@ -362,6 +372,14 @@ FORMS_ZH = [
     ("答案是6个吗？不对，应为不足5个", "6", 1.0),
     ("答案是6个吗？不对，应为不足5个", "5", 0.0),
     ("答案是一个苹果", "1", 1.0),
+    # a range names no one number either, as a property does: no answer, not a sum (1-2 is no -1) nor its first number
+    ("答案是1-2个", "-1", 0.0),
+    ("答案是1-2个", "1", 0.0),
+    ("答案是3~5天", "3", 0.0),
+    ("答案是3至5天", "3", 0.0),
+    ("所以需要6辆车，每辆坐1-2人", "6", 1.0),  # the number before it is the last one stated, as before 3的倍数
+    ("答案是5-3个", "2", 0.0),  # falling, it is a subtraction not worked out
+    ("共有12个，吃了5个，还剩12-5=7个", "7", 1.0),  # before = it is a calculation
     # after a corrected number, a later sentence's number outranks it, and in its own sentence a clause that concludes;
     # a clause that describes it does not
     ("面积是12吗？不对，应为15平方米，长5米宽3米。", "15", 1.0),
@@ -382,6 +400,12 @@ FORMS_ZH = [
     ("共有3箱，每箱8个，所以3箱为24个。", "3", 0.0),
     ("答案：3箱为24个", "24", 1.0),
     ("答案：3箱是24个", "24", 1.0),
+    # ... in Chinese numerals too, where an answer reads them (after an anchor, a total or a correction)
+    ("答案：三箱为二十四个", "24", 1.0),
+    ("答案：三箱是二十四个", "24", 1.0),
+    ("答案：三箱为24个", "24", 1.0),
+    ("共有3箱，每箱8个，所以三箱为二十四个。", "24", 1.0),
+    ("共有3箱，每箱8个，所以三箱为二十四个。", "3", 0.0),
     ("有5个吗？不，应为6个，加上3个为9个。", "9", 1.0),
     ("有5个吗？不，应为6个，6×4为24", "24", 1.0),
     ("有5个吗？不对，应该是6个。剩下的2个为红的。", "6", 1.0),

@@ -6,7 +6,8 @@ is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
    the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
-2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), or, after the last total, a clause
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), a part of the
+   total (总数的一半是 / 总数的三分之一为 ...: "一共有3箱，总数的一半是12" -> "12"), or, after the last total, a clause
    that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
    what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的", nor after a total
    of what there was at first, 原来一共有12个); none in an aside in brackets or in a check (验证：...);
@@ -29,10 +30,12 @@ Asked ("应为41吗？"), inside a sentence ("为什么应为正数", "因为x�
 ("应为3的倍数", "应该是一个偶数") or with no answer stated before it, it states nothing.
 
 Within the answer, what follows its last = (or 是 / 为 between numbers) is kept where a number follows it
-("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个": a calculation ends in its result; an answer through an operand or a
-sum not worked out gives way to the clause that restates it, whatever stated it (an anchor, a total, a conclusion, a
-correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7"; 即使 and 立即 restate nothing), and of that the first run holding
-a number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
+("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个", "三箱为二十四个" -> "二十四个": a calculation ends in its
+result; an answer through an operand or a sum not worked out gives way to the clause that restates it, whatever
+stated it (an anchor, a total, a conclusion, a correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7";
+即使 and 立即 restate nothing; a restatement that is itself an expression says how the number before it came about,
+and states no later one: "所以是10，即5的2倍" -> "10", 即2乘5 and 即3+7 likewise), and of that the first run holding a
+number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
 with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
@@ -43,7 +46,9 @@ wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[.
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
 不多于 / 不超过 / 不低于, "至少需要5辆" -> 5, "应为不少于5辆" -> 5): "答案是3的倍数" states nothing, as "应为3的倍数"
-does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> "").
+does, and a text whose only numbers are such states no number at all ("答案是3的倍数" -> ""). Nor does a range
+(1-2个, 3~5天, 3至5天; rising, and a - only before a unit): "答案是1-2个" -> "", no sum (1-2 is no -1), nor its first
+number; 5-3个 and 12-5=7 are sums, as before.
 """
 
 from __future__ import annotations
@@ -100,7 +105,9 @@ _DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?[是为](?!{_NUMBER_AFTER})")
 # ("一共有24个学生，每组4人，可以分6组" -> 6; "共有12个，吃了5个，还剩7个" -> 7; "共有8个苹果，每个3元" -> 8); the
 # remaining ones described are no conclusion ("剩下的3个是红的")
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
-_TOTAL = re.compile(r"(?:一共|总共|共计|合计|总计|总数[是为]|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^" + _CLAUSE_END + "]*)")
+# a part of the total stated later is a later total (a given 一共有3箱 before it: "一共有3箱，总数的一半是12" -> 12)
+_PART = r"(?:的(?:一半|[\d零〇一二两三四五六七八九十百]+分之[\d零〇一二两三四五六七八九十百]+|\d+(?:\.\d+)?[%％]))"
+_TOTAL = re.compile(rf"(?:一共|总共|共计|合计|总计|总数{_PART}?[是为]|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
 _LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
 _THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|(?P<left>{_LEFT}))"
                         rf"([^{_CLAUSE_END}]*)")
@@ -114,8 +121,11 @@ _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r
 _HAS_MATHS = re.compile(r"[\d\\]")
 # a pause before a number is no part of it ("答案是……42")
 _LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
-# where a calculation gives its result: = or 是 / 为 between numbers
-_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMBERS}")
+# where a calculation gives its result: = or 是 / 为 between numbers, in digits or in the Chinese numerals an answer
+# reads ("三箱为二十四个" -> 二十四个, as "3箱为24个" -> 24个; "三箱为24个" too)
+_IS_BETWEEN_NUMERALS = (rf"(?<=[\d零〇一二两三四五六七八九十百千万亿])[\u4e00-\u9fff]?{_IS}"
+                        r"(?=[\s*_]*(?:[-+\d]|负|[零〇一二两三四五六七八九十]))")
+_RESULT = re.compile(f"=|{_IS_BETWEEN_NUMERALS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
@@ -208,9 +218,19 @@ _NAMED = re.compile(r"(?<=[大小多少]于)(?<!不[多少]于)(?:等于)?\s*-?\
                     r"|一(?=个[\u4e00-\u9fff]{0,3}数(?![学字据量目]))")
 
 
+# a range names no one number either: 1-2个, 3~5天, 3至5天, 10-12月 (rising: 5-3个 is a subtraction; a - only before a
+# unit: 1-2 and 12-5=7 are sums, 2023-10-01 a date)
+_RANGE = re.compile(r"(?<![\d.+\-−×÷*/=^])(\d+(?:\.\d+)?)\s*"
+                    r"(?:[~～〜至到]|[-–—](?=\s*\d+(?:\.\d+)?\s*(?!等于|[是为])[\u4e00-\u9fff%]))\s*(\d+(?:\.\d+)?)(?![\d.])")
+
+
 def _unnamed(text: str) -> str:
-    """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数): no run reads them."""
-    return _NAMED.sub("某", text)
+    """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数), and its ranges (1-2个 -> 某个): no run
+    reads them."""
+    def range_hidden(match: re.Match) -> str:
+        return "某" if float(match.group(1)) < float(match.group(2)) else match.group(0)
+
+    return _RANGE.sub(range_hidden, _NAMED.sub("某", text))
 
 
 def _number_run(run: str) -> str:
@@ -316,9 +336,9 @@ def _outranking(text: str, end: int) -> str | None:
     return None
 
 
-# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4") gives way to
-# the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
-_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot))")
+# an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4", "2乘5") gives
+# way to the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
+_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot)|(?:乘以?|除以|加上?|减去?)\s*\d)")
 _RESTATED = re.compile(rf"[，,][\s*_]*{_RESTATES}说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
 
 
@@ -329,6 +349,18 @@ def _restated(text: str, end: int, answer: str) -> str:
     if restated and _UNWORKED.search(answer) and _read(restated.group(1)) is not None:
         return restated.group(1)
     return answer
+
+
+def _without_restated_expressions(text: str) -> str:
+    """``text`` without each restatement that is an expression of the number before it: it says how that number came
+    about and states no later one ("所以是10，即5的2倍" -> "所以是10"; "即2乘5", "即3+7" likewise); a restatement that
+    is a value stays, and wins over an unworked answer (_restated: "结果是3+4，也就是7" -> 7)."""
+    def kept(match: re.Match) -> str:
+        unworked = _UNWORKED.search(_RESULT.split(match.group(1))[-1])  # 即2×5=10 is worked out: its result stays
+        restates_a_number = _last_number(re.split(f"[{_CLAUSE_END}]", text[:match.start()])[-1]) is not None
+        return "" if unworked and restates_a_number else match.group(0)
+
+    return _RESTATED.sub(kept, text)
 
 
 def _totals(text: str) -> list[tuple[int, str]]:
@@ -351,7 +383,7 @@ def stated_answer(text: str) -> str | None:
     "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
-    text = _ellipses(text)
+    text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
     anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
