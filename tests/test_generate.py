@@ -646,18 +646,19 @@ torch.cuda.is_available = lambda: True
 torch.cuda.device_count = lambda: 2
 torch.cuda._lazy_init = cuda_starts
 torch.cuda.set_device = lambda device: bound.append(device)
-sys.argv = ["train.py"]
-runpy.run_path("train.py", run_name="__main__")
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-@pytest.mark.parametrize("launched", [False, True], ids=["one process", "second process of a launch"])
-def test_train_py_sets_the_allocator_and_binds_its_gpu_before_anything_starts_cuda(cli, tmp_path, launched):
+@pytest.mark.parametrize("script, launched", [("train.py", False), ("train.py", True), ("sft.py", False)],
+                         ids=["one process", "second process of a launch", "sft.py"])
+def test_train_py_sets_the_allocator_and_binds_its_gpu_before_anything_starts_cuda(cli, tmp_path, script, launched):
     """Expandable segments (less fragmentation: the 24 GiB card's peak reserved memory) take effect only if
     PYTORCH_ALLOC_CONF is set before CUDA starts, and a launched process must bind its own GPU before then (else a
     context on GPU 0). The fast path's choices, made before the model loads, ask about the card: on an H200 (an
     H100 on 2026-12-07) the question of max-autotune started CUDA first, and the runs went without expandable
-    segments (peak reserved 23.3 GiB for 19.3 allocated)."""
+    segments (peak reserved 23.3 GiB for 19.3 allocated). sft.py, a warm start on the same GPU, sets it too."""
     cli("new", "p", "--preset", "tiny", "-o", str(tmp_path))
     fake = tmp_path / "bin" / "nvidia-smi"  # an H200 as nvidia-smi names it, so that the fast path is chosen
     fake.parent.mkdir()
@@ -668,7 +669,7 @@ def test_train_py_sets_the_allocator_and_binds_its_gpu_before_anything_starts_cu
     if launched:
         env.update(LOCAL_RANK="1", RANK="1", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
     (tmp_path / "spy.py").write_text(CUDA_START_SPY)
-    said = subprocess.run([sys.executable, str(tmp_path / "spy.py")], cwd=tmp_path / "p", env=env,
+    said = subprocess.run([sys.executable, str(tmp_path / "spy.py"), script], cwd=tmp_path / "p", env=env,
                           capture_output=True, text=True, timeout=300)
     assert said.stdout.strip().splitlines()[-1] == (
         f"cuda starts: PYTORCH_ALLOC_CONF=expandable_segments:True bound={[1] if launched else []}"), said.stderr
