@@ -630,7 +630,7 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     assert '"decode_compile_mode": sampler.compile_mode if sampler is not None else None' in train_py
 
 
-# train.py under a CUDA GPU that is not there: torch says a GPU is available, and the moment CUDA would start (torch's
+# A project's script under a CUDA GPU that is not there: torch says a GPU is available, and the moment CUDA would start (torch's
 # lazy init, where the allocator reads PYTORCH_ALLOC_CONF once and a context opens on the current device) the script
 # prints what it had set by then and ends
 CUDA_START_SPY = """
@@ -653,12 +653,12 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 @pytest.mark.parametrize("script, launched", [("train.py", False), ("train.py", True), ("sft.py", False)],
                          ids=["one process", "second process of a launch", "sft.py"])
-def test_train_py_sets_the_allocator_and_binds_its_gpu_before_anything_starts_cuda(cli, tmp_path, script, launched):
+def test_the_scripts_set_the_allocator_and_bind_the_gpu_before_anything_starts_cuda(cli, tmp_path, script, launched):
     """Expandable segments (less fragmentation: the 24 GiB card's peak reserved memory) take effect only if
     PYTORCH_ALLOC_CONF is set before CUDA starts, and a launched process must bind its own GPU before then (else a
-    context on GPU 0). The fast path's choices, made before the model loads, ask about the card: on an H200 (an
-    H100 on 2026-12-07) the question of max-autotune started CUDA first, and the runs went without expandable
-    segments (peak reserved 23.3 GiB for 19.3 allocated). sft.py, a warm start on the same GPU, sets it too."""
+    context on GPU 0). train.py's fast-path choices, made before the model loads, ask about the card: the question
+    of max-autotune started CUDA first, and the runs went without expandable segments (an H100, 2026-12-07: peak
+    reserved 23.3 GiB for 19.3 allocated). sft.py, a warm start on the same GPU, sets it too."""
     cli("new", "p", "--preset", "tiny", "-o", str(tmp_path))
     fake = tmp_path / "bin" / "nvidia-smi"  # an H200 as nvidia-smi names it, so that the fast path is chosen
     fake.parent.mkdir()
