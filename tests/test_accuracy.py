@@ -377,6 +377,14 @@ FORMS_ZH = [
     ("答案是1-2个", "1", 0.0),
     ("答案是3~5天", "3", 0.0),
     ("答案是3至5天", "3", 0.0),
+    # a gold that is a range is one as a whole: the answer must state it (math-verify read such a gold as its first
+    # number, so 答案是3天 matched 3~5天)
+    ("答案是3~5天", "3~5天", 1.0),
+    ("大约需要3~5天。", "3~5天", 1.0),
+    ("答案是1-2个", "1-2个", 1.0),
+    ("答案是3天", "3~5天", 0.0),
+    ("不是3~5天", "3~5天", 0.0),
+    ("答案是13~5天", "3~5天", 0.0),
     ("所以需要6辆车，每辆坐1-2人", "6", 1.0),  # the number before it is the last one stated, as before 3的倍数
     ("答案是5-3个", "2", 0.0),  # falling, it is a subtraction not worked out
     ("共有12个，吃了5个，还剩12-5=7个", "7", 1.0),  # before = it is a calculation

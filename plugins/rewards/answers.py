@@ -156,6 +156,8 @@ def parse_gold(gold) -> Gold | None:
     when = clock.read_gold(text)
     if when is not None:
         return Gold(text, None, when=when)
+    if cjk.is_range(text):  # "3~5天": no one number stands for it (math-verify reads its first)
+        return Gold(text, None)
     in_words = _number_in_words(text)
     if in_words is not None:
         if "\\" in in_words:  # 正负3 -> \pm 3: LaTeX, which the expression reader takes for 3
@@ -265,7 +267,7 @@ def _text_matches(answer: str, gold_text: str) -> bool:
     if not last.endswith(wanted):
         return False
     before = last[: -len(wanted)]
-    if cjk.has_cjk(wanted[:1]):
+    if cjk.has_cjk(wanted[:1]) or cjk.has_cjk(before[-1:]):  # no spaces between Chinese words: "需要3~5天" ends with 3~5天
         return not _NEGATION_CJK.search(before)
     if len(last) == len(wanted) or not last[-len(wanted) - 1].isalnum():
         return not _NEGATION.search(before)

@@ -415,6 +415,14 @@ def anchored_text(text: str) -> str | None:
     return max(found)[1].strip() if found else None
 
 
+def is_range(gold: str) -> bool:
+    """Whether a gold answer is a range of numbers ("3~5天", "1-2个", "3至5天"; rising, with its unit if any): no
+    number stands for it, so it is compared as text (an answer must state the range; "答案是3天" does not)."""
+    match = _RANGE.match(gold.strip().rstrip("。."))
+    return (match is not None and float(match.group(1)) < float(match.group(2))
+            and not re.search(r"\d", gold.strip().rstrip("。.")[match.end():]))
+
+
 def gold_number(gold: str) -> str | None:
     """A gold answer written with Chinese numerals, an order of magnitude, a fraction in words or a sign in words
     ("二十", "3万", "四分之三", "百分之二十五", "负3", "正负3" -> "\\pm 3") as digits; None for anything else."""
