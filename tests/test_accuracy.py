@@ -385,6 +385,8 @@ FORMS_ZH = [
     ("答案是3天", "3~5天", 0.0),
     ("不是3~5天", "3~5天", 0.0),
     ("答案是13~5天", "3~5天", 0.0),
+    ("法国的首都是Paris。", "Paris", 1.0),  # a text gold after a Chinese character: no space is needed before it
+    ("法国的首都不是Paris。", "Paris", 0.0),
     ("所以需要6辆车，每辆坐1-2人", "6", 1.0),  # the number before it is the last one stated, as before 3的倍数
     ("答案是5-3个", "2", 0.0),  # falling, it is a subtraction not worked out
     ("共有12个，吃了5个，还剩12-5=7个", "7", 1.0),  # before = it is a calculation
