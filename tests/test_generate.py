@@ -589,11 +589,11 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     assert "too few to repay max-autotune's longer first compile" in chosen[100].describe()
     assert "decode step: torch.compile max-autotune: 500 generations, " in chosen[2000].describe()
     assert "max_steps not set" in chosen[None].describe()  # a run by epochs: its length is not known here
-    monkeypatch.setattr(decoding, "_tunes_matmuls", lambda: False)  # a GPU with few SMs (an L4): nothing to tune
+    monkeypatch.setattr(decoding, "_tunes_matmuls", lambda card: False)  # a GPU with few SMs (an L4): nothing to tune
     config = projects.load(tmp_path / "modes", {"grpo.max_steps": 2000}, rewards=False)
     small = decoding.choose(config, "trl", cuda=True)
     assert small.compile_mode == "reduce-overhead" and "too few streaming multiprocessors" in small.describe()
-    monkeypatch.setattr(decoding, "_tunes_matmuls", lambda: True)
+    monkeypatch.setattr(decoding, "_tunes_matmuls", lambda card: True)
     # plan's time on the card nvidia-smi names: 250 steps are too few on an H200, enough on an A100 (less bandwidth,
     # slower generations), and train.py decides as `plan --gpu` says
     from grpo_skill import gpus
@@ -630,9 +630,9 @@ def test_the_fast_path_compiles_its_decode_step_with_max_autotune_where_the_run_
     assert '"decode_compile_mode": sampler.compile_mode if sampler is not None else None' in train_py
 
 
-# A project's script under a CUDA GPU that is not there: torch says a GPU is available, and the moment CUDA would start (torch's
-# lazy init, where the allocator reads PYTORCH_ALLOC_CONF once and a context opens on the current device) the script
-# prints what it had set by then and ends
+# A project's script under a CUDA GPU that is not there: torch says a GPU is available, and the moment CUDA would
+# start (torch's lazy init, where the allocator reads PYTORCH_ALLOC_CONF once and a context opens on the current
+# device) the script prints what it had set by then and ends
 CUDA_START_SPY = """
 import os, runpy, sys
 import torch

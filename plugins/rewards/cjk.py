@@ -224,11 +224,16 @@ _RANGE = re.compile(r"(?<![\d.+\-−×÷*/=^])(\d+(?:\.\d+)?)\s*"
                     r"(?:[~～〜至到]|[-–—](?=\s*\d+(?:\.\d+)?\s*(?!等于|[是为])[\u4e00-\u9fff%]))\s*(\d+(?:\.\d+)?)(?![\d.])")
 
 
+def _rising(match: re.Match) -> bool:
+    """A _RANGE match whose second number is the larger: a range (a falling 5-3 is a subtraction)."""
+    return float(match.group(1)) < float(match.group(2))
+
+
 def _unnamed(text: str) -> str:
     """``text`` with the numbers a property names hidden (3的倍数 -> 某的倍数), and its ranges (1-2个 -> 某个): no run
     reads them."""
     def range_hidden(match: re.Match) -> str:
-        return "某" if float(match.group(1)) < float(match.group(2)) else match.group(0)
+        return "某" if _rising(match) else match.group(0)
 
     return _RANGE.sub(range_hidden, _NAMED.sub("某", text))
 
@@ -418,9 +423,9 @@ def anchored_text(text: str) -> str | None:
 def is_range(gold: str) -> bool:
     """Whether a gold answer is a range of numbers ("3~5天", "1-2个", "3至5天"; rising, with its unit if any): no
     number stands for it, so it is compared as text (an answer must state the range; "答案是3天" does not)."""
-    match = _RANGE.match(gold.strip().rstrip("。."))
-    return (match is not None and float(match.group(1)) < float(match.group(2))
-            and not re.search(r"\d", gold.strip().rstrip("。.")[match.end():]))
+    gold = gold.strip().rstrip("。.")
+    match = _RANGE.match(gold)
+    return match is not None and _rising(match) and not re.search(r"\d", gold[match.end():])
 
 
 def gold_number(gold: str) -> str | None:

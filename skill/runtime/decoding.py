@@ -114,22 +114,20 @@ def _this_gpu_major() -> int | None:
     variable says) or among all; None where nvidia-smi or the mapping cannot say (MIG devices, an old driver)."""
     import os
 
-    from .gpus import nvidia_smi
-
     try:
-        gpus = [(index, uuid, int(cap.split(".")[0]))
-                for index, uuid, cap in nvidia_smi("index", "uuid", "compute_cap")]
+        listed = [(index, uuid, int(cap.split(".")[0]))
+                for index, uuid, cap in gpus.nvidia_smi("index", "uuid", "compute_cap")]
     except ValueError:  # a field it cannot answer ("[N/A]")
         return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
-        gpus = [next((gpu for gpu in gpus if entry in (gpu[0], gpu[1]) or (entry.startswith("GPU-")
-                                                                            and gpu[1].startswith(entry))), None)
-                for entry in wanted]
-        if None in gpus:
+        listed = [next((gpu for gpu in listed if entry in (gpu[0], gpu[1])
+                        or (entry.startswith("GPU-") and gpu[1].startswith(entry))), None)
+                  for entry in wanted]
+        if None in listed:
             return None
-    return gpus[distributed.local_rank() % len(gpus)][2] if gpus else None
+    return listed[distributed.local_rank() % len(listed)][2] if listed else None
 
 
 def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,
@@ -144,7 +142,7 @@ def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4
         settings = planned.taken(fast, load_in_4bit, micro_batches)
     except plan.PlanError:
         return "reduce-overhead", _("no model shape known to plan the run's generations")
-    return plan.decode_compile_mode(settings, planned.calibration, tunes_matmuls=_tunes_matmuls())
+    return plan.decode_compile_mode(settings, planned.calibration, tunes_matmuls=_tunes_matmuls(planned.card))
 
 
 def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,
@@ -172,11 +170,9 @@ def _compiled_layers(config, backend: str, fast: bool, cuda: bool, planned: "_Pl
     return settings.compiled_layers, why
 
 
-def _tunes_matmuls() -> bool:
+def _tunes_matmuls(card: "gpus.Card | None") -> bool:
     """Whether inductor's max-autotune tunes matmuls on this GPU: it skips them on GPUs with few SMs (an L4's 58).
-    A card the table knows is answered from nvidia-smi's name, without starting CUDA; another asks torch."""
-    name = gpus.detected_name()
-    card = gpus.find(name) if name else None
+    A card the table knows (``card``, from nvidia-smi's name) answers without starting CUDA; another asks torch."""
     if card is not None:
         return card.tunes_matmuls
     import torch
@@ -234,14 +230,17 @@ class _Planned:
         return planning.gpu_memory_gib()
 
     @functools.cached_property
+    def card(self) -> "gpus.Card | None":
+        """The GPU nvidia-smi names, where the card table knows it."""
+        name = gpus.detected_name()
+        return gpus.find(name) if name else None
+
+    @functools.cached_property
     def calibration(self) -> dict | None:
         """plan's constants for the GPU nvidia-smi names, as `grpo-skill plan` scales them (None: the H200's)."""
-        from . import gpus
         from .estimate import CALIBRATION
 
-        name = gpus.detected_name()
-        card = gpus.find(name) if name else None
-        return gpus.scaled_calibration(card, CALIBRATION) if card else None
+        return gpus.scaled_calibration(self.card, CALIBRATION) if self.card else None
 
     def taken(self, fast: bool, load_in_4bit: bool, micro_batches: dict):
         """The settings as this run takes them: its generation path, weights and micro-batches."""
