@@ -187,6 +187,16 @@ FORMS_ZH = [
     ("答案是一样的，都是20", "20", 1.0),  # nor in 一样: the anchor states no number, the last number is 20
     ("答案是一样的，都是20", "1", 0.0),
     ("答案是五个", "5", 1.0),
+    # ... before a measure word they are a count, whatever the word (三箱, 两盒, 三小时), not the number before them
+    ("每箱有8瓶，答案是三箱", "3", 1.0),
+    ("每箱有8瓶，答案是三箱", "8", 0.0),
+    ("一共有两盒", "2", 1.0),
+    ("答案是五瓶", "5", 1.0),
+    ("答案是两双", "2", 1.0),
+    ("答案是三小时", "3", 1.0),
+    # ... but not in a word that 一 and a measure word make (一本正经, 一块儿 "together"), as in 一起
+    ("答案是一本正经的胡说", "1", 0.0),
+    ("结果是一块儿去的有5人", "5", 1.0),
     ("答案是20", "二十", 1.0),  # a gold in Chinese numerals
     ("一共3万人", "3万", 1.0),
     ("答案：巴黎", "巴黎", 1.0),  # text answers

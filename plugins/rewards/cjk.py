@@ -40,8 +40,10 @@ with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分�
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
 -> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a
-total are not read: 一 is also a word (一下, 一起). The anchor's connector may be doubled (答案是：42) and Markdown emphasis may
-wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\), \\[...\\]) is read whole, by math-verify.
+total are not read: 一 is also a word (一下, 一起); within one they are read at its end or before a measure word (三箱,
+两盒, 三小时), not in a word that 一 and a measure word make (一本正经, 一块儿). The anchor's connector may be doubled
+(答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
+\\[...\\]) is read whole, by math-verify.
 
 A number that a property names is no answer, after an anchor as anywhere else (3的倍数, 12的因数, 大于5, 60分以上,
 100以内, the 一 of 一个偶数, a strict bound: 少于5, 不足5; a bound that may be met does state one: 至少 / 最多 / 不少于 /
@@ -129,10 +131,11 @@ _RESULT = re.compile(f"=|{_IS_BETWEEN_NUMERALS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
 _MULTIPLIED = re.compile(r"(-?\d+(?:\.\d+)?)\s*([万亿千百])(?!米|克|瓦|卡|焦|帕|赫|伏|分之)")
 _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
-# Chinese numerals count as a number only at the end of the answer or before a measure word: 一样, 一起 are words
-_NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(负?[零〇一二两三四五六七八九十百千万亿点]+)"
+# Chinese numerals count as a number only at the end of the answer or before a measure word: 一样, 一起 are words,
+# and so are the few where 一 and a measure word make one (一本正经, 一块儿 "together", 一头雾水, 一条心, 一次性)
+_NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(?!一(?:本正经|块儿|头雾水|条心|次性))(负?[零〇一二两三四五六七八九十百千万亿点]+)"
                        r"(?=$|[^\u3400-\u4dbf\u4e00-\u9fff]|[个只张本元块人次天年月日岁米克斤份件条道辆头匹位名架台棵朵支根颗层页"
-                       r"分秒倍度种])")
+                       r"分秒倍度种箱盒瓶袋包杯双组套束串桶罐碗筐篮枚粒吨升亩周]|小时|公[里斤顷])")
 # full-width digits and maths signs; the full-width comma stays: it ends a clause, it separates no thousands
 _FULL_WIDTH_PUNCTUATION = str.maketrans({**{chr(0xFF10 + digit): str(digit) for digit in range(10)},
                                          "：": ":", "（": "(", "）": ")", "＝": "=", "－": "-", "＋": "+", "／": "/",
