@@ -6,8 +6,8 @@ is found first, in this order, the last of its kind winning:
 
 1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
    the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
-2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), a part of the
-   total (总数的一半是 / 总数的三分之一为 ...: "一共有3箱，总数的一半是12" -> "12"), or, after the last total, a clause
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), a part or a
+   multiple of the total (总数的一半是 / 总数的三分之一为 / 总数的2倍是 ...: "一共有3箱，总数的一半是12" -> "12"), or, after the last total, a clause
    that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
    what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的", nor after a total
    of what there was at first, 原来一共有12个); none in an aside in brackets or in a check (验证：...);
@@ -107,8 +107,10 @@ _DESCRIBES = re.compile(rf"\d[\u4e00-\u9fff]?[是为](?!{_NUMBER_AFTER})")
 # ("一共有24个学生，每组4人，可以分6组" -> 6; "共有12个，吃了5个，还剩7个" -> 7; "共有8个苹果，每个3元" -> 8); the
 # remaining ones described are no conclusion ("剩下的3个是红的")
 _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
-# a part of the total stated later is a later total (a given 一共有3箱 before it: "一共有3箱，总数的一半是12" -> 12)
-_PART = r"(?:的(?:一半|[\d零〇一二两三四五六七八九十百]+分之[\d零〇一二两三四五六七八九十百]+|\d+(?:\.\d+)?[%％]))"
+# a part or a multiple of the total stated later is a later total (a given 一共有3箱 before it: "一共有3箱，总数的一半是12"
+# -> 12, "一共有3箱，总数的2倍是48" -> 48)
+_PART = (r"(?:的(?:一半|[\d零〇一二两三四五六七八九十百]+分之[\d零〇一二两三四五六七八九十百]+|\d+(?:\.\d+)?[%％]"
+         r"|(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百]+)倍))")
 _TOTAL = re.compile(rf"(?:一共|总共|共计|合计|总计|总数{_PART}?[是为]|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
 _LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
 _THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|(?P<left>{_LEFT}))"
