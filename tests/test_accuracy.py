@@ -171,6 +171,13 @@ FORMS_ZH = [
     ("所以是10，也就是3+7", "10", 1.0),
     ("有5个吗？不，应为6个。所以是10，即5的2倍", "10", 1.0),
     ("答案是2乘5，即10", "10", 1.0),  # 乘 / 加 / 减 / 除以 between numbers: a sum not worked out
+    # ... and with no restatement it states no single number, whatever number came before it: not its first operand,
+    # nor its value (2*5, which math-verify works out, scores 10 nothing, as 2+3 scores 5 nothing)
+    ("答案是2乘5", "2", 0.0),
+    ("答案是2×5", "2", 0.0),
+    ("答案是2*5", "10", 0.0),
+    ("答案是5的2倍", "5", 0.0),
+    ("一共有3箱，答案是3乘8", "3", 0.0),
     ("答案是5的2倍，即使多算1个也不对", "1", 0.0),
     ("有5个吗？不，应为6个。即使又买了3个，也只有9个。", "9", 1.0),
     ("答案是12，即使再加1个也不够", "12", 1.0),

@@ -33,6 +33,8 @@ Within the answer, what follows its last = (or 是 / 为 between numbers) is kep
 ("1.2公顷=12000平方米" -> "12000平方米", "3箱为24个" -> "24个", "三箱为二十四个" -> "二十四个": a calculation ends in its
 result; an answer through an operand or a sum not worked out gives way to the clause that restates it, whatever
 stated it (an anchor, a total, a conclusion, a correction): "答案是5的2倍，即10" -> "10", "结果是3+4，也就是7" -> "7";
+with no restatement it states no single number, neither its first operand nor its value ("答案是2乘5" -> "", 2×5, 2*5
+and 5的2倍 likewise; 3+4 is left to math-verify, which reads it whole, and answers.py, which scores it nothing);
 即使 and 立即 restate nothing; a restatement that is itself an expression says how the number before it came about,
 and states no later one: "所以是10，即5的2倍" -> "10", 即2乘5 and 即3+7 likewise), and of that the first run holding a
 number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is multiplied (3万 -> 30000, 1.5亿 -> 150000000), one
@@ -260,9 +262,12 @@ def _read(segment: str) -> str | None:
         return delimited.group(0)
     # a calculation stated as the answer ends in its result: 1.2公顷=12000平方米, 12+8=20, 3箱为24个 (an aside in
     # brackets aside; LaTeX's \( \) are no brackets)
-    result = _RESULT.split(re.sub(r"(?<!\\)\([^)]*\)", "", segment))[-1].strip()
+    without_asides = re.sub(r"(?<!\\)\([^)]*\)", "", segment)
+    result = _RESULT.split(without_asides)[-1].strip()
     if result != segment and (_HAS_MATHS.search(result) or chinese_numeral(result) is not None):
-        segment = result
+        segment = without_asides = result
+    if _UNWORKED_ANSWER.search(without_asides):  # 2乘5 states neither 2 nor 5 (nor 10)
+        return ""
     numeral = chinese_numeral(segment)
     if numeral is not None and not re.match(r"^\s*(?:约|大约|大概)?\s*-?\d", segment):
         return numeral
@@ -348,7 +353,12 @@ def _outranking(text: str, end: int) -> str | None:
 
 # an answer that names its value through an operand ("5的2倍", "20的一半") or a sum not worked out ("3+4", "2乘5") gives
 # way to the clause that restates it ("答案是5的2倍，即10"; "结果是3+4，也就是7"), whatever stated it
-_UNWORKED = re.compile(r"\d\s*(?:的|[+\-−×÷*·＋－]\s*\d|\\(?:times|div|cdot)|(?:乘以?|除以|加上?|减去?)\s*\d)")
+_OPERATION = r"的|[×÷*·]\s*\d|\\(?:times|div|cdot)|(?:乘以?|除以|加上?|减去?)\s*\d"
+_UNWORKED = re.compile(rf"\d\s*(?:{_OPERATION}|[+\-−＋－]\s*\d)")
+# ... and stated as the whole answer, one states no single number: not its first operand (答案是2乘5 read 2, 5的2倍 5),
+# nor its value, as a sum left unworked scores nothing (answers._sum_still_to_do); + and - are left to math-verify and
+# that rule, which read them whole (and 2023-10-01 is a date)
+_UNWORKED_ANSWER = re.compile(rf"\d\s*(?:{_OPERATION})")
 _RESTATED = re.compile(rf"[，,][\s*_]*{_RESTATES}说?[\s*_:：]*(?:是|为|等于)?([^{_CLAUSE_END}]*)")
 
 
