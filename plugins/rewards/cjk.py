@@ -127,9 +127,9 @@ _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r
 _HAS_MATHS = re.compile(r"[\d\\]")
 # a pause before a number is no part of it ("答案是……42")
 _LEADING_ELLIPSIS = re.compile(r"^(?:…+|⋯+|\.{3,})[\s*_]*")
-# where a calculation gives its result: = or 是 / 为 between numbers, in digits or in the Chinese numerals an answer
-# reads ("三箱为二十四个" -> 二十四个, as "3箱为24个" -> 24个; "三箱为24个" too)
-_IS_BETWEEN_NUMERALS = (rf"(?<=[\d零〇一二两三四五六七八九十百千万亿])[\u4e00-\u9fff]?{_IS}"
+# where a calculation gives its result: = or 是 / 为 / 等于 between numbers, in digits or in the Chinese numerals an
+# answer reads ("三箱为二十四个" -> 二十四个, as "3箱为24个" -> 24个; "三箱为24个" too; "3乘8等于24" -> 24)
+_IS_BETWEEN_NUMERALS = (rf"(?<=[\d零〇一二两三四五六七八九十百千万亿])[\u4e00-\u9fff]?(?:{_IS}|等于)"
                         r"(?=[\s*_]*(?:[-+\d]|负|[零〇一二两三四五六七八九十]))")
 _RESULT = re.compile(f"=|{_IS_BETWEEN_NUMERALS}")
 _DELIMITED_LATEX = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]")
