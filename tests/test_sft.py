@@ -91,6 +91,7 @@ def test_sft_writes_an_adapter_and_says_how_to_use_it(warmed):
     assert "next: grpo-skill set 'model.adapter=\"outputs/sft/adapter\"' (it sets adapter under [model]" in sft.stderr
     bars = [line.lstrip() for line in sft.stderr.splitlines()]
     assert any(bar.startswith("SFT") for bar in bars) and not any(bar.startswith("GRPO") for bar in bars)  # its own bar
+    assert "pin_memory" not in sft.stderr  # no pinned memory without an accelerator, so no warning about it
 
 
 def test_train_continues_from_the_sft_adapter(warmed):

@@ -22,6 +22,12 @@ def bf16_supported() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
+def trainer_defaults(cuda: bool) -> dict:
+    """Trainer fields whose library default does not suit this machine (a project's own values win): without an
+    accelerator, pinned memory does nothing and torch warns about it at every pass over the data."""
+    return {} if cuda else {"dataloader_pin_memory": False}
+
+
 def attention_without_cudnn() -> None:
     """PyTorch's attention (SDPA) without its cuDNN kernels, on a CUDA GPU: cuDNN builds a graph for each new
     sequence length, and GRPO's batches change length with every generation. On an H200 (2026-12-05, the standard
