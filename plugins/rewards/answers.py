@@ -223,11 +223,13 @@ def _text_candidates(answer: str) -> list[str]:
 
 
 def _sum_still_to_do(answer, gold) -> bool:
-    """A sum of plain numbers left unworked ("2 + 8") for a gold that is a number: math-verify would evaluate it and
-    call it right, so that restating "What is 2 + 8?" scored as answering it (seen training a real chat model)."""
+    """A sum or product of plain numbers left unworked ("2 + 8", "2 \\times 5") for a gold that is a number:
+    math-verify would evaluate it and call it right, so that restating "What is 2 + 8?" scored as answering it (seen
+    training a real chat model). A fraction (3/4: 3 times 4 to the -1) and a power of ten (2 \\times 10^3) are
+    numbers as written, not sums to do."""
     import sympy
 
-    return (isinstance(gold, sympy.Number) and isinstance(answer, sympy.Add)
+    return (isinstance(gold, sympy.Number) and isinstance(answer, (sympy.Add, sympy.Mul))
             and all(isinstance(term, sympy.Number) or (-term).is_Number for term in answer.args))
 
 
