@@ -116,7 +116,7 @@ def _this_gpu_major() -> int | None:
 
     try:
         listed = [(index, uuid, int(cap.split(".")[0]))
-                for index, uuid, cap in gpus.nvidia_smi("index", "uuid", "compute_cap")]
+                  for index, uuid, cap in gpus.nvidia_smi("index", "uuid", "compute_cap")]
     except ValueError:  # a field it cannot answer ("[N/A]")
         return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
