@@ -82,6 +82,10 @@ FORMS = [
     (r"The answer is $2 \times 5$.", "10", 0.0),
     (r"$\boxed{2 \cdot 5}$", "10", 0.0),
     (r"2 \times 5 = 10", "10", 1.0),
+    ("The answer is 2×5.", "2", 0.0),  # × as math-verify does not read it: it took the 2
+    ("The answer is 2×5.", "10", 0.0),
+    ("2×5=10", "10", 1.0),
+    ("The answer is 3×10^2.", "300", 1.0),
     (r"The answer is $2 \times 10^3$.", "2000", 1.0),  # a number as written: not a product to work out
     ("The answer is 3/4.", "0.75", 1.0),
     ("The answer is **1/4**.", r"\frac{1}{4}", 1.0),  # Markdown bold: math-verify alone read 1

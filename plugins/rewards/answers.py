@@ -33,6 +33,8 @@ _MINUS_SIGNS = re.compile(r"[\u2212\ufe63\uff0d]")  # always a minus
 _DASH_BEFORE_NUMBER = re.compile(r"(?<![\w)\]}])[\u2012\u2013\u2014](?=\s?[\d.])")  # "–5", but not "4–5"
 _SCIENTIFIC = re.compile(r"(?<![\w.^{}])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
 _TIMES_TEN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:×|\\times|\\cdot|\*)\s*10\s*\^\s*\{?([+-]?\d+)\}?")
+# × and ÷ between numbers, which math-verify does not read (it took "2×5" for 2): as LaTeX, which it does
+_TIMES_OR_DIVIDED = re.compile(r"(?<=\d)\s*([×÷])\s*(?=\d)")
 _ESCAPED_DOLLAR = re.compile(r"\\\$")
 # A remark in parentheses: holds a word of 3+ letters and no LaTeX ("(found in 3 steps)", "(pages 4-5)").
 _ASIDE = re.compile(r"\s*\((?=[^()\\]*[A-Za-z]{3})[^()\\]*\)")
@@ -104,6 +106,7 @@ def normalise(text: str) -> str:
     text = _DASH_BEFORE_NUMBER.sub("-", text)
     text = _TIMES_TEN.sub(lambda m: _decimal(m.group(1), m.group(2)), text)
     text = _SCIENTIFIC.sub(lambda m: _decimal(m.group(1), m.group(2)), text)
+    text = _TIMES_OR_DIVIDED.sub(lambda m: r" \times " if m.group(1) == "×" else r" \div ", text)
     text = _ESCAPED_DOLLAR.sub("", text)
     text = _currency(text)
     return _ASIDE.sub("", text)
