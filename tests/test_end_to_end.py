@@ -116,6 +116,14 @@ def test_the_log_is_readable_lines_not_raw_dicts(trained):
     assert "pin_memory" not in result.stderr  # torch's warning at each epoch on a machine without an accelerator
 
 
+def test_the_tiny_run_prints_the_one_health_warning_the_readme_expects(trained):
+    # README.md: tiny fills its 32-token budget by design, so the clipped warning is the one it names, said once
+    project, _, result = trained
+    rows = [json.loads(line) for line in (project / "outputs" / "metrics.jsonl").read_text().splitlines()]
+    assert [record["check"] for row in rows for record in row.get("health", [])] == ["clipped"]
+    assert result.stderr.count("completions/clipped_ratio has stayed above 0.5") == 1
+
+
 def test_evaluate_samples_before_and_after(trained):
     project, _, _ = trained
     result = run([sys.executable, "evaluate.py", "--prompts", "3"], cwd=project)
