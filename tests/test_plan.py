@@ -786,3 +786,28 @@ def test_plan_says_what_chose_a_generation_path_it_did_not_choose_itself(cli, tm
                               "--json", cwd=tmp_path).stdout)
     assert (compiled["generation_path"], compiled["generation_why"]) == (
         "trl compiled", "compile_decoding = true: the policy decodes, compiled")
+
+
+FAKE_NVIDIA_SMI = '''import sys
+rows = [{"index": "0", "uuid": "GPU-aaaa-1111", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559"},
+        {"index": "1", "uuid": "GPU-bbbb-2222", "name": "NVIDIA L4", "memory.total": "23034"}]
+fields = next(arg for arg in sys.argv if arg.startswith("--query-gpu=")).split("=", 1)[1].split(",")
+print("\\n".join(", ".join(row[field] for field in fields) for row in rows))
+'''
+
+
+def test_plan_sizes_the_gpu_cuda_visible_devices_picks_on_a_host_of_two_kinds(cli, tmp_path):
+    """nvidia-smi lists every GPU of the host whatever CUDA_VISIBLE_DEVICES says: plan (and train.py's "auto"
+    choices, which ask it) size the card the run will use, not the host's first."""
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\n{FAKE_NVIDIA_SMI}")
+    fake.chmod(0o755)
+    path = f"{fake.parent}{os.pathsep}{os.environ['PATH']}"
+    seen = {}
+    for visible in (None, "1", "GPU-bbbb", "MIG-0d2c"):
+        planned = json.loads(cli("plan", "--preset", "standard", "--json",
+                                 env={"PATH": path, "CUDA_VISIBLE_DEVICES": visible}).stdout)
+        seen[visible] = (planned["gpu"]["name"], round(planned["gpu_memory_gib"], 1))
+    assert seen == {None: ("H100", 79.6), "1": ("L4", 22.5), "GPU-bbbb": ("L4", 22.5),
+                    "MIG-0d2c": ("H100", 79.6)}  # a MIG slice nvidia-smi cannot map: the first GPU, as before

@@ -109,25 +109,13 @@ def _has_tf32() -> bool:
 
 
 def _this_gpu_major() -> int | None:
-    """The compute capability major of the GPU this process will train on, from nvidia-smi ("8.0" -> 8): its
-    local rank's among CUDA_VISIBLE_DEVICES (indices or UUIDs: nvidia-smi lists every GPU of the host, whatever that
-    variable says) or among all; None where nvidia-smi or the mapping cannot say (MIG devices, an old driver)."""
-    import os
-
+    """The compute capability major of the GPU this process will train on, from nvidia-smi ("8.0" -> 8); None where
+    nvidia-smi cannot say which GPU that is, or its capability."""
+    found = gpus.this_process_gpu("compute_cap")
     try:
-        listed = [(index, uuid, int(cap.split(".")[0]))
-                  for index, uuid, cap in gpus.nvidia_smi("index", "uuid", "compute_cap")]
+        return int(found[0].split(".")[0]) if found else None
     except ValueError:  # a field it cannot answer ("[N/A]")
         return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
-        listed = [next((gpu for gpu in listed if entry in (gpu[0], gpu[1])
-                        or (entry.startswith("GPU-") and gpu[1].startswith(entry))), None)
-                  for entry in wanted]
-        if None in listed:
-            return None
-    return listed[distributed.local_rank() % len(listed)][2] if listed else None
 
 
 def _compile_mode(config, fast: bool, cuda: bool, planned: "_Planned", load_in_4bit: bool,
@@ -262,7 +250,7 @@ def _checkpointing(config, backend: str, fast: bool, load_in_4bit: bool, cuda: b
     if value != "auto":
         return value, None, given
     # settled before the plan where it can be: the plan reads the tokenizer, importing transformers before unsloth
-    # plan sizes one GPU from nvidia-smi's first; several processes keep it on
+    # plan sizes one GPU, this process's; several processes keep it on
     settled = plan.checkpointing_without_estimate(backend, cuda, distributed.world_size() if distributed.is_launched()
                                                   else 1)
     if settled:

@@ -9,6 +9,7 @@ scale this way).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from ..core.errors import UserError
 from ..core.i18n import _
+from ..core.launch import local_rank
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,31 @@ def nvidia_smi(*fields: str) -> list[list[str]]:
     return [[value.strip() for value in line.split(",")] for line in done.stdout.splitlines() if line.strip()]
 
 
+def this_process_gpu(*fields: str, or_first: bool = False) -> list[str] | None:
+    """``fields`` of the GPU this process trains on, from nvidia-smi: its local rank's among CUDA_VISIBLE_DEVICES
+    (indices or UUIDs: nvidia-smi lists every GPU of the host, whatever that variable says) or among all. None where
+    there is no GPU or the mapping cannot say (MIG devices, an old driver): then the first GPU's with ``or_first``."""
+    listed = nvidia_smi("index", "uuid", *fields)
+    if not listed:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    chosen = listed
+    if visible is not None:
+        wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
+        chosen = [next((gpu for gpu in listed if entry in (gpu[0], gpu[1])
+                        or (entry.startswith("GPU-") and gpu[1].startswith(entry))), None)
+                  for entry in wanted]
+        if not chosen:  # none visible
+            return None
+        if None in chosen:
+            return listed[0][2:] if or_first else None
+    return chosen[local_rank() % len(chosen)][2:]
+
+
 def detected_name() -> str | None:
-    """The first GPU's name from nvidia-smi, if there is one."""
-    found = nvidia_smi("name")
-    return found[0][0] if found else None
+    """The name of this process's GPU from nvidia-smi (the first GPU's where it cannot say which), if there is one."""
+    found = this_process_gpu("name", or_first=True)
+    return found[0] if found else None
 
 
 def scaled_calibration(card: Card, calibration: dict[str, float]) -> dict[str, float]:

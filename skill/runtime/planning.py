@@ -250,10 +250,11 @@ def from_benchmark_row(row: dict, shape: ModelShape, gpu_gib: float | None = Non
 
 
 def gpu_memory_gib() -> float | None:
-    """The first GPU's memory from nvidia-smi, if there is one (no torch)."""
-    found = gpus.nvidia_smi("memory.total")
+    """The memory of this process's GPU from nvidia-smi (the first GPU's where it cannot say which), if there is one
+    (no torch)."""
+    found = gpus.this_process_gpu("memory.total", or_first=True)
     try:
-        return float(found[0][0]) / 1024 if found else None
+        return float(found[0]) / 1024 if found else None
     except ValueError:
         return None
 
