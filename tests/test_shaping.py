@@ -121,9 +121,14 @@ def test_reasoning_steps_counts_chinese_step_markers():
         "（1）相加\n（2）检查\n（3）作答",
         "最后答案是8。",  # 最后 without its comma is "the last", no step
         "答案是8。",
+        "步骤1：每箱4个\n步骤2：3箱12个\n步骤3：加5得17",
+        "(1) 每箱4个\n(2) 3箱12个\n(3) 加5得17",
+        "① 每箱4个\n② 3箱12个\n③ 加5得17",
+        "先算每箱4个，再算3箱12个，最后加5得17。",
+        "我再说一遍，先生，答案是8。",  # 再 and 先 without a calculation after them: "again", "Mr."
     ]
     assert score("reasoning_steps", completions) == [1.0, 1.0, pytest.approx(2 / 3), 1.0, pytest.approx(2 / 3), 1.0,
-                                                     0.0, 0.0]
+                                                     0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
 
 
 ENGLISH = "Let me add the two numbers first, then check the sum."
@@ -337,3 +342,13 @@ def test_rewards_read_the_run_settings_from_their_context_and_old_plugins_from_t
         assert plugins.get_preset("tiny").grpo["max_completion_length"] == 32
     finally:
         plugins.unregister("settings-plugin")
+
+
+def test_language_reads_tags_as_markup_not_english():
+    # a Qwen3 hybrid with thinking off writes an empty <think></think> first: its five Latin letters made this right
+    # Chinese answer 0.62 for zh, the shorter the answer the lower
+    completions = ["<think>\n\n</think>\n\n小明一共有 17 个苹果。",
+                   "<think>\n好的，先算 3 箱：3×4=12，再加 5 个，得 17。\n</think>\n\n小明一共有 17 个苹果。",
+                   "<answer>一共有17个</answer>"]
+    assert score("language", completions, language="zh") == [1.0, 1.0, 1.0]
+    assert score("language", ["<think>\n\n</think>\n\n" + ENGLISH_ANSWER], language="zh") == [0.0]

@@ -124,10 +124,12 @@ def tag_count_factory(context):
 
 # open-r1's reasoning_steps pattern: "Step 1:", numbered lines, bullets, and ordinal words
 STEP = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
-# and its Chinese: 第一步 / 第2步 (Step 1), lines numbered 1、 一、 1． （1）, and the words that order steps, 首先 / 其次 /
-# 然后 / 接着 / 接下来 (First, Second, Next) and 最后， (Finally,: without its comma 最后 is also "the last")
-CHINESE_STEP = re.compile(r"第[一二三四五六七八九十百\d]+步|^(?:\d+|[一二三四五六七八九十]+)[、．]|^（\d+）|"
-                          r"首先|其次|然后|接着|接下来|最后[，,]", re.MULTILINE)
+# and its Chinese: 第一步 / 第2步 / 步骤1 / 步骤一 (Step 1), lines numbered 1、 一、 1． （1） (1) ①, the words that order
+# steps, 首先 / 其次 / 然后 / 接着 / 接下来 (First, Second, Next) and 最后， (Finally,: without its comma 最后 is also "the
+# last", 最后答案) or before a calculation (最后加), and 先 / 再 before one (先算…再算…: alone they are "before", "again")
+CHINESE_STEP = re.compile(r"第[一二三四五六七八九十百\d]+步|步骤\s*(?:\d+|[一二三四五六七八九十]+)|"
+                          r"^(?:\d+|[一二三四五六七八九十]+)[、．]|^[（(]\d+[）)]|^[\u2460-\u2473]|"
+                          r"首先|其次|然后|接着|接下来|最后(?=[，,]|[算求加减乘除]|计算)|(?<!首)[先再](?=算|求|计算)", re.MULTILINE)
 
 
 def step_count(text: str) -> int:
@@ -205,6 +207,8 @@ _MATHS = re.compile("|".join((
     rf"(?<![{_LATIN}])(?:[A-Za-z]|[A-Z]{{2,4}}|{_FUNCTIONS})(?![{_LATIN}])",  # a variable, points, a function
 )), re.S)
 _GREEK = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]")
+# a tag such as <think> or <answer>: read as English, it made a Chinese answer after an empty <think></think> 0.6
+_TAG = re.compile(r"</?[A-Za-z][\w-]*>")
 
 
 def without_maths(text: str, language: str = "") -> str:
@@ -261,6 +265,7 @@ def language_factory(context):
                 thinking, _end, answer = text.partition(think_end)
             else:  # unfinished thinking, or no thinking at all
                 thinking, answer = (text, "") if opened or THINK_START in text else ("", text)
+            thinking, answer = (_TAG.sub(" ", part) for part in (thinking, answer))  # markup, in no language
             scores.append(share_in_language(*{"all": (thinking, answer), "thinking": (thinking,),
                                               "answer": (answer,)}[part]))
         return scores
