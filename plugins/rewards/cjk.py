@@ -66,8 +66,13 @@ CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ELLIPSIS = "\ufe19"
 _CLAUSE_END = "。！？；，、\n!?;" + _ELLIPSIS
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
-_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
-                     rf"([^{_CLAUSE_END}]*)")
+# 答： opens the answer line of a school solution (not 回答 / 解答: no Chinese character before it); a bare 结果 may
+# name a step's result ("3×4的结果是12"): group "step", ranked as a total, which a later conclusion outranks;
+# 是否 asks ("答案是否正确"), it states nothing
+_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|(?:最终|最后|正确)的?结果|(?P<step>结果)|得数"
+                     r"|(?<![\u3400-\u4dbf\u4e00-\u9fff])答(?=[\s*_]*[:：]))[\s*_]*"
+                     r"(?:(?:应该是|应为|应是|就是|约为|约是|大约是|大约为|约等于|是(?!否)|为|等于|[:：=])[\s*_]*)+"
+                     rf"(?P<answer>[^{_CLAUSE_END}]*)")
 # a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), or a bare 是
 # before a number ("不对，是41"; group "bare"), perhaps after the quantity it names ("总数应为41") or a variable
 # ("x应为3", "$x_1$的值应为3"; not 它/这, which name anything: "这应为一道减法题"), then the answer and the mark that ends it
@@ -113,15 +118,27 @@ _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 # -> 12, "一共有3箱，总数的2倍是48" -> 48)
 _PART = (r"(?:的(?:一半|[\d零〇一二两三四五六七八九十百]+分之[\d零〇一二两三四五六七八九十百]+|\d+(?:\.\d+)?[%％]"
          r"|(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百]+)倍))")
-_TOTAL = re.compile(rf"(?:一共|总共|共计|合计|总计|总数{_PART}?[是为]|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
+# 共 in a word is no total: 公共汽车, 共享, 共同 (一共同时 too), 共和国 ...
+_TOTAL = re.compile(rf"(?:(?:一共|总共|(?<!公)共)(?!同|享|和|识|鸣|处|产|性|振|存|事|赢|勉)|共计|合计|总计|总数{_PART}?[是为])"
+                    rf"(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
 _LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
-_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|(?P<left>{_LEFT}))"
-                        rf"([^{_CLAUSE_END}]*)")
+# a clause that concludes, perhaps after a short subject ("他需要8天", "3箱就是24个"; not a rate: "每天需要读30页"):
+# 所以 / 因此 / 可以 / 能 / 最后 / 平均 / 需要 / 就是 / 得到 ..., or what is left or is there now (还剩 / 剩下 /
+# 还有 / 现在有: group "left"), or a calculation's result (12-5=7: group "calc"); the answer follows the word
+_CONCLUSION = re.compile(
+    rf"(?:^|(?<=[{_CLAUSE_END}]))[\s*_]*(?:(?P<calc>[^{_CLAUSE_END}]*[=＝][\s*_]*(?:[-\d]|负)[^{_CLAUSE_END}]*)"
+    rf"|(?:[^{_CLAUSE_END}]{{0,6}}?平均|(?!每)[^{_CLAUSE_END}]{{0,6}}?"
+    rf"(?:所以|因此|因而|于是|从而|那么|故(?!事)|可以|可得|可知|能|最后(?!一)|最终|需要?|就是|得到|(?P<left>{_LEFT}|还有|现在还?有?)))"
+    rf"(?P<answer>[^{_CLAUSE_END}]*))")
+# a number described with words is no conclusion ("还有3个是红的")
+_DESCRIBED = re.compile(r"\d\s*[\u4e00-\u9fff]?\s*[是为](?![\s*_]*(?:[-+\d]|负))")
 # what is left concludes nothing where the total is what there was at first ("原来一共有12个，吃了5个，还剩7个": 12)
 _AT_FIRST = re.compile(r"原来|原有|本来|起初|最初|开始时")
 # a conclusion in an aside or in a check of the answer states none ("（吃了5个，还剩7个）", "验证：吃了5个，还剩7个")
 _ASIDE = re.compile(r"[（(][^）)]*$")
 _CHECKING = re.compile(r"(?:验证|验算|检验|检查|核对)[^。！？!?\n]*$")
+# an aside: in full-width brackets, or in ASCII ones holding Chinese text (not LaTeX's \( \))
+_CJK_ASIDE = re.compile(r"（[^（）]*）|(?<!\\)\([^()]*[\u4e00-\u9fff][^()]*(?<!\\)\)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
@@ -295,7 +312,7 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     nothing. ``values_only``: a correction that states a property (应为3的倍数) states nothing; a text answer
     (anchored_text) takes it as it is (应为奇数)."""
     # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
-    stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match.group(1).strip()]
+    stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match["answer"].strip()]
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
@@ -384,17 +401,18 @@ def _without_restated_expressions(text: str) -> str:
 
 
 def _totals(text: str) -> list[tuple[int, str]]:
-    """(start, answer) of each total, and of each conclusion after the last one: it outranks the total as a later
-    total would."""
-    totals = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _TOTAL.finditer(text)]
+    """(start, answer) of each total, none in an aside in brackets ("（3箱共12个）"), and of each conclusion after the
+    last one: it outranks the total as a later total would (the total a given: "一共有12个，吃了5个，还有7个" -> 7)."""
+    totals = [(match.start(), match.end(), _restated(text, match.end(), match.group(1)))
+              for match in _TOTAL.finditer(text) if not _ASIDE.search(text[:match.start()])]
     if totals:
-        last = max(totals)[0]
-        at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:last])[-1])
-        totals += [(match.start(), _restated(text, match.end(), match.group(2)))
-                   for match in _THEREFORE.finditer(text, last)
-                   if not (match["left"] and at_first) and not _ASIDE.search(text[last:match.start()])
-                   and not _CHECKING.search(text[last:match.start()])]
-    return totals
+        start, end, _segment = max(totals)
+        at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:start])[-1])
+        totals += [(match.start(), match.end(), match["calc"] or _restated(text, match.end(), match["answer"]))
+                   for match in _CONCLUSION.finditer(text, end)
+                   if not (match["left"] and at_first) and not _ASIDE.search(text[end:match.start()])
+                   and not _CHECKING.search(text[end:match.start()]) and not _DESCRIBED.search(match.group(0))]
+    return [(start, segment) for start, _end, segment in totals]
 
 
 def stated_answer(text: str) -> str | None:
@@ -405,7 +423,7 @@ def stated_answer(text: str) -> str | None:
         return None
     text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
-    anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
+    anchors = [(match.start(), _restated(text, match.end(), match["answer"])) for match in _ANCHOR.finditer(text)]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
@@ -417,7 +435,8 @@ def stated_answer(text: str) -> str | None:
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
             return answer if _EXPLAINED.match(text[end:]) else _outranking(text, end) or answer
-    answer = _last_number(text)
+    # numbers in an aside in brackets explain the answer stated before it ("有17个。（3箱共12个，加上原来的5个）")
+    answer = _last_number(_CJK_ASIDE.sub(" ", text)) or _last_number(text)
     if answer is None and _last_number(text, unnamed=False) is not None:
         return ""  # its only numbers name properties ("答案是3的倍数"): it states no answer
     return answer
@@ -429,7 +448,7 @@ def anchored_text(text: str) -> str | None:
     if not has_cjk(text):
         return None
     text = _ellipses(text)
-    found = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    found = [(match.start(), match["answer"]) for match in _ANCHOR.finditer(text)]
     found += [(start, segment) for start, _end, segment, rank in _corrections(text, values_only=False)
               if rank == _ANCHOR_RANK]
     return max(found)[1].strip() if found else None
