@@ -415,14 +415,41 @@ def _totals(text: str) -> list[tuple[int, str]]:
     return [(start, segment) for start, _end, segment in totals]
 
 
+# a check or an explanation after a stated answer states no new answer: from its heading (验证 / 检验 / 验算 / 检查 /
+# 核对, perhaps after 我们来 / 再 ..., or 解析： / 解释： / 说明：) to a sentence that concludes again (所以 / 答案 / 答：)
+_CHECK = re.compile(rf"(?:^|(?<=[{_CLAUSE_END}：:]))[\s*_#>\-]*(?:我们|让我们|我|再|来|下面|现在|接下来|最后)*"
+                    r"(?:验证|检验|验算|检查|核对|(?:解析|解释|说明)(?=[\s*_]*[:：]))")
+_CHECK_ENDS = re.compile(r"(?<=[。！？!?\n])[\s*_#>\-]*(?:所以|因此|综上|最终|答案|答[\s*_]*[:：])")
+# a number negated is no answer ("有17个，不是12个", "而不是12个", "并非12个"; 是不是 asks)
+_NEGATED = re.compile(rf"(?<!是)(?:不是|并非|而非)[^{_CLAUSE_END}]*")
+
+
+def _checks_hidden(text: str) -> str:
+    """``text`` with each check or explanation after a stated answer blanked out (its length kept)."""
+    hidden, searched = text, 0
+    for match in _CHECK.finditer(text):
+        if match.start() < searched or _stated(text[:match.start()]) in (None, ""):
+            continue
+        ends = _CHECK_ENDS.search(text, match.end())
+        searched = ends.start() if ends else len(text)
+        hidden = hidden[:match.start()] + re.sub(r"[^\n]", " ", hidden[match.start():searched]) + hidden[searched:]
+    return hidden
+
+
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
     Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
     "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
     if not has_cjk(text) or "\\boxed" in text:
         return None
+    return _stated(text)
+
+
+def _stated(text: str) -> str | None:
     text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
+    # what a check states and a negated number are no answer (a correction in a check still is: "验算：...不对，应为41")
+    text = _NEGATED.sub(lambda match: re.sub(r"[\d０-９]", "某", match.group(0)), _checks_hidden(text))
     anchors = [(match.start(), _restated(text, match.end(), match["answer"])) for match in _ANCHOR.finditer(text)]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
