@@ -438,11 +438,23 @@ def _checks_hidden(text: str) -> str:
 
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
-    Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
-    "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
-    if not has_cjk(text) or "\\boxed" in text:
+    Chinese characters (read as before), with a \\boxed{} that holds none (math-verify reads it first) or with no
+    number; "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
+    if not has_cjk(text):
         return None
-    return _stated(text)
+    return _boxed(text) if "\\boxed" in text else _stated(text)
+
+
+_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
+
+
+def _boxed(text: str) -> str | None:
+    """The last \\boxed{} read by the Chinese rules where it holds Chinese (\\boxed{36元}, \\boxed{十七}, \\boxed{负3}:
+    math-verify reads none of them); None for a box without Chinese, which math-verify reads as before."""
+    boxes = _BOXED.findall(text)
+    content = _TEXT_WRAPPER.sub(r"\1", boxes[-1]) if boxes else ""
+    return _read(content) if has_cjk(content) else None
 
 
 def _stated(text: str) -> str | None:
