@@ -312,7 +312,8 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     nothing. ``values_only``: a correction that states a property (应为3的倍数) states nothing; a text answer
     (anchored_text) takes it as it is (应为奇数)."""
     # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
-    stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match["answer"].strip()]
+    stated = [(match.end(), _TOTAL_RANK if match["step"] else _ANCHOR_RANK) for match in _ANCHOR.finditer(text)
+              if match["answer"].strip()]
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
@@ -405,6 +406,9 @@ def _totals(text: str) -> list[tuple[int, str]]:
     last one: it outranks the total as a later total would (the total a given: "一共有12个，吃了5个，还有7个" -> 7)."""
     totals = [(match.start(), match.end(), _restated(text, match.end(), match.group(1)))
               for match in _TOTAL.finditer(text) if not _ASIDE.search(text[:match.start()])]
+    # a bare 结果 may be a step's ("3×4的结果是12"): a later conclusion outranks it, as it does a total
+    totals += [(match.start(), match.end(), _restated(text, match.end(), match["answer"]))
+               for match in _ANCHOR.finditer(text) if match["step"] and not _ASIDE.search(text[:match.start()])]
     if totals:
         start, end, _segment = max(totals)
         at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:start])[-1])
@@ -462,7 +466,8 @@ def _stated(text: str) -> str | None:
     corrections = _corrections(text)
     # what a check states and a negated number are no answer (a correction in a check still is: "验算：...不对，应为41")
     text = _NEGATED.sub(lambda match: re.sub(r"[\d０-９]", "某", match.group(0)), _checks_hidden(text))
-    anchors = [(match.start(), _restated(text, match.end(), match["answer"])) for match in _ANCHOR.finditer(text)]
+    anchors = [(match.start(), _restated(text, match.end(), match["answer"])) for match in _ANCHOR.finditer(text)
+               if not match["step"]]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
