@@ -156,7 +156,8 @@ _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
 # and so are the few where 一 and a measure word make one (一本正经, 一块儿 "together", 一头雾水, 一条心, 一次性)
 _NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(?!一(?:本正经|块儿|头雾水|条心|次性))(负?[零〇一二两三四五六七八九十百千万亿点]+)"
                        r"(?=$|[^\u3400-\u4dbf\u4e00-\u9fff]|[个只张本元块人次天年月日岁米克斤份件条道辆头匹位名架台棵朵支根颗层页"
-                       r"分秒倍度种箱盒瓶袋包杯双组套束串桶罐碗筐篮枚粒吨升亩周]|小时|公[里斤顷])")
+                       r"分秒倍度种箱盒瓶袋包杯双组套束串桶罐碗筐篮枚粒吨升亩周题节把间堂座所家扇片首篇封幅户项场局遍趟圈届]"
+                       r"|小时|公[里斤顷]|[厘毫分]米|平方|立方|毫升)")
 # full-width digits and maths signs; the full-width comma stays: it ends a clause, it separates no thousands
 _FULL_WIDTH_PUNCTUATION = str.maketrans({**{chr(0xFF10 + digit): str(digit) for digit in range(10)},
                                          "：": ":", "（": "(", "）": ")", "＝": "=", "－": "-", "＋": "+", "／": "/",
@@ -291,7 +292,12 @@ def _read(segment: str) -> str | None:
     for run in _RUN.findall(segment):
         if _HAS_MATHS.search(run):
             return _number_run(run)
-    return None
+    verb = _VERB.match(segment)  # 要付两千五百元, 需要三天读完: numerals after a short verb
+    return chinese_numeral(segment[verb.end():]) if verb else None
+
+
+# a short verb before Chinese numerals ("要付两千五百元"); not an ordinal (第一名)
+_VERB = re.compile(r"^[\s*_]*(?:(?![零〇一二两三四五六七八九十百千万亿第])[\u4e00-\u9fff]){1,3}?(?=[零〇一二两三四五六七八九十])")
 
 
 def _last_number(text: str, unnamed: bool = True) -> str | None:
@@ -479,6 +485,13 @@ def _stated(text: str) -> str | None:
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
             return answer if _EXPLAINED.match(text[end:]) else _outranking(text, end) or answer
+    # Chinese numerals in a conclusion after the last number ("每天读60页，所以需要三天读完" -> 3)
+    for match in reversed(list(_CONCLUSION.finditer(text))):
+        if re.search(r"\d", text[match.start():]):
+            break
+        numeral = _read(match["answer"]) if match["answer"] else None
+        if numeral:
+            return numeral
     # numbers in an aside in brackets explain the answer stated before it ("有17个。（3箱共12个，加上原来的5个）")
     answer = _last_number(_CJK_ASIDE.sub(" ", text)) or _last_number(text)
     if answer is None and _last_number(text, unnamed=False) is not None:
