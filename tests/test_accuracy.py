@@ -57,6 +57,7 @@ FORMS = [
     ("3 apples", "3", 1.0),
     ("18 dollars", "18", 1.0),
     ("It costs $18.", "18", 1.0),
+    ("It costs \uffe536.", "36", 1.0),  # a full-width yen sign
     (r"It costs \$18.", "18", 1.0),
     (r"\$1,000", "1000", 1.0),
     ("\uff11\uff12", "12", 1.0),  # full-width digits
@@ -554,6 +555,11 @@ FORMS_ZH = [
     ("答案是五节课。", "5", 1.0),
     ("答案是四把椅子。", "4", 1.0),
     ("一共有十二间教室。", "12", 1.0),
+    # a list on the lines after an anchor is its answer, read as a text of its own: its total, else its last number
+    ("最终答案：\n\n- 第一天：12 个\n- 第二天：8 个\n- 总共：20 个", "20", 1.0),
+    ("最终答案：\n\n- 第一天：12 个\n- 第二天：8 个\n- 总共：20 个", "12", 0.0),
+    ("最终答案：\n1. 第一天：12 个\n2. 第二天：8 个", "8", 1.0),
+    ("答案是 ￥36。", "36", 1.0),  # a full-width yen sign, as ¥
 ]
 
 

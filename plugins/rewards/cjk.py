@@ -434,6 +434,23 @@ _CHECK_ENDS = re.compile(r"(?<=[。！？!?\n])[\s*_#>\-]*(?:所以|因此|综�
 _NEGATED = re.compile(rf"(?<!是)(?:不是|并非|而非)[^{_CLAUSE_END}]*")
 
 
+# a list item: "- 总共：20个", "2. 第二天：8个"
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•+]|\d+[.、)）])[ \t]")
+
+
+def _anchored(text: str, match: re.Match) -> str:
+    """An anchor's answer; where a list on the lines after it answers (最终答案：\\n- 第一天：12个\\n- 总共：20个),
+    the list read as a text of its own (20, its total; else its last number, as math-verify reads it in English)."""
+    answer = match["answer"]
+    if "\n" in text[match.start():match.start("answer")] and _LIST_ITEM.match(answer):
+        lines = text[match.start("answer"):].split("\n")
+        items = next((lines[:index] for index, line in enumerate(lines) if not _LIST_ITEM.match(line)), lines)
+        listed = _stated("\n".join(items))
+        if listed is not None:
+            return listed
+    return _restated(text, match.end(), answer)
+
+
 def _checks_hidden(text: str) -> str:
     """``text`` with each check or explanation after a stated answer blanked out (its length kept)."""
     hidden, searched = text, 0
@@ -472,8 +489,7 @@ def _stated(text: str) -> str | None:
     corrections = _corrections(text)
     # what a check states and a negated number are no answer (a correction in a check still is: "验算：...不对，应为41")
     text = _NEGATED.sub(lambda match: re.sub(r"[\d０-９]", "某", match.group(0)), _checks_hidden(text))
-    anchors = [(match.start(), _restated(text, match.end(), match["answer"])) for match in _ANCHOR.finditer(text)
-               if not match["step"]]
+    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text) if not match["step"]]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
