@@ -512,6 +512,7 @@ FORMS_ZH = [
     ("所以小明有 17 个苹果，而不是题目中说的 12 个。", "17", 1.0),
     ("所以小明有 17 个，并非 12 个。", "17", 1.0),
     ("所以小明有 17 个，并非 12 个。", "12", 0.0),
+    ("不是 12 个。", "12", 0.0),  # its only number negated, it states none
     # a \\boxed{} holding Chinese is read by the Chinese rules (math-verify reads none of these); one without Chinese as
     # before, by math-verify
     ("最终答案：\\boxed{36元}", "36", 1.0),

@@ -488,6 +488,7 @@ def _stated(text: str) -> str | None:
     text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
     # what a check states and a negated number are no answer (a correction in a check still is: "验算：...不对，应为41")
+    said = text
     text = _NEGATED.sub(lambda match: re.sub(r"[\d０-９]", "某", match.group(0)), _checks_hidden(text))
     anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text) if not match["step"]]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
@@ -510,8 +511,8 @@ def _stated(text: str) -> str | None:
             return numeral
     # numbers in an aside in brackets explain the answer stated before it ("有17个。（3箱共12个，加上原来的5个）")
     answer = _last_number(_CJK_ASIDE.sub(" ", text)) or _last_number(text)
-    if answer is None and _last_number(text, unnamed=False) is not None:
-        return ""  # its only numbers name properties ("答案是3的倍数"): it states no answer
+    if answer is None and _last_number(said, unnamed=False) is not None:
+        return ""  # its only numbers name properties or are negated ("答案是3的倍数", "不是12个"): it states no answer
     return answer
 
 
