@@ -4,14 +4,33 @@ math-verify reads numbers between Chinese characters badly ("答案：20" and "�
 number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a text with Chinese characters the answer
 is found first, in this order, the last of its kind winning:
 
-1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
-   the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
-2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), a part or a
-   multiple of the total (总数的一半是 / 总数的三分之一为 / 总数的2倍是 ...: "一共有3箱，总数的一半是12" -> "12"), or, after the last total, a clause
-   that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
-   what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的", nor after a total
-   of what there was at first, 原来一共有12个); none in an aside in brackets or in a check (验证：...);
-3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
+1. an anchor: 最终答案 / 正确答案 / 答案 / 最终结果 / 得数, then 是 / 为 / 应为 / 约为 / 大约是 / 等于 / ：/ : / =
+   (not 是否: "答案是否正确" asks), or 答： / 答: (the answer line of a school solution; not 回答 / 解答), and the answer
+   up to the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text); a list on the lines after
+   it is its answer, read as a text of its own ("最终答案：\\n- 第一天：12个\\n- 总共：20个" -> "20": its total, else
+   its last number);
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"; 共 in a word is
+   none: 公共, 共享, 共同), a part or a multiple of the total (总数的一半是 / 总数的三分之一为 / 总数的2倍是 ...:
+   "一共有3箱，总数的一半是12" -> "12"), a bare 结果, which may be a step's ("3×4的结果是12"), or, after the last
+   of these, a clause that concludes, perhaps after a short subject but never a rate (每天需要读30页): 所以 / 因此 /
+   那么 / 可以 / 能 / 最后 / 平均 / 需要 / 就是 / 得到 ... ("一共有24个学生，每组4人，可以分6组" -> "6", "共有240页，
+   他需要8天读完" -> "8", "三个班一共有120人，平均每班有40人" -> "40"), what is left or there now (还剩 / 剩下 / 剩余 /
+   还有 / 现在有: "共有12个苹果，吃了5个，还有7个" -> "7"; not after a total of what there was at first, 原来一共有12个)
+   or a calculation's = result ("一共有3箱，每箱8个，3×8=24（个）" -> "24"); a total that restates a given thus gives
+   way to the answer stated after it, while "一共有8个，其中3个是红的" -> "8" and "一共需要24元，每人8元" -> "24"; no
+   clause concludes where it describes a number with words ("剩下的3个是红的", "还有3个是红的"), and none of these
+   counts in an aside in brackets ("（3箱共12个）") or in a check (验证：...);
+3. else Chinese numerals in a clause that concludes after the last number ("每天读60页，所以需要三天读完" -> "3"), else
+   the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20"), none in an aside in
+   brackets where one outside states a number ("有17个。（3箱共12个，加上5个）" -> "17").
+
+A check or an explanation after a stated answer states no new answer: from its heading (验证 / 检验 / 验算 / 检查 /
+核对, perhaps after 我们来 / 再 ..., or 解析： / 解释： / 说明：) to a sentence that concludes again (所以 / 答案 / 答：),
+its numbers are not read ("所以有17个。验证：17-12=5，正确。" -> "17"); before any answer it is working like any other.
+A number after 不是 / 而不是 / 并非 / 而非 in its clause is no answer ("有17个，不是12个" -> "17"; "不是12个" -> "").
+A \\boxed{} that holds Chinese, which math-verify cannot read, is read as an anchor's answer (the last box, its
+\\text{} unwrapped: \\boxed{36元} -> "36", \\boxed{十七} -> "17", \\boxed{负3} -> "-3"); one without Chinese is left to
+math-verify (\\boxed{17}, \\boxed{\\frac{1}{2}}: stated_answer is None), as in English.
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
 and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening a clause
@@ -41,9 +60,10 @@ number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is mu
 with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
--> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a
-total are not read: 一 is also a word (一下, 一起); within one they are read at its end or before a measure word (三箱,
-两盒, 三小时), not in a word that 一 and a measure word make (一本正经, 一块儿). The anchor's connector may be doubled
+-> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
+anchor, a total or a conclusion are not read: 一 is also a word (一下, 一起); within one they are read at its end or
+before a measure word (三箱, 两盒, 三小时, 十五题, 三十厘米), after a short verb too (一共要付两千五百元; not an ordinal:
+第一名), not in a word that 一 and a measure word make (一本正经, 一块儿). The anchor's connector may be doubled
 (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
 \\[...\\]) is read whole, by math-verify.
 
