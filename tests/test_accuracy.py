@@ -587,6 +587,13 @@ def test_a_gold_in_words(answer, gold, expected):
     assert accuracy(["</think>" + answer], [gold]) == [expected]
 
 
+def test_a_long_working_of_checks_and_conclusions_is_read_to_its_answer():
+    # each check asked whether an answer came before it by reading all the text before it, checks included: 20 rounds
+    # of working, a check and a conclusion took 100 s, each round doubling it; a reward must not stall a run
+    working = "".join(f"先算{n}+1={n + 1}。验证：{n}+1={n + 1}，正确。\n所以是{n + 1}。" for n in range(40))
+    assert accuracy([working + "答案是5。", working], ["5", "40"]) == [1.0, 1.0]
+
+
 def test_the_answer_is_read_after_the_thinking_only():
     completions = [
         "6 x 7 is 42, or is it 41?</think>It is 41.",  # the thinking's 42 does not count

@@ -475,7 +475,8 @@ def _checks_hidden(text: str) -> str:
     """``text`` with each check or explanation after a stated answer blanked out (its length kept)."""
     hidden, searched = text, 0
     for match in _CHECK.finditer(text):
-        if match.start() < searched or _stated(text[:match.start()]) in (None, ""):
+        # a number before it is enough (_stated here would recurse through every earlier check: exponential)
+        if match.start() < searched or _last_number(text[:match.start()]) is None:
             continue
         ends = _CHECK_ENDS.search(text, match.end())
         searched = ends.start() if ends else len(text)
