@@ -57,6 +57,7 @@ FORMS = [
     ("3 apples", "3", 1.0),
     ("18 dollars", "18", 1.0),
     ("It costs $18.", "18", 1.0),
+    ("It costs \uffe536.", "36", 1.0),  # a full-width yen sign
     (r"It costs \$18.", "18", 1.0),
     (r"\$1,000", "1000", 1.0),
     ("\uff11\uff12", "12", 1.0),  # full-width digits
@@ -462,6 +463,104 @@ FORMS_ZH = [
     ("有5个吗？不，应为6个，漏了1因为3个叠在一起。", "6", 1.0),
     ("有5个吗？不，应为6个，原先把6以为9。", "6", 1.0),
     ("共有3箱，所以把3作为1组。", "3", 1.0),
+    # 答： is the answer line of a school solution, an anchor as 答案： is (not 回答 / 解答)
+    ("一共有 12 个苹果，吃了 5 个，12 - 5 = 7（个）。\n\n答：还有 7 个苹果。", "7", 1.0),
+    ("全班一共有 40 名学生，其中男生占 60%，男生有 40 × 60% = 24 人，女生有 40 - 24 = 16 人。\n\n答：女生有 16 人。", "16", 1.0),
+    ("小明总共要读 240 页的书，每天读 30 页，需要 240 ÷ 30 = 8 天。\n\n**答**：需要 8 天读完。", "8", 1.0),
+    ("答：这批货物需要 3 辆大卡车运完。\n\n（每辆车载重 5 吨，货物共 15 吨）", "3", 1.0),
+    ("答：小明还剩 7 个苹果。（原来有 12 个，吃了 5 个）", "7", 1.0),
+    ("答: 需要 8 天。", "8", 1.0),
+    ("我来回答：一共有8个，其中3个是红的。", "8", 1.0),
+    # a total that restates a given gives way to a later clause that concludes: what is left or there now, 需要,
+    # 平均, 就是, 得到, a calculation's result; perhaps after a short subject, but not a rate (每天需要读30页)
+    ("一共有 12 个苹果，吃了 5 个，还有 7 个。", "7", 1.0),
+    ("一共有 12 个苹果，吃了 5 个，还有 7 个。", "12", 0.0),
+    ("他一共有 50 元，买书花了 18 元，买笔花了 12 元，现在还有 20 元。", "20", 1.0),
+    ("这本书共有 240 页，小明每天读 30 页，他需要 8 天读完。", "8", 1.0),
+    ("一共有 3 箱苹果，每箱 8 个，3 × 8 = 24（个）。", "24", 1.0),
+    ("每箱共 8 个，3 箱就是 24 个。", "24", 1.0),
+    ("三个班一共有 120 人，平均每班有 40 人。", "40", 1.0),
+    ("共有 12 个，加上买的 5 个，得到 17 个。", "17", 1.0),
+    ("小明现在有 17 个苹果。\n\n**解析**：3 箱共 12 个，加上原来的 5 个，就是 17 个。", "17", 1.0),
+    ("一共需要240页，每天需要读30页。", "240", 1.0),  # a rate is a given, no conclusion
+    ("一共有8个，还有3个是红的。", "8", 1.0),  # nor is a number described with words
+    ("原来一共有12个，吃了5个，还有7个", "12", 1.0),  # the total is what there was at first, as with 还剩
+    # 共 inside a word is no total: 公共, 共享, 共同
+    ("公共汽车上原来有 20 人，到站后下车 5 人，又上车 8 人，现在车上有 23 人。", "23", 1.0),
+    ("共享单车每小时 2 元，骑了 3 小时，应付 6 元。", "6", 1.0),
+    ("甲乙共同工作 2 天后，剩下的工作由乙单独完成，还需要 3 天。", "3", 1.0),
+    ("他们共同完成了 2 项工作，又做了 3 项，现在完成了 5 项。", "5", 1.0),
+    # a total in an aside in brackets is no total
+    ("所以小明现在有 17 个苹果。\n\n（3 箱共 12 个，加上原来的 5 个）", "17", 1.0),
+    ("所以小明现在有 17 个苹果。\n\n（3 箱共 12 个，加上原来的 5 个）", "12", 0.0),
+    # a check (验证 / 检验 / 验算 / 检查) or an explanation (解析：) after a stated answer states no new answer, up to a
+    # sentence that concludes again; before any answer it is working like any other; 答案是否 asks, it is no anchor
+    ("所以小明现在有 17 个苹果。\n\n**验证**：17 - 12 = 5，正确。", "17", 1.0),
+    ("所以小明现在有 17 个苹果。\n\n**验证**：17 - 12 = 5，正确。", "5", 0.0),
+    ("所以小明现在有 17 个苹果。\n\n检验：17 - 12 = 5，符合题意。", "17", 1.0),
+    ("所以小明现在有 17 个苹果。\n\n我们来验证一下答案是否正确：17 - 5 = 12，正好是 3 箱的数量。", "17", 1.0),
+    ("答案是 17。\n\n验证答案是否正确：17 - 5 = 12，正确。", "17", 1.0),
+    ("答案是 17。\n\n检验：结果为 12 + 5，正确。", "17", 1.0),
+    ("答案是 17。\n\n**解释**：3 箱共 12 个，再加 5 个。", "17", 1.0),
+    ("答案是17。验证：17-5=12，不对。所以答案是18。", "18", 1.0),
+    ("检查一下：3 箱共 12 个，加上 5 个，所以有 17 个。", "17", 1.0),
+    ("答案约为 17 个，验证：17 × 3 = 51。", "17", 1.0),  # 约为 / 大约是 connect as 是 does
+    ("答案大约是 17 个。", "17", 1.0),
+    # a number negated is no answer: 不是 / 而不是 / 并非 N
+    ("所以小明有 17 个，不是 12 个。", "17", 1.0),
+    ("所以小明有 17 个，不是 12 个。", "12", 0.0),
+    ("所以小明有 17 个苹果，而不是题目中说的 12 个。", "17", 1.0),
+    ("所以小明有 17 个，并非 12 个。", "17", 1.0),
+    ("所以小明有 17 个，并非 12 个。", "12", 0.0),
+    ("不是 12 个。", "12", 0.0),  # its only number negated, it states none
+    # a \\boxed{} holding Chinese is read by the Chinese rules (math-verify reads none of these); one without Chinese as
+    # before, by math-verify
+    ("最终答案：\\boxed{36元}", "36", 1.0),
+    ("最终答案：\\boxed{\\text{36元}}", "36", 1.0),
+    ("最终答案：\\boxed{17个苹果}", "17", 1.0),
+    ("最终答案：\\boxed{17 个}", "17", 1.0),
+    ("最终答案：\\boxed{17 个}", "1", 0.0),
+    ("最终答案：\\boxed{十七}", "17", 1.0),
+    ("最终答案：\\boxed{1,200 元}", "1200", 1.0),
+    ("\\boxed{3.5万}", "35000", 1.0),
+    ("\\boxed{负3}", "-3", 1.0),
+    ("\\boxed{负3}", "3", 0.0),
+    ("\\boxed{二分之一}", "1/2", 1.0),
+    ("\\boxed{１７个}", "17", 1.0),
+    ("3 箱共 12 个，加上原来的 5 个，所以答案是 \\boxed{17 个}", "17", 1.0),
+    ("3 箱共 12 个，加上原来的 5 个，所以答案是 \\boxed{17 个}", "12", 0.0),
+    ("先是\\boxed{12个}，再加 5 个，最后是\\boxed{17个}", "17", 1.0),  # the last box, as math-verify takes
+    ("所以答案是\\boxed{17\\text{个}}", "17", 1.0),
+    ("3 箱共 12 个，所以答案是 \\boxed{17}", "17", 1.0),
+    ("3 箱共 12 个，所以答案是 \\boxed{\\frac{1}{2}}", "0.5", 1.0),
+    ("3 箱共 12 个，所以答案是 \\boxed{2 \\cdot 5}", "10", 0.0),
+    # a bare 结果 may be a step's result in the working: a later conclusion outranks it, as it does a total; 最终结果
+    # / 最后的结果 stay anchors
+    ("计算结果是 12，再加上原来的 5 个，得到 17 个。所以小明有 17 个苹果。", "17", 1.0),
+    ("计算结果是 12，再加上原来的 5 个，得到 17 个。所以小明有 17 个苹果。", "12", 0.0),
+    ("第一步：3 × 4 的结果是 12。\n第二步：5 + 12 = 17。\n\n小明现在有 17 个苹果。", "17", 1.0),
+    ("3 箱的结果为 12 个，所以小明现在有 17 个苹果。", "17", 1.0),
+    ("3 箱的结果为 12 个，答：小明现在有 17 个苹果。", "17", 1.0),
+    ("最终结果是 17，所以小明可以分给 3 个朋友。", "17", 1.0),
+    ("最后的结果为 17，因此他还需要 3 个。", "17", 1.0),
+    # Chinese numerals in a conclusion after the last number are the answer, and they may follow a short verb
+    ("所以他需要三天。", "3", 1.0),
+    ("书有 180 页，每天读 60 页，所以需要三天读完。", "3", 1.0),
+    ("书有 180 页，每天读 60 页，所以需要三天读完。", "60", 0.0),
+    ("所以一共要付两千五百元。", "2500", 1.0),
+    ("答案是第一名", "1", 0.0),  # an ordinal is no count
+    ("所以他们一起去了。", "1", 0.0),
+    # ... and before more measure words: 题, 厘米, 节, 把, 间 ...
+    ("答案是十五题。", "15", 1.0),
+    ("答案是三十厘米。", "30", 1.0),
+    ("答案是五节课。", "5", 1.0),
+    ("答案是四把椅子。", "4", 1.0),
+    ("一共有十二间教室。", "12", 1.0),
+    # a list on the lines after an anchor is its answer, read as a text of its own: its total, else its last number
+    ("最终答案：\n\n- 第一天：12 个\n- 第二天：8 个\n- 总共：20 个", "20", 1.0),
+    ("最终答案：\n\n- 第一天：12 个\n- 第二天：8 个\n- 总共：20 个", "12", 0.0),
+    ("最终答案：\n1. 第一天：12 个\n2. 第二天：8 个", "8", 1.0),
+    ("答案是 ￥36。", "36", 1.0),  # a full-width yen sign, as ¥
 ]
 
 
@@ -486,6 +585,13 @@ WORDS = [
 @pytest.mark.parametrize("answer, gold, expected", WORDS, ids=[f"{a!r}~{g!r}" for a, g, _ in WORDS])
 def test_a_gold_in_words(answer, gold, expected):
     assert accuracy(["</think>" + answer], [gold]) == [expected]
+
+
+def test_a_long_working_of_checks_and_conclusions_is_read_to_its_answer():
+    # each check asked whether an answer came before it by reading all the text before it, checks included: 20 rounds
+    # of working, a check and a conclusion took 100 s, each round doubling it; a reward must not stall a run
+    working = "".join(f"先算{n}+1={n + 1}。验证：{n}+1={n + 1}，正确。\n所以是{n + 1}。" for n in range(40))
+    assert accuracy([working + "答案是5。", working], ["5", "40"]) == [1.0, 1.0]
 
 
 def test_the_answer_is_read_after_the_thinking_only():

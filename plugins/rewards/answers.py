@@ -28,7 +28,8 @@ from . import cjk, clock
 TIMEOUT_SECONDS = 5
 
 _FULL_WIDTH = {**{0xFF10 + digit: str(digit) for digit in range(10)},
-               0xFF0E: ".", 0xFF0C: ",", 0xFF05: "%", 0xFF0B: "+", 0xFF08: "(", 0xFF09: ")", 0xFF04: "$"}
+               0xFF0E: ".", 0xFF0C: ",", 0xFF05: "%", 0xFF0B: "+", 0xFF08: "(", 0xFF09: ")", 0xFF04: "$",
+               0xFFE5: "¥"}  # ￥, as ¥
 _MINUS_SIGNS = re.compile(r"[\u2212\ufe63\uff0d]")  # always a minus
 _DASH_BEFORE_NUMBER = re.compile(r"(?<![\w)\]}])[\u2012\u2013\u2014](?=\s?[\d.])")  # "–5", but not "4–5"
 _SCIENTIFIC = re.compile(r"(?<![\w.^{}])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")

@@ -4,14 +4,33 @@ math-verify reads numbers between Chinese characters badly ("答案：20" and "�
 number anywhere in the text ("=20，答案：22" passes for a gold of 20). For a text with Chinese characters the answer
 is found first, in this order, the last of its kind winning:
 
-1. an anchor: 最终答案 / 正确答案 / 答案 / 结果 / 得数, then 是 / 为 / 应为 / 等于 / ：/ : / =, and the answer up to
-   the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text);
-2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"), a part or a
-   multiple of the total (总数的一半是 / 总数的三分之一为 / 总数的2倍是 ...: "一共有3箱，总数的一半是12" -> "12"), or, after the last total, a clause
-   that opens with a conclusion (所以 / 因此 / 那么 / 可以 / 能 ...: "一共有24个学生，每组4人，可以分6组" -> "6") or with
-   what is left (还剩 / 剩下 / 剩余: "共有12个苹果，吃了5个，还剩7个" -> "7"; not "剩下的3个是红的", nor after a total
-   of what there was at first, 原来一共有12个); none in an aside in brackets or in a check (验证：...);
-3. else the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20").
+1. an anchor: 最终答案 / 正确答案 / 答案 / 最终结果 / 得数, then 是 / 为 / 应为 / 约为 / 大约是 / 等于 / ：/ : / =
+   (not 是否: "答案是否正确" asks), or 答： / 答: (the answer line of a school solution; not 回答 / 解答), and the answer
+   up to the end of its clause (。！？；，、, a line end or an ellipsis before Chinese text); a list on the lines after
+   it is its answer, read as a text of its own ("最终答案：\\n- 第一天：12个\\n- 总共：20个" -> "20": its total, else
+   its last number);
+2. a total: 一共 / 总共 / 共计 / 合计 / 总计 / 总数是 / 总数为 / 共 followed by a number ("一共有8个"; 共 in a word is
+   none: 公共, 共享, 共同), a part or a multiple of the total (总数的一半是 / 总数的三分之一为 / 总数的2倍是 ...:
+   "一共有3箱，总数的一半是12" -> "12"), a bare 结果, which may be a step's ("3×4的结果是12"), or, after the last
+   of these, a clause that concludes, perhaps after a short subject but never a rate (每天需要读30页): 所以 / 因此 /
+   那么 / 可以 / 能 / 最后 / 平均 / 需要 / 就是 / 得到 ... ("一共有24个学生，每组4人，可以分6组" -> "6", "共有240页，
+   他需要8天读完" -> "8", "三个班一共有120人，平均每班有40人" -> "40"), what is left or there now (还剩 / 剩下 / 剩余 /
+   还有 / 现在有: "共有12个苹果，吃了5个，还有7个" -> "7"; not after a total of what there was at first, 原来一共有12个)
+   or a calculation's = result ("一共有3箱，每箱8个，3×8=24（个）" -> "24"); a total that restates a given thus gives
+   way to the answer stated after it, while "一共有8个，其中3个是红的" -> "8" and "一共需要24元，每人8元" -> "24"; no
+   clause concludes where it describes a number with words ("剩下的3个是红的", "还有3个是红的"), and none of these
+   counts in an aside in brackets ("（3箱共12个）") or in a check (验证：...);
+3. else Chinese numerals in a clause that concludes after the last number ("每天读60页，所以需要三天读完" -> "3"), else
+   the last run of text without Chinese characters that holds a number or LaTeX ("有20张" -> "20"), none in an aside in
+   brackets where one outside states a number ("有17个。（3箱共12个，加上5个）" -> "17").
+
+A check or an explanation after a stated answer states no new answer: from its heading (验证 / 检验 / 验算 / 检查 /
+核对, perhaps after 我们来 / 再 ..., or 解析： / 解释： / 说明：) to a sentence that concludes again (所以 / 答案 / 答：),
+its numbers are not read ("所以有17个。验证：17-12=5，正确。" -> "17"); before any answer it is working like any other.
+A number after 不是 / 而不是 / 并非 / 而非 in its clause is no answer ("有17个，不是12个" -> "17"; "不是12个" -> "").
+A \\boxed{} that holds Chinese, which math-verify cannot read, is read as an anchor's answer (the last box, its
+\\text{} unwrapped: \\boxed{36元} -> "36", \\boxed{十七} -> "17", \\boxed{负3} -> "-3"); one without Chinese is left to
+math-verify (\\boxed{17}, \\boxed{\\frac{1}{2}}: stated_answer is None), as in English.
 
 A self-correction replaces the last anchor or total before it (working in between does not count), else the last number,
 and takes its kind in this order: 应为 / 应是 / 应该是, or a bare 是 before a number ("不对，是41"; not "不，是因为"), opening a clause
@@ -41,9 +60,10 @@ number ("约20个苹果" -> "20"); a number with 万 or 亿 right after it is mu
 with 千 or 百 too unless a unit starts there (千米, 千克, 千瓦, 百分之 are no multipliers); an answer written in Chinese numerals
 (二十, 两万三千) is read by cn2an; fractions and percentages in words become digits (四分之三 -> 3/4, 百分之二十五 -> 25%, 1又1/2 ->
 3/2), and 负 before a number its minus (负3 -> -3, 负二分之一 -> -1/2; not in a score of games: 胜7场负3场), 正负 or ± its \\pm (正负3
--> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an anchor or a
-total are not read: 一 is also a word (一下, 一起); within one they are read at its end or before a measure word (三箱,
-两盒, 三小时), not in a word that 一 and a measure word make (一本正经, 一块儿). The anchor's connector may be doubled
+-> \\pm 3, which math-verify reads as {-3, 3}, as it does a gold of ±3), in a gold too. Numerals outside an
+anchor, a total or a conclusion are not read: 一 is also a word (一下, 一起); within one they are read at its end or
+before a measure word (三箱, 两盒, 三小时, 十五题, 三十厘米), after a short verb too (一共要付两千五百元; not an ordinal:
+第一名), not in a word that 一 and a measure word make (一本正经, 一块儿). The anchor's connector may be doubled
 (答案是：42) and Markdown emphasis may wrap it (**答案**：42). An answer in LaTeX delimiters ($...$, \\(...\\),
 \\[...\\]) is read whole, by math-verify.
 
@@ -66,8 +86,13 @@ CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ELLIPSIS = "\ufe19"
 _CLAUSE_END = "。！？；，、\n!?;" + _ELLIPSIS
 # the connector may be doubled ("答案是：42", "答案为:42"), and Markdown emphasis may wrap the anchor ("**答案**：42")
-_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|结果|得数)[\s*_]*(?:(?:应该是|应为|应是|就是|是|为|等于|[:：=])[\s*_]*)+"
-                     rf"([^{_CLAUSE_END}]*)")
+# 答： opens the answer line of a school solution (not 回答 / 解答: no Chinese character before it); a bare 结果 may
+# name a step's result ("3×4的结果是12"): group "step", ranked as a total, which a later conclusion outranks;
+# 是否 asks ("答案是否正确"), it states nothing
+_ANCHOR = re.compile(r"(?:最终答案|正确答案|最后答案|答案|(?:最终|最后|正确)的?结果|(?P<step>结果)|得数"
+                     r"|(?<![\u3400-\u4dbf\u4e00-\u9fff])答(?=[\s*_]*[:：]))[\s*_]*"
+                     r"(?:(?:应该是|应为|应是|就是|约为|约是|大约是|大约为|约等于|是(?!否)|为|等于|[:：=])[\s*_]*)+"
+                     rf"(?P<answer>[^{_CLAUSE_END}]*)")
 # a self-correction: 应为 / 应该是 at the start of a clause (an ASCII comma ends one here: "不,应为41"), or a bare 是
 # before a number ("不对，是41"; group "bare"), perhaps after the quantity it names ("总数应为41") or a variable
 # ("x应为3", "$x_1$的值应为3"; not 它/这, which name anything: "这应为一道减法题"), then the answer and the mark that ends it
@@ -113,15 +138,27 @@ _ANCHOR_RANK, _TOTAL_RANK, _NUMBER_RANK = 0, 1, 2
 # -> 12, "一共有3箱，总数的2倍是48" -> 48)
 _PART = (r"(?:的(?:一半|[\d零〇一二两三四五六七八九十百]+分之[\d零〇一二两三四五六七八九十百]+|\d+(?:\.\d+)?[%％]"
          r"|(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百]+)倍))")
-_TOTAL = re.compile(rf"(?:一共|总共|共计|合计|总计|总数{_PART}?[是为]|共)(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
+# 共 in a word is no total: 公共汽车, 共享, 共同 (一共同时 too), 共和国 ...
+_TOTAL = re.compile(rf"(?:(?:一共|总共|(?<!公)共)(?!同|享|和|识|鸣|处|产|性|振|存|事|赢|勉)|共计|合计|总计|总数{_PART}?[是为])"
+                    rf"(?:有|是|为|需要?|用了?|花了?)?\s*([^{_CLAUSE_END}]*)")
 _LEFT = r"(?:还|只)?剩(?:下|余)?(?![下余]?的\s*\d)"
-_THEREFORE = re.compile(rf"(?<=[{_CLAUSE_END}])[\s*_]*(?:所以|因此|因而|于是|从而|那么|故|可以|可得|可知|能|(?P<left>{_LEFT}))"
-                        rf"([^{_CLAUSE_END}]*)")
+# a clause that concludes, perhaps after a short subject ("他需要8天", "3箱就是24个"; not a rate: "每天需要读30页"):
+# 所以 / 因此 / 可以 / 能 / 最后 / 平均 / 需要 / 就是 / 得到 ..., or what is left or is there now (还剩 / 剩下 /
+# 还有 / 现在有: group "left"), or a calculation's result (12-5=7: group "calc"); the answer follows the word
+_CONCLUSION = re.compile(
+    rf"(?:^|(?<=[{_CLAUSE_END}]))[\s*_]*(?:(?P<calc>[^{_CLAUSE_END}]*[=＝][\s*_]*(?:[-\d]|负)[^{_CLAUSE_END}]*)"
+    rf"|(?:[^{_CLAUSE_END}]{{0,6}}?平均|(?!每)[^{_CLAUSE_END}]{{0,6}}?"
+    rf"(?:所以|因此|因而|于是|从而|那么|故(?!事)|可以|可得|可知|能|最后(?!一)|最终|需要?|就是|得到|(?P<left>{_LEFT}|还有|现在还?有?)))"
+    rf"(?P<answer>[^{_CLAUSE_END}]*))")
+# a number described with words is no conclusion ("还有3个是红的")
+_DESCRIBED = re.compile(r"\d\s*[\u4e00-\u9fff]?\s*[是为](?![\s*_]*(?:[-+\d]|负))")
 # what is left concludes nothing where the total is what there was at first ("原来一共有12个，吃了5个，还剩7个": 12)
 _AT_FIRST = re.compile(r"原来|原有|本来|起初|最初|开始时")
 # a conclusion in an aside or in a check of the answer states none ("（吃了5个，还剩7个）", "验证：吃了5个，还剩7个")
 _ASIDE = re.compile(r"[（(][^）)]*$")
 _CHECKING = re.compile(r"(?:验证|验算|检验|检查|核对)[^。！？!?\n]*$")
+# an aside: in full-width brackets, or in ASCII ones holding Chinese text (not LaTeX's \( \))
+_CJK_ASIDE = re.compile(r"（[^（）]*）|(?<!\\)\([^()]*[\u4e00-\u9fff][^()]*(?<!\\)\)")
 # a run without Chinese characters or clause marks that holds a digit or LaTeX
 _RUN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" + _CLAUSE_END + r"：（）]+")
 _HAS_MATHS = re.compile(r"[\d\\]")
@@ -139,7 +176,8 @@ _FACTOR = {"百": 10 ** 2, "千": 10 ** 3, "万": 10 ** 4, "亿": 10 ** 8}
 # and so are the few where 一 and a measure word make one (一本正经, 一块儿 "together", 一头雾水, 一条心, 一次性)
 _NUMERALS = re.compile(r"^(?:约|大约|大概|共|总共)?\s*(?!一(?:本正经|块儿|头雾水|条心|次性))(负?[零〇一二两三四五六七八九十百千万亿点]+)"
                        r"(?=$|[^\u3400-\u4dbf\u4e00-\u9fff]|[个只张本元块人次天年月日岁米克斤份件条道辆头匹位名架台棵朵支根颗层页"
-                       r"分秒倍度种箱盒瓶袋包杯双组套束串桶罐碗筐篮枚粒吨升亩周]|小时|公[里斤顷])")
+                       r"分秒倍度种箱盒瓶袋包杯双组套束串桶罐碗筐篮枚粒吨升亩周题节把间堂座所家扇片首篇封幅户项场局遍趟圈届]"
+                       r"|小时|公[里斤顷]|[厘毫分]米|平方|立方|毫升)")
 # full-width digits and maths signs; the full-width comma stays: it ends a clause, it separates no thousands
 _FULL_WIDTH_PUNCTUATION = str.maketrans({**{chr(0xFF10 + digit): str(digit) for digit in range(10)},
                                          "：": ":", "（": "(", "）": ")", "＝": "=", "－": "-", "＋": "+", "／": "/",
@@ -274,7 +312,12 @@ def _read(segment: str) -> str | None:
     for run in _RUN.findall(segment):
         if _HAS_MATHS.search(run):
             return _number_run(run)
-    return None
+    verb = _VERB.match(segment)  # 要付两千五百元, 需要三天读完: numerals after a short verb
+    return chinese_numeral(segment[verb.end():]) if verb else None
+
+
+# a short verb before Chinese numerals ("要付两千五百元"); not an ordinal (第一名)
+_VERB = re.compile(r"^[\s*_]*(?:(?![零〇一二两三四五六七八九十百千万亿第])[\u4e00-\u9fff]){1,3}?(?=[零〇一二两三四五六七八九十])")
 
 
 def _last_number(text: str, unnamed: bool = True) -> str | None:
@@ -295,7 +338,8 @@ def _corrections(text: str, values_only: bool = True) -> list[tuple[int, int, st
     nothing. ``values_only``: a correction that states a property (应为3的倍数) states nothing; a text answer
     (anchored_text) takes it as it is (应为奇数)."""
     # what was stated where: (end, rank); an anchor counts even when its answer is words ("答案是巴黎吗")
-    stated = [(match.end(), _ANCHOR_RANK) for match in _ANCHOR.finditer(text) if match.group(1).strip()]
+    stated = [(match.end(), _TOTAL_RANK if match["step"] else _ANCHOR_RANK) for match in _ANCHOR.finditer(text)
+              if match["answer"].strip()]
     stated += [(match.end(), _TOTAL_RANK) for match in _TOTAL.finditer(text) if _read(match.group(1)) is not None]
     found = []
     for match in _CORRECTION.finditer(text):
@@ -384,28 +428,90 @@ def _without_restated_expressions(text: str) -> str:
 
 
 def _totals(text: str) -> list[tuple[int, str]]:
-    """(start, answer) of each total, and of each conclusion after the last one: it outranks the total as a later
-    total would."""
-    totals = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _TOTAL.finditer(text)]
+    """(start, answer) of each total, none in an aside in brackets ("（3箱共12个）"), and of each conclusion after the
+    last one: it outranks the total as a later total would (the total a given: "一共有12个，吃了5个，还有7个" -> 7)."""
+    totals = [(match.start(), match.end(), _restated(text, match.end(), match.group(1)))
+              for match in _TOTAL.finditer(text) if not _ASIDE.search(text[:match.start()])]
+    # a bare 结果 may be a step's ("3×4的结果是12"): a later conclusion outranks it, as it does a total
+    totals += [(match.start(), match.end(), _restated(text, match.end(), match["answer"]))
+               for match in _ANCHOR.finditer(text) if match["step"] and not _ASIDE.search(text[:match.start()])]
     if totals:
-        last = max(totals)[0]
-        at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:last])[-1])
-        totals += [(match.start(), _restated(text, match.end(), match.group(2)))
-                   for match in _THEREFORE.finditer(text, last)
-                   if not (match["left"] and at_first) and not _ASIDE.search(text[last:match.start()])
-                   and not _CHECKING.search(text[last:match.start()])]
-    return totals
+        start, end, _segment = max(totals)
+        at_first = _AT_FIRST.search(re.split(r"[。！？!?\n]", text[:start])[-1])
+        totals += [(match.start(), match.end(), match["calc"] or _restated(text, match.end(), match["answer"]))
+                   for match in _CONCLUSION.finditer(text, end)
+                   if not (match["left"] and at_first) and not _ASIDE.search(text[end:match.start()])
+                   and not _CHECKING.search(text[end:match.start()]) and not _DESCRIBED.search(match.group(0))]
+    return [(start, segment) for start, _end, segment in totals]
+
+
+# a check or an explanation after a stated answer states no new answer: from its heading (验证 / 检验 / 验算 / 检查 /
+# 核对, perhaps after 我们来 / 再 ..., or 解析： / 解释： / 说明：) to a sentence that concludes again (所以 / 答案 / 答：)
+_CHECK = re.compile(rf"(?:^|(?<=[{_CLAUSE_END}：:]))[\s*_#>\-]*(?:我们|让我们|我|再|来|下面|现在|接下来|最后)*"
+                    r"(?:验证|检验|验算|检查|核对|(?:解析|解释|说明)(?=[\s*_]*[:：]))")
+_CHECK_ENDS = re.compile(r"(?<=[。！？!?\n])[\s*_#>\-]*(?:所以|因此|综上|最终|答案|答[\s*_]*[:：])")
+# a number negated is no answer ("有17个，不是12个", "而不是12个", "并非12个"; 是不是 asks)
+_NEGATED = re.compile(rf"(?<!是)(?:不是|并非|而非)[^{_CLAUSE_END}]*")
+
+
+# a list item: "- 总共：20个", "2. 第二天：8个"
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•+]|\d+[.、)）])[ \t]")
+
+
+def _anchored(text: str, match: re.Match) -> str:
+    """An anchor's answer; where a list on the lines after it answers (最终答案：\\n- 第一天：12个\\n- 总共：20个),
+    the list read as a text of its own (20, its total; else its last number, as math-verify reads it in English)."""
+    answer = match["answer"]
+    if "\n" in text[match.start():match.start("answer")] and _LIST_ITEM.match(answer):
+        lines = text[match.start("answer"):].split("\n")
+        items = next((lines[:index] for index, line in enumerate(lines) if not _LIST_ITEM.match(line)), lines)
+        listed = _stated("\n".join(items))
+        if listed is not None:
+            return listed
+    return _restated(text, match.end(), answer)
+
+
+def _checks_hidden(text: str) -> str:
+    """``text`` with each check or explanation after a stated answer blanked out (its length kept)."""
+    hidden, searched = text, 0
+    for match in _CHECK.finditer(text):
+        # a number before it is enough (_stated here would recurse through every earlier check: exponential)
+        if match.start() < searched or _last_number(text[:match.start()]) is None:
+            continue
+        ends = _CHECK_ENDS.search(text, match.end())
+        searched = ends.start() if ends else len(text)
+        hidden = hidden[:match.start()] + re.sub(r"[^\n]", " ", hidden[match.start():searched]) + hidden[searched:]
+    return hidden
 
 
 def stated_answer(text: str) -> str | None:
     """The last answer a text with Chinese characters states, as text math-verify reads; None for a text without
-    Chinese characters (read as before), with a \\boxed{} answer (math-verify reads it first) or with no number;
-    "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
-    if not has_cjk(text) or "\\boxed" in text:
+    Chinese characters (read as before), with a \\boxed{} that holds none (math-verify reads it first) or with no
+    number; "" for one whose only numbers name a property ("答案是3的倍数"): no answer."""
+    if not has_cjk(text):
         return None
+    return _boxed(text) if "\\boxed" in text else _stated(text)
+
+
+_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
+
+
+def _boxed(text: str) -> str | None:
+    """The last \\boxed{} read by the Chinese rules where it holds Chinese (\\boxed{36元}, \\boxed{十七}, \\boxed{负3}:
+    math-verify reads none of them); None for a box without Chinese, which math-verify reads as before."""
+    boxes = _BOXED.findall(text)
+    content = _TEXT_WRAPPER.sub(r"\1", boxes[-1]) if boxes else ""
+    return _read(content) if has_cjk(content) else None
+
+
+def _stated(text: str) -> str | None:
     text = _without_restated_expressions(_ellipses(text))
     corrections = _corrections(text)
-    anchors = [(match.start(), _restated(text, match.end(), match.group(1))) for match in _ANCHOR.finditer(text)]
+    # what a check states and a negated number are no answer (a correction in a check still is: "验算：...不对，应为41")
+    said = text
+    text = _NEGATED.sub(lambda match: re.sub(r"[\d０-９]", "某", match.group(0)), _checks_hidden(text))
+    anchors = [(match.start(), _anchored(text, match)) for match in _ANCHOR.finditer(text) if not match["step"]]
     for rank, found in ((_ANCHOR_RANK, anchors), (_TOTAL_RANK, _totals(text))):
         found += [(start, segment) for start, _end, segment, its_rank in corrections if its_rank == rank]
         for _where, segment in sorted(found, reverse=True):
@@ -417,9 +523,17 @@ def stated_answer(text: str) -> str | None:
         answer = _read(segment) if rank == _NUMBER_RANK else None
         if answer is not None:
             return answer if _EXPLAINED.match(text[end:]) else _outranking(text, end) or answer
-    answer = _last_number(text)
-    if answer is None and _last_number(text, unnamed=False) is not None:
-        return ""  # its only numbers name properties ("答案是3的倍数"): it states no answer
+    # Chinese numerals in a conclusion after the last number ("每天读60页，所以需要三天读完" -> 3)
+    for match in reversed(list(_CONCLUSION.finditer(text))):
+        if re.search(r"\d", text[match.start():]):
+            break
+        numeral = _read(match["answer"]) if match["answer"] else None
+        if numeral:
+            return numeral
+    # numbers in an aside in brackets explain the answer stated before it ("有17个。（3箱共12个，加上原来的5个）")
+    answer = _last_number(_CJK_ASIDE.sub(" ", text)) or _last_number(text)
+    if answer is None and _last_number(said, unnamed=False) is not None:
+        return ""  # its only numbers name properties or are negated ("答案是3的倍数", "不是12个"): it states no answer
     return answer
 
 
@@ -429,7 +543,7 @@ def anchored_text(text: str) -> str | None:
     if not has_cjk(text):
         return None
     text = _ellipses(text)
-    found = [(match.start(), match.group(1)) for match in _ANCHOR.finditer(text)]
+    found = [(match.start(), match["answer"]) for match in _ANCHOR.finditer(text)]
     found += [(start, segment) for start, _end, segment, rank in _corrections(text, values_only=False)
               if rank == _ANCHOR_RANK]
     return max(found)[1].strip() if found else None
