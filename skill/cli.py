@@ -11,15 +11,15 @@ import sys
 
 import click
 
-from .core.i18n import LANGS, N_
-from .console import Group, _set_debug, _set_language
+from .core.i18n import N_
+from .console import Group, LanguageChoice, _set_debug, _set_language
 from .verbs import advice, catalog, projects, skill
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
              help=N_("Set up GRPO training of LLMs with TRL and Unsloth: scaffold projects, list presets and rewards."))
 @click.version_option(package_name="grpo-skill", help=N_("Show the version and exit."))
-@click.option("--lang", type=click.Choice(LANGS), is_eager=True, expose_value=False, callback=_set_language,
+@click.option("--lang", type=LanguageChoice(), is_eager=True, expose_value=False, callback=_set_language,
               help=N_("Language of messages; default: the locale's (LANG=zh_CN.UTF-8 gives zh-CN), else en."))
 @click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug,
               help=N_("Show the full traceback of an error (also: GRPO_SKILL_DEBUG=1)."))

@@ -249,6 +249,16 @@ def _set_debug(ctx, param, value):
     return value
 
 
+class LanguageChoice(click.Choice):
+    """--lang: en or zh-CN, written as a locale may write them too (zh-cn, zh_CN, zh, EN), as LANG is read."""
+
+    def __init__(self):
+        super().__init__(LANGS)
+
+    def convert(self, value, param, ctx):
+        return super().convert(i18n.normalize(value) or value if isinstance(value, str) else value, param, ctx)
+
+
 def _set_language(ctx, param, value):
     if value:
         i18n.set_language(value)

@@ -101,6 +101,10 @@ CLI_CASES = [
     Case("new-name-space", "project name 'my run'", args=("new", "my run")),
     Case("new-name-template", "project name '{{ 7*7 }}'", args=("new", "{{ 7*7 }}")),
     Case("new-name-dash-in-path", "project name '-x'", args=("new", "a/-x")),
+    # an unset shell variable (new "$NAME") would have written the project into the current folder
+    Case("new-name-empty", "the project's path is empty; give a folder name", args=("new", "")),
+    Case("new-path-through-a-file", "cannot create {tmp}/afile/sub: {tmp}/afile is a file, not a folder",
+         args=("new", "{tmp}/afile/sub"), files={"afile": "x\n"}),
     Case("new-set-backend", 'the project would not run: model.backend = "tf" (given on the command line): must be one of',
          args=("new", "ok", "--set", 'model.backend="tf"')),
     Case("new-set-4bit", 'model.load_in_4bit = "maybe" (given on the command line): must be true or false or "auto"',

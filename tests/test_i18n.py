@@ -185,6 +185,16 @@ def test_locale_names(value, lang):
     assert i18n.normalize(value) == lang
 
 
+@pytest.mark.parametrize("written", ["zh-cn", "zh_CN", "zh", "ZH-CN"])
+def test_lang_takes_the_language_as_a_locale_writes_it(written, tmp_path):
+    code, output = invoke("--lang", written, "rewards")
+    assert code == 0 and "名称" in output
+    code, output = invoke("new", "p", "--preset", "tiny", "--lang", written, "-o", str(tmp_path), "--json")
+    assert code == 0 and '"lang": "zh-CN"' in output
+    code, output = invoke("--lang", "fr", "rewards")
+    assert code == 2 and "'fr' is not one of 'en', 'zh-CN'" in output
+
+
 def test_locale_variables_in_gettext_order():
     assert i18n.from_locale({}) == "en"
     assert i18n.from_locale({"LANG": "zh_CN.UTF-8"}) == "zh-CN"

@@ -180,6 +180,9 @@ def answers(name, preset_name, reward_options=(), backend="auto", model=None, la
 def target_of(path: str | Path, parent: str | Path = ".") -> tuple[Path, str]:
     """``new PATH``: the folder to create and the project's name, its last part (``new .`` names the
     project after the current folder)."""
+    if not str(path).strip():  # an unset shell variable ("new $NAME"): Path("") would be the current folder
+        raise GenerateError(_("the project's path is empty; give a folder name, e.g. grpo-skill new my-run (or . "
+                              "for the current folder)"))
     target = home_expanded(parent) / home_expanded(path)
     if target.name in ("", ".", ".."):
         target = target.resolve()
@@ -205,6 +208,9 @@ def _writable_ancestor(target: Path) -> None:
     existing = target
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    if existing != target and not existing.is_dir():
+        raise GenerateError(_("cannot create {target}: {file} is a file, not a folder; choose another path").format(
+            target=target, file=existing))
     if not os.access(existing, os.W_OK | os.X_OK):
         raise GenerateError(_("cannot create {target}: {folder} is not writable; choose a folder you can write to").format(
             target=target, folder=existing))

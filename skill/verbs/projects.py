@@ -11,8 +11,8 @@ import click
 from click.core import ParameterSource
 
 from ..core import i18n
-from ..core.i18n import LANGS, N_, _
-from ..console import command, emit, warn_broken_plugins
+from ..core.i18n import N_, _
+from ..console import LanguageChoice, command, emit, warn_broken_plugins
 
 
 @command(help=N_("Create a runnable GRPO project at PATH (e.g. my-run or ~/runs/my-run) from a preset; "
@@ -34,7 +34,7 @@ from ..console import command, emit, warn_broken_plugins
     "Any config.toml setting, e.g. grpo.max_completion_length=1024 (a TOML value; repeat for several)."))
 @click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
     "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several)."))
-@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+@click.option("--lang", type=LanguageChoice(), show_default=N_("the CLI's language"),
               help=N_("Language of the project's README, comments and sample data; zh-CN also sets the rewards' "
                       "params that read Chinese."))
 @click.option("--output-dir", "-o", default=".", type=click.Path(file_okay=False),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from ..core import i18n
-from ..core.i18n import LANGS, N_, _
-from ..console import command, emit, group
+from ..core.i18n import N_, _
+from ..console import LanguageChoice, command, emit, group
 
 
 @command("build-model",
@@ -30,7 +30,7 @@ def skill_group():
 
 @skill_group.command("path", help=N_("Print the path of this installation's SKILL.md (read it, or point an assistant "
                                      "at it); its references/ folder is beside it."))
-@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+@click.option("--lang", type=LanguageChoice(), show_default=N_("the CLI's language"),
               help=N_("The English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
 def skill_path(lang):
     from ..scaffold import skillfiles
@@ -45,7 +45,7 @@ def skill_path(lang):
     "--dest ~ makes it available in every project."))
 @click.option("--dest", type=click.Path(file_okay=False), show_default=N_("the current folder"),
               help=N_("The folder that holds .claude/ and .agents/."))
-@click.option("--lang", type=click.Choice(LANGS), show_default=N_("the CLI's language"),
+@click.option("--lang", type=LanguageChoice(), show_default=N_("the CLI's language"),
               help=N_("Install the English skill (grpo-skill) or its Chinese twin (grpo-skill-zh-cn)."))
 @click.option("--copy", is_flag=True, help=N_("Copy the files instead of linking (where links are not possible)."))
 @click.option("--force", is_flag=True, help=N_("Replace a copy that differs from this one, or a link elsewhere."))
