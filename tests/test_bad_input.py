@@ -531,6 +531,13 @@ DATASET_CASES = [
          edits=edit('path = "data/prompts.jsonl"', 'path = "data"')),
     Case("train-dataset-folder", "is a folder; give a .jsonl, .json, .csv or .parquet file", mode="load",
          edits=edit('path = "data/prompts.jsonl"', 'path = "data/"')),
+    # a local file of another extension: datasets took it for a hub id, and train.py said it was not in the cache
+    Case("dataset-file-of-no-known-kind", "data/prompts.JSONL is not a .jsonl, .json, .csv or .parquet file; rename it",
+         edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.JSONL"'),
+         files={"proj/data/prompts.JSONL": '{"prompt": "Hi"}\n'}),
+    Case("set-dataset-file-of-no-known-kind", "data/prompts is not a .jsonl, .json, .csv or .parquet file; rename it",
+         args=("set", "--project", "{project}", "dataset.path=data/prompts"),
+         files={"proj/data/prompts": '{"prompt": "Hi"}\n'}),
     # train.py counts each prompt with the model's tokenizer before the model loads (the tiny preset's, built here)
     Case("check-prompt-too-long", "model.max_seq_length (256) is below the longest prompt (",
          files=jsonl('{"prompt": "Hi"}', json.dumps({"prompt": "word " * 400}))),

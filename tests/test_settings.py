@@ -200,6 +200,18 @@ def test_the_dataset_gold_column_adds_a_correctness_reward_and_says_so(cli, tmp_
     made = cli("new", "r", "--preset", "tiny", cwd=tmp_path)  # the sample prompts have no answers
     assert "added" not in made.stdout and [r["name"] for r in config_of(tmp_path / "r")["rewards"]] == ["thinking"]
 
+    # ... unless it is the prompt column: scored against what it was shown, a model learns to copy it
+    made = cli("new", "s", "--preset", "tiny", "--dataset", str(plain), "--prompt-column", "answer", cwd=tmp_path)
+    assert "added" not in made.stdout and [r["name"] for r in config_of(tmp_path / "s")["rewards"]] == ["thinking"]
+    gold_in_prompt = "the accuracy reward's answer_column and dataset.prompt_column are both 'prompt'"
+    refused = cli("new", "t", "--preset", "tiny", "--dataset", str(plain), "--answer-column", "prompt",
+                  cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and gold_in_prompt in refused.stderr and not (tmp_path / "t").exists()
+    before = (tmp_path / "q" / "config.toml").read_text()
+    refused = cli("set", "--project", str(tmp_path / "q"), "--param", "accuracy.answer_column=prompt", check=False)
+    assert refused.returncode == 1 and gold_in_prompt in refused.stderr
+    assert (tmp_path / "q" / "config.toml").read_text() == before
+
 
 @pytest.mark.parametrize("args, message", [
     (["--set", "grpo.learnig_rate=1"], "--set 'grpo.learnig_rate=1': unknown key in [grpo]; did you mean "

@@ -433,6 +433,26 @@ def check_registry(config: ProjectConfig, declared: tuple[set[str], bool] | None
         if names.index(name) != index:
             raise config.error(("rewards", index, "name"), _(
                 "{name!r} is listed twice; keep one [[rewards]] entry per reward").format(name=name))
+    _refuse_gold_in_the_prompt(config)
+
+
+def _refuse_gold_in_the_prompt(config: ProjectConfig) -> None:
+    """A reward's answer_column must not be the prompt column: the model would be shown the gold answer it is
+    scored against, and learn to copy it."""
+    prompt_column = config.dataset["prompt_column"]
+    for index, choice in enumerate(config.rewards):
+        try:
+            defaults = dict(plugins.get_reward(choice.name).params)
+        except RegistryError:
+            defaults = {}
+        if {**defaults, **choice.params}.get("answer_column") != prompt_column:
+            continue
+        loc = ("rewards", index, "params", "answer_column") if "answer_column" in choice.params else \
+            ("dataset", "prompt_column")
+        raise config.error(loc, _(
+            "the {name} reward's answer_column and dataset.prompt_column are both {column!r}: the model would be "
+            "prompted with the gold answer it is scored against; point one of them at another column").format(
+            name=choice.name, column=prompt_column))
 
 
 def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, declared) -> None:
@@ -736,6 +756,9 @@ def check_dataset(config: ProjectConfig) -> DatasetInfo:
         if suffix in OTHER_FILE_SUFFIXES:
             raise config.error(loc, _("{suffix} files cannot be read; use .jsonl, .json, .csv or .parquet").format(
                 suffix=suffix))
+        if folder.is_file():  # datasets would take it for a hub id, and train.py say it is not in the cache
+            raise config.error(loc, _("{path} is not a .jsonl, .json, .csv or .parquet file; rename it (or convert "
+                                      "it) to one of those").format(path=folder))
         if looks_local(path) or not HUB_ID.match(path):
             raise config.error(loc, _("{path} does not exist; point it at your prompts file or a hub dataset "
                                       "id").format(path=folder))

@@ -379,7 +379,9 @@ def apply_command_line(data: dict, settings: CliSettings | None, answer_column: 
     shown = None if dataset is not None else SAMPLE_PROMPTS  # the sample prompts as the project has them
     info = dataset_info(source, data["prompt_column"], answer_column, shown) if source is not None else None
     columns = info.columns if info is not None else None
-    gold = answer_column or (DEFAULT_GOLD_COLUMN if columns and DEFAULT_GOLD_COLUMN in columns else None)
+    # not the prompt column: prompted with its gold answer, a model learns to copy it
+    gold = answer_column or (DEFAULT_GOLD_COLUMN if columns and DEFAULT_GOLD_COLUMN in columns
+                             and DEFAULT_GOLD_COLUMN != data["prompt_column"] else None)
     if defaults and gold and not gold_rewards(data["rewards"]):
         name, weight = CORRECTNESS_REWARD
         data["rewards"].append({"name": name, "weight": weight})
