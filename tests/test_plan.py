@@ -283,6 +283,10 @@ def test_an_unknown_model_is_a_one_line_error(cli, tmp_path):
     assert done.returncode == 1
     assert "mystery-model" in done.stderr and "config.json" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    # its advice works when followed (it offered the shapes as presets, which plan refused as unknown)
+    advice = done.stderr.split("e.g. ")[1].split()
+    assert advice[:3] == ["grpo-skill", "plan", "--set"]
+    assert "known shape qwen3-8b" in cli(*advice[1:], str(project)).stdout
     both = cli("plan", str(project), "--preset", "standard", check=False)
     assert both.returncode != 0 and "not both" in both.stderr
 

@@ -27,8 +27,8 @@ def shape_for(model_name: str) -> tuple[ModelShape, str]:
     found = known_shape(model_name)
     if found is None:
         raise PlanError(_("no shape known for model {model!r}; point model.name at a local folder with its "
-                          "config.json, or plan a preset: {known}").format(
-            model=model_name, known=", ".join(sorted(KNOWN_SHAPES))))
+                          "config.json, or at a model of a known shape ({known}), e.g. grpo-skill plan --set "
+                          "model.name=Qwen/Qwen3-8B").format(model=model_name, known=", ".join(sorted(KNOWN_SHAPES))))
     return found[1], _("known shape {name}").format(name=found[0])
 
 
