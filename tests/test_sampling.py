@@ -44,15 +44,15 @@ def test_new_and_check_refuse_a_generation_larger_than_the_dataset(cli, tmp_path
     done = cli("new", "p", "--dataset", str(data), cwd=tmp_path, check=False)  # the standard preset draws 8
     assert done.returncode == 1 and not (tmp_path / "p").exists()
     assert ("one generation draws 8 distinct prompts on one process (generation batch 32 / num_generations 4), but "
-            "the dataset has 6 row(s): TRL would train 0 steps; set grpo.steps_per_generation = 6 (grpo-skill new: "
-            "--set grpo.steps_per_generation=6)") in done.stderr
+            "the dataset has 6 row(s): TRL would train 0 steps; set grpo.steps_per_generation = 6 (grpo-skill set "
+            "grpo.steps_per_generation=6; with new: --set grpo.steps_per_generation=6)") in done.stderr
     cli("new", "p", "--dataset", str(data), "--set", "grpo.steps_per_generation=6", cwd=tmp_path)
     assert "OK" in cli("check", "p", cwd=tmp_path).stdout
     write_rows(tmp_path / "p" / "data" / "small.jsonl", 5)  # the user's data shrinks
     done = cli("check", "p", cwd=tmp_path, check=False)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "config.toml:" in done.stderr and "the dataset has 5 row(s)" in done.stderr
-    assert "set grpo.steps_per_generation = 5" in done.stderr
+    assert "set grpo.steps_per_generation = 5 (grpo-skill set grpo.steps_per_generation=5;" in done.stderr
     # under accelerate launch on 2 processes the draw doubles: train.py's load refuses it before any model loads
     write_rows(tmp_path / "p" / "data" / "small.jsonl", 6)
     done = cli("check", "p", cwd=tmp_path, env={"WORLD_SIZE": "2"}, check=False)

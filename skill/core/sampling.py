@@ -60,8 +60,8 @@ def draw_problem(grpo: dict, rows: int | None, processes: int = 1) -> str | None
     steps = fitting_steps(grpo, rows, processes)
     where = _("on {processes} processes").format(processes=processes) if processes > 1 else _("on one process")
     if steps:
-        fix = _("set grpo.steps_per_generation = {steps} (grpo-skill new: --set grpo.steps_per_generation={steps})"
-                ).format(steps=steps)
+        fix = _("set grpo.steps_per_generation = {steps} (grpo-skill set grpo.steps_per_generation={steps}; "
+                "with new: --set grpo.steps_per_generation={steps})").format(steps=steps)
         if "generation_batch_size" in grpo:
             fix += " " + _("instead of generation_batch_size")
     else:
