@@ -535,6 +535,9 @@ DATASET_CASES = [
     Case("dataset-file-of-no-known-kind", "data/prompts.JSONL is not a .jsonl, .json, .csv or .parquet file; rename it",
          edits=edit('path = "data/prompts.jsonl"', 'path = "data/prompts.JSONL"'),
          files={"proj/data/prompts.JSONL": '{"prompt": "Hi"}\n'}),
+    # a file that is no TOML file was read as a broken config, its first line named as the thing to fix
+    Case("set-project-names-no-config", "README.md is not a config file (a project's config.toml)",
+         args=("set", "--project", "{project}/README.md", "grpo.max_steps=5")),
     Case("set-dataset-file-of-no-known-kind", "data/prompts is not a .jsonl, .json, .csv or .parquet file; rename it",
          args=("set", "--project", "{project}", "dataset.path=data/prompts"),
          files={"proj/data/prompts": '{"prompt": "Hi"}\n'}),

@@ -161,6 +161,14 @@ def config_path(path: str | Path) -> Path:
     return path / CONFIG_FILE if path.is_dir() else path
 
 
+def refuse_what_is_no_config(path: Path, shown: str) -> None:
+    """A file given as the config that is no TOML file (README.md): read as TOML its first line would be named as
+    broken, and its fix be to edit it."""
+    if path.is_file() and path.suffix.lower() != ".toml":
+        raise ConfigError(_("{path} is not a config file (a project's config.toml); give the project's folder or "
+                            "its config.toml").format(path=shown))
+
+
 def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: bool = True,
          processes: int | None = None, text: str | None = None, given: tuple[str, ...] = (),
          derived: dict[str, str] | None = None, by_new: bool = False, model_flag: bool = False,
@@ -187,6 +195,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         raise ConfigError(
             _("{path}: no such config file; run this inside a project made by 'grpo-skill new'").format(path=shown)
         )
+    refuse_what_is_no_config(path, shown)
     text = read_config(path, shown) if text is None else text
     raw = schema.parse(text, shown)
     overridden = set(given)

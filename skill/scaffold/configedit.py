@@ -62,13 +62,14 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
     """The edit of ``project``'s config.toml (a folder or the file itself) that the items ask for, nothing written;
     a SettingError for an item that cannot work."""
     from ..core import plugins
-    from ..core.project import config_path, read_config
+    from ..core.project import config_path, read_config, refuse_what_is_no_config
 
     path = config_path(project)
     shown = shown_path(path)
     if not path.is_file():
         raise SettingError(_("{path}: no such config file; run this inside a project made by 'grpo-skill new', or "
                              "give --project DIR").format(path=shown))
+    refuse_what_is_no_config(path, shown)
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
     plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param
     parsed = given_settings.parse_params(param_items, sets)
