@@ -164,6 +164,11 @@ def _surprises(data: dict, source: Source) -> list[str]:
             found.append(source.said((table, "learning_rate"), _(
                 "= {rate}: far above what LoRA runs use, and likely to diverge (a NaN loss) within a few steps; {usual}"
             ).format(rate=toml_value(rate), usual=_(usual))))
+    weights = [entry["weight"] for entry in data["rewards"]]
+    if weights and all(weight <= 0 for weight in weights):  # all 0 is refused in _check_together
+        found.append(source.said(("rewards", 0, "weight"), _(
+            "every [[rewards]] weight is 0 or negative: the run learns to score low on each of them; give the rewards "
+            "you want more of a positive weight")))
     return found
 
 
