@@ -129,6 +129,9 @@ CLI_CASES = [
                                                                                   "openai/gsm8k")),
     Case("new-dataset-txt", "--dataset notes.txt: not a .jsonl", args=("new", "ok", "--dataset", "notes.txt"),
          files={"notes.txt": "What is 2 + 2?\n"}),
+    # the file as given, not the project's copy of it (ok/data/empty.jsonl), which is never written
+    Case("new-dataset-empty", "Error: empty.jsonl: no rows", args=("new", "ok", "--dataset", "empty.jsonl"),
+         files={"empty.jsonl": ""}),
     Case("new-prompt-column", "column 'question' is not in prompts.jsonl",
          args=("new", "ok", "-p", "tiny", "--prompt-column", "question")),
     Case("new-accuracy-without-answers", "column 'answer' is not in prompts.jsonl",
