@@ -492,8 +492,8 @@ CONFIG_CASES = [Case(f"config-{name}", fact, edits=edit(old, new)) for name, old
          "diverge (a NaN loss) within a few steps; GRPO with LoRA trains at 1e-6 to 1e-4", code=0, stdout_fact="OK",
          edits=edit("learning_rate = 0.005", "learning_rate = 50.0")),
     # a penalty alone is allowed, and named: with -r thinking:-1 the run learns never to close its thinking
-    Case("config-rewards-all-negative", "rewards[0].weight: every [[rewards]] weight is 0 or negative: the run learns to "
-         "score low on each of them", code=0, stdout_fact="OK", edits=edit("weight = 1.0", "weight = -1.0")),
+    Case("config-rewards-all-negative", "rewards[0].weight: every [[rewards]] weight is 0 or negative: the run "
+         "learns to score low on each of them", code=0, stdout_fact="OK", edits=edit("weight = 1.0", "weight = -1.0")),
     Case("config-rewards-empty", "rewards = []: must not be empty",
          edits=(('[[rewards]]\nname = "thinking"\nweight = 1.0\n', ""), ("[model]", "rewards = []\n[model]"))),
 ]

@@ -351,7 +351,8 @@ def dataset_info(path, prompt_column: str, answer_column: str | None, shown: str
     wanted = [("--prompt-column", prompt_column)] + ([("--answer-column", answer_column)] if answer_column else [])
     info = datafile.scan(path, shown or shown_path(path), wanted, chinese=True)
     if info.rows == 0:  # named here, as given: the project's check would name its copy, which is never written
-        raise schema.ConfigError(_("{file}: no rows; add prompts (dataset.path)").format(file=shown or shown_path(path)))
+        raise schema.ConfigError(_("{file}: no rows; add prompts (dataset.path)").format(
+            file=shown or shown_path(path)))
     return info
 
 
