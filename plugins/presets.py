@@ -64,6 +64,7 @@ def register_presets(register):
         grpo=STANDARD_GRPO,
         rewards=(("length", 0.5), ("format", 0.5)),
         chat_template_kwargs={"enable_thinking": False},
+        max_position_embeddings=40960,
     ))
     register(Preset(
         name="thinking",
@@ -77,6 +78,7 @@ def register_presets(register):
         # it scores below the completions that finish sooner
         rewards=(("thinking", 1.0), ("soft_overlong", 0.5)),
         template_opens_think=True,
+        max_position_embeddings=262144,
     ))
     register(Preset(
         name="tiny",

@@ -96,6 +96,9 @@ def lock(tmp, project):
         (tmp / "locked").chmod(0o500)
 
 
+# a rewards.py that `grpo-skill update` could not merge
+CONFLICTED_PY = "import sys\n<<<<<<< before updating\nA = 1\n=======\nA = 2\n>>>>>>> after updating\n"
+
 CLI_CASES = [
     Case("new-name-digit", "project name '9lives' (the last part of the path) is not allowed", args=("new", "9lives")),
     Case("new-name-space", "project name 'my run'", args=("new", "my run")),
@@ -157,8 +160,12 @@ CLI_CASES = [
          "without BOM", files={"proj/config.toml": b"\xef\xbb\xbf[model]\nname = \"x\"\n"}),
     # what `grpo-skill update` could not merge, left in the project: named before anything reads the file
     Case("check-conflict-train-py", "proj/train.py:2: a conflict that `grpo-skill update` left unmerged; resolve "
-         "the conflicts", files={"proj/train.py": "import sys\n<<<<<<< before updating\nA = 1\n=======\nA = 2\n"
-                                                  ">>>>>>> after updating\n"}),
+         "the conflicts", files={"proj/train.py": CONFLICTED_PY}),
+    # check refuses them first; plan and train.py import rewards.py, which named a bare SyntaxError
+    Case("plan-conflict-rewards-py", "proj/rewards.py:2: a merge conflict left unresolved; keep the lines you want",
+         args=("plan", "{project}"), files={"proj/rewards.py": CONFLICTED_PY}),
+    Case("script-train-conflict-rewards-py", "rewards.py:2: a merge conflict left unresolved", mode="script",
+         args=("train.py", "--max-steps", "1"), files={"proj/rewards.py": CONFLICTED_PY}),
     Case("check-conflict-config", "proj/config.toml:3: a conflict that `grpo-skill update` left unmerged",
          edits=edit("[model]\n", "<<<<<<< before updating\n[model]\n=======\n>>>>>>> after updating\n")),
     Case("rewards-project-missing", "'{tmp}/nowhere' does not exist", code=2,
@@ -199,6 +206,14 @@ CLI_CASES = [
          files={"mine/.grpo-skill-build": "0123456789ab\n", "mine/config.json": "{}"}),
     Case("build-model-read-only", "choose a folder you can write to", setup=lock,
          args=("build-model", "--out", read_only_folder() + "/model")),
+    # --column beside a file's own column of that name was dropped without a word, and a repeated one's last won
+    Case("rewards-try-column-clashes-with-file", "--column answer: sample 1 of {tmp}/s.jsonl has its own 'answer'; "
+         "drop --column answer", args=("rewards", "try", "accuracy", "--file", "{tmp}/s.jsonl", "--column", "answer=2"),
+         files={"s.jsonl": '{"completion": "It is 4.", "answer": "4"}\n'}),
+    Case("rewards-try-project-and-preset", "--project and --preset: a project scores as its own preset",
+         args=("rewards", "try", "length", "-c", "Hi.", "--project", "{project}", "--preset", "standard")),
+    Case("rewards-try-column-twice", "--column 'answer=3': answer is given twice; give each column once",
+         args=("rewards", "try", "accuracy", "-c", "3", "--column", "answer=2", "--column", "answer=3")),
     Case("rewards-try-file-binary", "samples.jsonl: not UTF-8 text (byte 1)",
          args=("rewards", "try", "length", "--file", "{tmp}/samples.jsonl"), files={"samples.jsonl": b"\x00\xff\xfe"}),
     Case("rewards-try-file-latin1", "s.jsonl: not UTF-8 text (byte 19)", args=("rewards", "try", "length", "--file", "{tmp}/s.jsonl"),
@@ -526,6 +541,22 @@ MODEL_CASES = [
     Case("check-model-not-here", "the model is not on this machine, so the prompts' lengths, "
          "dataset.chat_template_kwargs and lora.target_modules were not checked against it", code=0,
          stdout_fact="OK", edits=edit('name = "grpo-skill/tiny-qwen3"', HUB_MODEL)),
+    # train.py refuses a folder of the user's own files for its run; set and check passed it
+    Case("set-output-dir-of-the-users-files", "grpo.output_dir = \"data\" (given on the command line): prompts.jsonl, "
+         "sft.jsonl there are not a run's; train.py would refuse the folder", args=("set", "--project", "{project}", "grpo.output_dir=data")),
+    # the trainer makes its hub repo after the model has loaded: offline or without a token it stopped there
+    Case("check-push-to-hub-offline", "grpo.push_to_hub = true, but HF_HUB_OFFLINE is set: the trainer cannot make or "
+         "push to its hub repo offline", edits=edit("seed = 42", "seed = 42\npush_to_hub = true"), env=offline()),
+    Case("check-push-to-hub-without-token", "grpo.push_to_hub = true, but no Hugging Face token is set", code=0,
+         stdout_fact="OK", edits=edit("seed = 42", "seed = 42\npush_to_hub = true"), env={"HF_TOKEN": None}),
+    # tiny's model exists only as a local build: under another preset its name was read as a hub id to download
+    Case("set-preset-keeps-a-built-model", "'grpo-skill/tiny-qwen3' is the tiny preset's model, built on this machine "
+         "for that preset only; with preset standard, set model.name to its model (unsloth/Qwen3-4B-unsloth-bnb-4bit)",
+         args=("set", "--project", "{project}", "model.preset=standard")),
+    # check reads local files only: a hub dataset's columns are named as not checked (it said OK and nothing else)
+    Case("check-hub-dataset-not-read", "dataset 'grpo-skill-tests/not-downloaded' is a hub dataset, so its rows and "
+         "columns (prompt) were not checked; train.py checks them once it has downloaded it", code=0,
+         stdout_fact="OK", edits=edit('path = "data/prompts.jsonl"', 'path = "grpo-skill-tests/not-downloaded"')),
 ]
 
 DATASET_CASES = [
@@ -872,6 +903,10 @@ SCRIPT_CASES = [  # the real scripts and console script, as a user runs them
          "more), which this machine does not have; remove it to train here", mode="script", args=("train.py",),
          edits=edit("seed = 42", "seed = 42\ntf32 = true")),
     Case("script-evaluate-no-adapter", "error: no adapter in", mode="script", args=("evaluate.py",)),
+    # it said "or pass --adapter" to one who had
+    Case("script-evaluate-adapter-given-is-none", "error: --adapter {tmp}/nope: no adapter there (no "
+         "adapter_config.json); give the folder a run saved its adapter in", mode="script",
+         args=("evaluate.py", "--adapter", "{tmp}/nope")),
     Case("script-evaluate-prompts", "--prompts must be at least 1", code=2, mode="script",
          args=("evaluate.py", "--prompts", "0")),
     Case("script-cli-check", "Error: ", mode="script", args=("-m", "grpo_skill.cli", "check", "{project}"),

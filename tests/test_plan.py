@@ -815,3 +815,16 @@ def test_plan_sizes_the_gpu_cuda_visible_devices_picks_on_a_host_of_two_kinds(cl
         seen[visible] = (planned["gpu"]["name"], round(planned["gpu_memory_gib"], 1))
     assert seen == {None: ("H100", 79.6), "1": ("L4", 22.5), "GPU-bbbb": ("L4", 22.5),
                     "MIG-0d2c": ("H100", 79.6)}  # a MIG slice nvidia-smi cannot map: the first GPU, as before
+
+
+def test_plan_offers_no_generation_larger_than_the_dataset_can_fill(cli, tmp_path, english):
+    """One generation draws per_device_train_batch_size x GPUs x steps_per_generation / num_generations distinct
+    prompts. On 3 GPUs plan offered the tiny project (32 rows) steps_per_generation = 16, 48 prompts, which
+    `check --gpus 3` refuses (TRL would train 0 steps): what it offers now passes that check."""
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    project = str(tmp_path / "p")
+    planned = json.loads(cli("plan", project, "--gpus", "3", "--gpu-memory", "80", "--json").stdout)
+    spg = planned["faster"]["change"]["steps_per_generation"]
+    assert 8 * 3 * spg // 8 <= 32, planned["faster"]
+    cli("set", "--project", project, f"grpo.steps_per_generation={spg}")
+    assert "OK" in cli("check", project, "--gpus", "3").stdout

@@ -132,3 +132,12 @@ def test_rewards_get_what_grpotrainer_passes_them(cli, tmp_path):
     set_grpo(config, "max_completion_length", 4)
     result = json.loads(probe(cli, project, "--json").stdout)
     assert result["rewards"]["by_step"] == {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0}
+
+
+def test_more_prompts_than_the_dataset_has_probes_them_all_and_says_so(cli, tmp_path, tiny_model, english):
+    rows = tmp_path / "one.jsonl"
+    rows.write_text('{"prompt": "Say hi."}\n')
+    cli("new", "p", "--preset", "tiny", "--dataset", str(rows), cwd=tmp_path)
+    result = cli("probe", str(tmp_path / "p"), "--prompts", "3", "--json", env={"OMP_NUM_THREADS": "1"})
+    assert json.loads(result.stdout)["prompts"] == 1
+    assert "note: --prompts 3 is more than the dataset's 1 row(s): probing all of them" in result.stderr

@@ -454,3 +454,32 @@ def test_the_share_of_chinese_prompts_is_read_from_every_kind_of_file(tmp_path, 
     wanted = [("prompt", "prompt")]
     assert datafile.scan(path, str(path), wanted, chinese=True).chinese_share == 0.5
     assert datafile.scan(path, str(path), wanted).chinese_share is None  # read only when asked
+
+
+def test_a_budget_past_what_a_presets_model_reads_is_refused_before_the_model_is_here(cli, tmp_path, english):
+    """The presets declare their models' positions (Qwen3-4B 40960, Qwen3-4B-Thinking-2507 262144), so a budget the
+    model cannot read is refused by `new` and `set` without its config.json; it was accepted, and train.py failed."""
+    env = {"HF_HOME": str(tmp_path / "empty-hf-home")}
+    refused = cli("new", "p", "--preset", "standard", "--set", "grpo.max_completion_length=100000", cwd=tmp_path,
+                  env=env, check=False)
+    assert refused.returncode == 1 and not (tmp_path / "p").exists()
+    assert ("the model reads at most 40960 tokens (its max_position_embeddings); give --set "
+            "grpo.max_completion_length=40448 --set model.max_seq_length=40960") in refused.stderr, refused.stderr
+    cli("new", "t", "--preset", "thinking", "--set", "grpo.max_completion_length=100000", cwd=tmp_path, env=env)
+    refused = cli("set", "--project", str(tmp_path / "t"), "grpo.max_completion_length=300000", cwd=tmp_path,
+                  env=env, check=False)
+    assert refused.returncode == 1 and "the model reads at most 262144 tokens" in refused.stderr, refused.stderr
+    # another model of the preset is not the one it declares: unchecked until train.py has it, and said so
+    cli("set", "--project", str(tmp_path / "t"), "model.name=Qwen/Qwen3-8B", env=env)
+    checked = cli("check", str(tmp_path / "t"), env=env)
+    assert "the model is not on this machine" in checked.stderr
+
+
+def test_check_plan_and_doctor_take_the_config_file_as_set_and_train_py_do(cli, tmp_path, english):
+    cli("new", "p", "--preset", "tiny", cwd=tmp_path)
+    config = tmp_path / "p" / "config.toml"
+    assert f"{config}: OK" in cli("check", str(config)).stdout
+    planned = json.loads(cli("plan", str(config), "--gpu-memory", "24", "--json").stdout)
+    assert planned["settings"]["max_completion_length"] == 32  # the project's, not a preset's
+    doctor = json.loads(cli("doctor", str(config), "--json", check=False).stdout)
+    assert doctor["facts"]["model"] is not None  # the project's model, as for its folder

@@ -33,8 +33,10 @@ __all__ = ["CALIBRATION", "CUDA_CONTEXT_GIB", "GIB", "KNOWN_SHAPES", "Estimate",
 
 def valid_generation_steps(settings: Settings, spg: int) -> bool:
     """TRL generates whole groups of completions: the generation batch of all processes together must be a multiple
-    of num_generations."""
-    return spg >= 1 and (settings.per_device_train_batch_size * settings.processes * spg) % settings.num_generations == 0
+    of num_generations, and its prompts no more than the dataset has (else it trains 0 steps: check refuses it)."""
+    batch = settings.per_device_train_batch_size * settings.processes * spg
+    return spg >= 1 and batch % settings.num_generations == 0 and (
+        settings.dataset_rows is None or batch // settings.num_generations <= settings.dataset_rows)
 
 
 def _option(change: dict, result: Estimate, same_step: bool = False) -> dict:

@@ -66,7 +66,11 @@ def run(project: str | Path = ".", prompts: int = 4, progress=None, model: str |
 
     # as train.py: the tokenizer renders the prompts, then the model loads and keeps that tokenizer
     tokenizer = model_loading.load_tokenizer(config)
-    rows = list(data.chat_dataset(config, tokenizer, _first_rows(data.load_dataset(config), prompts)))
+    dataset = data.load_dataset(config)
+    if prompts > len(dataset):
+        say(_("note: --prompts {asked} is more than the dataset's {rows} row(s): probing all of them").format(
+            asked=prompts, rows=len(dataset)))
+    rows = list(data.chat_dataset(config, tokenizer, _first_rows(dataset, prompts)))
     model, tokenizer = model_loading.load(config, backend, tokenizer)
     model = model_loading.for_sampling(model, backend)
     say(_("sampling {g} completions for each of {n} prompts ...").format(

@@ -55,6 +55,9 @@ def parse_columns(items) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise TryError(_("--column {item!r}: write KEY=VALUE, e.g. --column answer=42").format(item=item))
+        if key in columns:
+            raise TryError(_("--column {item!r}: {key} is given twice; give each column once").format(
+                item=item, key=key))
         columns[key] = value
     return columns
 
@@ -117,6 +120,10 @@ def gather_samples(completions, samples_file, columns, prompt: str = "") -> list
     if not samples_file:
         return [Sample(text, prompt, dict(given)) for text in completions]
     samples = load_samples(samples_file)
-    for sample in samples:
+    for number, sample in enumerate(samples, 1):
+        clash = next((key for key in given if key in sample.columns), None)
+        if clash is not None:  # which one the rewards should read cannot be guessed
+            raise TryError(_("--column {key}: sample {number} of {path} has its own {key!r}; drop --column {key}, or "
+                             "the column from the file").format(key=clash, number=number, path=samples_file))
         sample.columns = {**given, **sample.columns}
     return samples

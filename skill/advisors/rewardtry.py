@@ -118,6 +118,9 @@ class _Run:
 
 def _run(specs, params_items, preset: str | None, project: str | None) -> _Run:
     config, notes = None, []
+    if project and preset:  # the project's preset, [grpo] and tokenizer would be mixed with another's
+        raise TryError(_("--project and --preset: a project scores as its own preset (model.preset in its "
+                         "config.toml); give one of them"))
     if project:
         from ..core import project as projects
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import sys
 import sysconfig
@@ -102,6 +103,9 @@ def where_raised(error: BaseException) -> str:
     kind = type(error).__name__
     message = str(error) or _("(no message)")
     if isinstance(error, SyntaxError) and error.filename:
+        if re.match(r"(<{7}|={7}|>{7})( |$)", error.text or ""):  # what `grpo-skill update` (or git) left unmerged
+            return _("{where}: a merge conflict left unresolved; keep the lines you want, remove the <<<<<<< ======= "
+                     ">>>>>>> lines, then commit").format(where=f"{shown_path(error.filename)}:{error.lineno}")
         return f"{shown_path(error.filename)}:{error.lineno}: {kind}: {error.msg}"
     frame = user_frame(error)
     if frame is None:

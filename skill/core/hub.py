@@ -92,3 +92,19 @@ def hub_has(repo_id: str, kind: str) -> bool | str | None:
         return False if status == 404 else None
     except Exception:  # a network or server hiccup: the download itself will say more
         return None
+
+
+def hub_token_set(project_dir: Path) -> bool | None:
+    """Whether the hub would get a token: HF_TOKEN, a project's .env that sets it (train.py loads it), or the token
+    `hf auth login` saved; None where huggingface_hub is not installed to say."""
+    if os.environ.get("HF_TOKEN"):
+        return True
+    env_file = project_dir / ".env"
+    if env_file.is_file() and re.search(r"(?m)^\s*(export\s+)?HF_TOKEN\s*=\s*['\"]?[^\s'\"#]",
+                                        env_file.read_text(encoding="utf-8", errors="replace")):
+        return True
+    try:
+        from huggingface_hub import get_token
+    except ImportError:
+        return None
+    return get_token() is not None

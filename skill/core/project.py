@@ -23,7 +23,7 @@ from . import grpocontents, launch, plugins, schema
 from .contract import factory_warnings
 from .datafile import LOCAL_DATA_SUFFIXES, OTHER_FILE_SUFFIXES, DatasetInfo, scan
 from .errors import home_expanded, shown_path
-from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, offline_by_env
+from .hub import HUB_ID, go_offline, hub_cached, hub_has, hub_host, hub_reachable, hub_token_set, offline_by_env
 from .hub import HUB_HOST_TIMEOUT_S  # noqa: F401  (importable from here, as before the split)
 from .i18n import N_, _
 from .params import fits_kind, param_kind
@@ -69,6 +69,8 @@ class ProjectConfig:
     unrun_rewards: list[str] = field(default_factory=list)
     # values that run but are surely not what was meant (schema's), each a line naming its key
     warnings: list[str] = field(default_factory=list)
+    # a local dataset's rows, counted by ``load`` (None: a hub dataset, or not loaded by it)
+    dataset_rows: int | None = None
 
     @property
     def project_dir(self) -> Path:
@@ -215,6 +217,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
         grpo=data["grpo"], sft=data["sft"], source=source, warnings=data["warnings"],
     )
     check_output_dirs(config)
+    check_push_to_hub(config)
     check_train_py_compiles_layers(config)
     read_accelerator_config(config)
     check_installed(config)
@@ -224,7 +227,8 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     model_config = model_config_json(config)
     check_positions(config, model_positions(config, model_config=model_config), longest_prompt)
     check_against_model(config, model_config)
-    check_draw(config, check_dataset(config).rows, processes)
+    config.dataset_rows = check_dataset(config).rows
+    check_draw(config, config.dataset_rows, processes)
     return config
 
 
@@ -450,11 +454,7 @@ def _refuse_gold_in_the_prompt(config: ProjectConfig) -> None:
     scored against, and learn to copy it."""
     prompt_column = config.dataset["prompt_column"]
     for index, choice in enumerate(config.rewards):
-        try:
-            defaults = dict(plugins.get_reward(choice.name).params)
-        except RegistryError:
-            defaults = {}
-        if {**defaults, **choice.params}.get("answer_column") != prompt_column:
+        if _params_in_effect(choice).get("answer_column") != prompt_column:
             continue
         loc = ("rewards", index, "params", "answer_column") if "answer_column" in choice.params else \
             ("dataset", "prompt_column")
@@ -462,6 +462,15 @@ def _refuse_gold_in_the_prompt(config: ProjectConfig) -> None:
             "the {name} reward's answer_column and dataset.prompt_column are both {column!r}: the model would be "
             "prompted with the gold answer it is scored against; point one of them at another column").format(
             name=choice.name, column=prompt_column))
+
+
+def _params_in_effect(choice: RewardChoice) -> dict[str, Any]:
+    """A reward's params as its factory will get them: its defaults, then config.toml's."""
+    try:
+        defaults = dict(plugins.get_reward(choice.name).params)
+    except RegistryError:
+        defaults = {}  # a reward of an unrun rewards.py: only its given params are known
+    return {**defaults, **choice.params}
 
 
 def _check_params(config: ProjectConfig, index: int, choice: RewardChoice, declared) -> None:
@@ -504,6 +513,7 @@ def check_model(config: ProjectConfig) -> None:
     name, local = config.model["name"], config.local_model_dir()
     if config.builds_its_model():
         return
+    _refuse_a_model_built_for_another_preset(config)
     if local is None:
         problem = None if HUB_ID.match(name) else _(
             "{name!r} is neither a model folder nor a hub id like 'Qwen/Qwen3-4B'").format(name=name)
@@ -524,6 +534,19 @@ def check_model(config: ProjectConfig) -> None:
     raise config.error(("model", "name"), _("{problem}; {fix}").format(problem=problem, fix=fix))
 
 
+def _refuse_a_model_built_for_another_preset(config: ProjectConfig) -> None:
+    """A preset's model made on this machine (tiny's) has no hub copy: under another preset (`set model.preset=...`
+    on a tiny project) its name would be read as a hub id to download."""
+    name = config.model["name"]
+    for registered in plugins.presets().values():
+        other = registered.item
+        if other.build_model and name == other.model_id and other.name != config.model["preset"]:
+            raise config.error(("model", "name"), _(
+                "{name!r} is the {other} preset's model, built on this machine for that preset only; with preset "
+                "{preset}, set model.name to its model ({model_id}) or to a model folder").format(
+                name=name, other=other.name, preset=config.model["preset"], model_id=config.preset.model_id))
+
+
 def model_positions(config: ProjectConfig, model_dir: str | Path | None = None,
                     model_config: dict | None = None) -> int | None:
     """How many positions the model reads (its config.json's max_position_embeddings), when its config.json is
@@ -542,10 +565,16 @@ def positions_here(config: ProjectConfig) -> int | None:
     """``model_positions`` as a command that may make the model reads them: where a preset builds its model (tiny),
     from that build, made now as `check` and `plan` make it (not without the training packages: None)."""
     if not config.builds_its_model():
-        return model_positions(config)
+        return model_positions(config) or _declared_positions(config)
     if any(importlib.util.find_spec(package) is None for package in ("torch", "transformers")):
         return None
     return model_positions(config, config.model_path())
+
+
+def _declared_positions(config: ProjectConfig) -> int | None:
+    """What the preset declares its own model reads, for that model when its config.json is not on this machine."""
+    preset = config.preset
+    return preset.max_position_embeddings if config.model["name"] == preset.model_id else None
 
 
 def positions_of(name, preset, project_dir: Path) -> int | None:
@@ -689,7 +718,7 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
     wanted = []
     if model and not config.builds_its_model() and config.local_model_dir() is None:
         wanted.append((("model", "name"), N_("model"), config.model["name"]))
-    if dataset and _hub_dataset(config):
+    if dataset and dataset_on_the_hub(config):
         wanted.append((("dataset", "path"), N_("dataset"), config.dataset["path"]))
     if not wanted:
         return
@@ -723,6 +752,22 @@ def check_hub_access(config: ProjectConfig, probe: bool = True, *, model: bool =
             kind=_(kind), repo=repo_id, why=offline, flag=flag))
 
 
+def check_push_to_hub(config: ProjectConfig) -> None:
+    """grpo.push_to_hub: the trainer makes its hub repo as it starts, after the model has loaded, and pushes at each
+    save; offline it cannot, and without a token it stops there."""
+    if config.grpo.get("push_to_hub") is not True:
+        return
+    offline = offline_by_env()
+    if offline:
+        raise config.error(("grpo", "push_to_hub"), _(
+            "= true, but {variable} is set: the trainer cannot make or push to its hub repo offline; remove "
+            "push_to_hub (upload the adapter later with `hf upload`), or unset {variable}").format(variable=offline))
+    if hub_token_set(config.project_dir) is False:
+        config.warnings.append(config.said(("grpo", "push_to_hub"), _(
+            "= true, but no Hugging Face token is set (HF_TOKEN, in .env, or `hf auth login`): the trainer would stop "
+            "when it makes its hub repo, after the model has loaded")))
+
+
 def _local_model(config: ProjectConfig) -> str:
     """How a refusal of a hub model says to use a local copy: the command's --model PATH where it has the flag
     (train.py, new), else model.name (check, set, plan)."""
@@ -731,7 +776,7 @@ def _local_model(config: ProjectConfig) -> str:
 
 # ---- the dataset ----------------------------------------------------------------------------------------
 
-def _hub_dataset(config: ProjectConfig) -> bool:
+def dataset_on_the_hub(config: ProjectConfig) -> bool:
     path = config.dataset["path"]
     return config.dataset_file() is None and not (config.project_dir / home_expanded(path)).is_dir()
 
@@ -740,11 +785,7 @@ def wanted_columns(config: ProjectConfig) -> list[tuple[str, str]]:
     """(what needs it, column) for the prompt column and every reward param named ``*_column``."""
     wanted = [("dataset.prompt_column", config.dataset["prompt_column"])]
     for choice in config.rewards:
-        try:
-            defaults = dict(plugins.get_reward(choice.name).params)
-        except RegistryError:
-            defaults = {}  # a reward of an unrun rewards.py: only its given params are known
-        for key, column in {**defaults, **choice.params}.items():
+        for key, column in _params_in_effect(choice).items():
             if key.endswith("_column") and isinstance(column, str) and column:  # "": no column (llm_judge)
                 wanted.append((_("{name} reward's {key}").format(name=choice.name, key=key), column))
     return wanted

@@ -70,6 +70,9 @@ class Preset:
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     # For presets whose model is made on this machine instead of downloaded: returns its local path.
     build_model: Callable[[], str] | None = None
+    # How many positions model_id reads (max_position_embeddings in its config.json): before it is downloaded, checks
+    # hold model.max_seq_length to it (None: unchecked until train.py has the model)
+    max_position_embeddings: int | None = None
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,7 @@ class Settings:
     # planning.resolve_compiled_layers
     compiled_layers: bool | str = False
     whole_model_compiled: bool = False  # [grpo] torch_compile: the trainer compiles the whole model (not planned)
+    dataset_rows: int | None = None  # a local dataset's rows: one generation draws no more prompts (None: unknown)
 
     @property
     def holds_4bit(self) -> bool:

@@ -158,8 +158,8 @@ def from_config(config, backend: str | None = None, prompt_tokens: int | None = 
     notes = _prompt_room(found, config.grpo["max_completion_length"], config.model["max_seq_length"],
                          model_positions(config, model_dir))
     requested = backend or config.model.get("backend", "auto")
-    settings = _grpo_settings(config.grpo, config.lora, config.model, requested, shape, found.tokens, processes,
-                              unsloth)
+    settings = replace(_grpo_settings(config.grpo, config.lora, config.model, requested, shape, found.tokens,
+                                      processes, unsloth), dataset_rows=config.dataset_rows)
     return settings, {"project": str(config.project_dir), "preset": config.model["preset"],
                       "model": config.model["name"], "shape_source": source,
                       "max_seq_length": config.model["max_seq_length"], "prompt_tokens_source": found.how,

@@ -89,7 +89,7 @@ MAX_PLANNED_GPUS = 64  # more than one machine holds: the project's accelerate c
 
 
 @command(help=N_("Estimate a run's peak GPU memory and seconds per step from its settings, without a GPU."))
-@click.argument("project", required=False, type=click.Path(file_okay=False))
+@click.argument("project", required=False, type=click.Path())  # a folder, or its config file as set takes it
 @click.option("--preset", help=N_("Plan a preset's settings instead of a project's."))
 @click.option("--backend", type=click.Choice(["unsloth", "trl"]),
               help=N_("Default: the project's; \"auto\" (a preset's) as train.py takes it: unsloth where the unsloth "
@@ -166,7 +166,7 @@ def plan(project, preset, backend, gpu_memory, prompt_tokens, gpus, accelerate_c
     "Check that this environment can train: Python, torch, CUDA and GPUs, the versions grpo-skill is tested "
     "with and known-bad combinations, the model cache, disk space, plugins, git. Exits 1 on a blocker. With "
     "PROJECT, the disk check is for that project's model: what downloading it takes, nothing when it is cached."))
-@click.argument("project", required=False, type=click.Path(exists=True, file_okay=False))
+@click.argument("project", required=False, type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
 def doctor(project, as_json):
     from ..advisors import doctor as checks

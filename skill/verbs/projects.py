@@ -163,6 +163,7 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
                 "it").format(path=missing)))
         else:
             warmstart.examples_file(loaded)  # sft.py's own check of its examples
+    _refuse_others_output_folders(loaded)
     model_unchecked = modelfiles.check(loaded)  # what train.py checks with the tokenizer, and once the model has loaded
     # only what config.toml takes from the unrun rewards.py is left unchecked; nothing to say when it takes nothing
     unchecked = []
@@ -179,6 +180,11 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
             names=", ".join(map(repr, loaded.unrun_rewards))))
     if model_unchecked:
         unchecked.append(model_unchecked)
+    if projects.dataset_on_the_hub(loaded):  # check reads local files only; downloading one is train.py's job
+        columns = dict.fromkeys(column for _needs, column in projects.wanted_columns(loaded))
+        unchecked.append(_("dataset {path!r} is a hub dataset, so its rows and columns ({columns}) were not checked; "
+                           "train.py checks them once it has downloaded it").format(
+            path=loaded.dataset["path"], columns=", ".join(columns)))
     data = {"ok": True, "config": str(Path(loaded.path).resolve()), "preset": loaded.model["preset"],
             "model": loaded.model["name"], "backend": loaded.model.get("backend", "auto"),
             "processes": gpus or launch.world_size(),
@@ -187,8 +193,28 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
     return loaded, data
 
 
+def _refuse_others_output_folders(loaded) -> None:
+    """train.py and sft.py refuse an output folder that holds files of the user's and no run: check and set too."""
+    from ..core import schema
+    from ..runtime import resume
+
+    wanted = [(("grpo", "output_dir"), loaded.grpo.get("output_dir"), "train.py", "outputs")]
+    if loaded.sft is not None:
+        wanted.append((("sft", "output_dir"), loaded.sft.get("output_dir"), "sft.py", "outputs/sft"))
+    for loc, value, script, example in wanted:
+        if not isinstance(value, str):
+            continue
+        others = resume.others_files(loaded.project_dir / value)
+        if others:
+            raise loaded.error(loc, _(
+                "= {value}: {names} there are not a run's; {script} would refuse the folder (a run writes README.md, "
+                "adapter, ... over files of the same name): name a new or empty folder, like {example!r}").format(
+                value=schema.toml_value(value), names=", ".join(others[:3]) + (", ..." if len(others) > 3 else ""),
+                script=script, example=example))
+
+
 @command(help=N_("Validate a project's config.toml, its dataset and model folder without loading any model."))
-@click.argument("project", default=".", type=click.Path(file_okay=False))
+@click.argument("project", default=".", type=click.Path())  # a folder, or its config file as set takes it
 @click.option("--rewards/--no-rewards", "run_rewards", default=True, show_default=True,
               help=N_("Run the project's rewards.py and build every reward, which checks their params as train.py "
                       "would (a local judge loads its model); --no-rewards only reads rewards.py."))
@@ -198,9 +224,10 @@ def checked(project, run_rewards: bool = True, gpus: int | None = None, *, text:
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON (a config that fails is still one "
                                                          "line on stderr and exit status 1)."))
 def check(project, run_rewards, gpus, as_json):
+    from ..core.project import config_path
     from ..scaffold.update import refuse_conflicts
 
-    refuse_conflicts(project)  # before config.toml is read: a marker there is not a TOML error to fix
+    refuse_conflicts(config_path(project).parent)  # before config.toml is read: a marker there is no TOML error to fix
     loaded, data = checked(project, run_rewards, gpus)
 
     def text(data):
