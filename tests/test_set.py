@@ -328,7 +328,7 @@ def test_the_budget_advice_for_a_model_of_few_positions_goes_only_as_far_as_it_r
     (['model.adapter="outputs/none"'], "model.adapter (given on the command line): no LoRA adapter in"),
     (["maxsteps=3"], "grpo-skill set 'maxsteps=3': write SECTION.KEY=VALUE, e.g. grpo-skill set "
                      "grpo.max_completion_length=1024"),
-    (["rewards.weight=2"], "--param NAME.PARAM=VALUE sets a reward's param"),
+    (["rewards.weight=2"], "grpo-skill set 'rewards.weight=2': a reward's weight is set with --reward NAME:WEIGHT"),
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
                                           "`think_end_token`?"),
     (["grpo.beta=0.1", "grpo.beta=0.2"], "grpo.beta is given twice"),
@@ -886,6 +886,12 @@ def test_a_gold_reward_whose_column_the_dataset_lacks_is_refused_with_the_param_
      "--param thinking.*: --remove-reward thinking removes that reward; give one of them"),
     (["--param", 'format.end_marks="!"'], "--param format.*: 'format' is not one of the project's rewards "
                                          "(thinking); add --reward format"),
+    (["rewards[0].weight=2"], "grpo-skill set 'rewards[0].weight=2': a reward's weight is set with --reward "
+                              "NAME:WEIGHT (e.g. --reward thinking:2), its params with --param NAME.PARAM=VALUE"),
+    (["rewards.weight=2"], "grpo-skill set 'rewards.weight=2': a reward's weight is set with --reward NAME:WEIGHT"),
+    (["rewards.thinking.weight=2"], "grpo-skill set 'rewards.thinking.weight=2': give --reward thinking:2 (a "
+                                    "reward's weight is set with --reward NAME:WEIGHT"),
+    (["rewards.thinking.params.think_end_token=x"], "give --param thinking.think_end_token=x ("),
     (["--reward", "thinking:0"], "every [[rewards]] weight is 0"),
 ])
 def test_a_reward_refusal_is_one_line_and_changes_nothing(project, args, message):
