@@ -230,7 +230,7 @@ def test_param_of_a_reward_the_project_does_not_list_is_refused_with_its_rewards
     code, output = grpo_skill("set", "--project", str(graded), "--param", "format.end_marks=\"!\"")
     assert code == 1
     assert output.strip() == ("Error: --param format.*: 'format' is not one of the project's rewards (accuracy, "
-                              "cosine_length); a reward is added as a [[rewards]] table in config.toml")
+                              "cosine_length); add --reward format")
     assert snapshot(graded) == before
 
 
@@ -328,7 +328,7 @@ def test_the_budget_advice_for_a_model_of_few_positions_goes_only_as_far_as_it_r
     (['model.adapter="outputs/none"'], "model.adapter (given on the command line): no LoRA adapter in"),
     (["maxsteps=3"], "grpo-skill set 'maxsteps=3': write SECTION.KEY=VALUE, e.g. grpo-skill set "
                      "grpo.max_completion_length=1024"),
-    (["rewards.weight=2"], "--param NAME.PARAM=VALUE sets a reward's param"),
+    (["rewards.weight=2"], "grpo-skill set 'rewards.weight=2': a reward's weight is set with --reward NAME:WEIGHT"),
     (["--param", "thinking.think_end=x"], "reward 'thinking' has no param 'think_end'; did you mean "
                                           "`think_end_token`?"),
     (["grpo.beta=0.1", "grpo.beta=0.2"], "grpo.beta is given twice"),
@@ -710,7 +710,8 @@ def test_a_config_that_is_not_utf8_is_refused_naming_it(project):
 
 def test_no_setting_is_a_usage_error(project):
     code, output = grpo_skill("set", "--project", str(project))
-    assert code == 2 and "give at least one SECTION.KEY=VALUE or --param REWARD.PARAM=VALUE" in output
+    assert code == 2 and ("give at least one SECTION.KEY=VALUE, --param REWARD.PARAM=VALUE, --reward NAME[:WEIGHT] "
+                          "or --remove-reward NAME") in output
 
 
 def test_a_folder_without_a_project(tmp_path):
@@ -742,12 +743,191 @@ def test_json(project):
     assert result["written"] is True and result["dry_run"] is False
     assert result["config"] == str((project / "config.toml").resolve())
     assert result["changes"] == [
-        {"key": "grpo.max_completion_length", "old": 32, "new": 64, "added": False},
-        {"key": "grpo.temperature", "old": None, "new": 0.7, "added": True},
-        {"key": "grpo.learning_rate", "old": 0.005, "new": 0.5, "added": False},
+        {"key": "grpo.max_completion_length", "old": 32, "new": 64, "added": False, "removed": False},
+        {"key": "grpo.temperature", "old": None, "new": 0.7, "added": True, "removed": False},
+        {"key": "grpo.learning_rate", "old": 0.005, "new": 0.5, "added": False, "removed": False},
     ]
     assert len(result["warnings"]) == 1 and "learning_rate" in result["warnings"][0]
 
+
+
+# --- --reward and --remove-reward --------------------------------------------------------------------------------
+
+
+def test_reward_changes_a_weight_on_its_line_and_keeps_its_comment(graded):
+    config = graded / "config.toml"
+    config.write_text(config.read_text().replace("weight = 0.5\n", "weight = 0.5  # the length shaping\n", 1))
+    before = config_text(graded)
+    code, output = grpo_skill("set", "--project", str(graded), "--reward", "cosine_length:0.25")
+    assert code == 0, output
+    assert "rewards.cosine_length.weight: 0.5 → 0.25" in output
+    assert config_text(graded) == before.replace("weight = 0.5  # the length shaping\n",
+                                                 "weight = 0.25  # the length shaping\n")
+
+
+def test_reward_adds_a_table_after_the_last_one_and_its_param_in_the_same_command(project):
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "format:0.5", "--param",
+                              'format.end_marks=".!"')
+    assert code == 0, output
+    assert "  rewards: + format (weight 0.5)\n" in output and '  format.end_marks: (not set) → ".!"\n' in output
+    assert config_text(project) == before.replace(
+        'name = "thinking"\nweight = 1.0\n',
+        'name = "thinking"\nweight = 1.0\n[[rewards]]\nname = "format"\nweight = 0.5\nparams = { end_marks = ".!" }\n')
+    code, output = grpo_skill("check", str(project), "--json")
+    assert code == 0, output
+    assert [(reward["name"], reward["weight"]) for reward in json.loads(output)["rewards"]] == [
+        ("thinking", 1.0), ("format", 0.5)]
+    assert json.loads(output)["rewards"][1]["params"] == {"end_marks": ".!"}
+
+
+def test_a_reward_added_without_a_weight_takes_news_default(project):
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "format")
+    assert code == 0, output
+    assert "rewards: + format (weight 1.0)" in output
+    assert tomllib.loads(config_text(project))["rewards"][-1] == {"name": "format", "weight": 1.0}
+
+
+def test_the_projects_own_reward_takes_the_place_of_its_commented_out_table(project):
+    before = config_text(project)
+    commented = re.search(r"\n# [^\n]*rewards\.py[^\n]*\n# \[\[rewards\]\]\n# name = \"no_repetition\"\n"
+                          r"# weight = 0\.5\n", before)
+    assert commented, before
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "no_repetition:0.5")
+    assert code == 0, output
+    assert "rewards: + no_repetition (weight 0.5)" in output
+    assert config_text(project) == before.replace(commented.group(0), "").replace(
+        'name = "thinking"\nweight = 1.0\n',
+        'name = "thinking"\nweight = 1.0\n[[rewards]]\nname = "no_repetition"\nweight = 0.5\n')
+    assert grpo_skill("check", str(project))[0] == 0
+
+
+def test_remove_reward_takes_out_its_table_and_params_and_keeps_the_comments_around_it(graded):
+    before = config_text(graded)
+    table = '[[rewards]]\nname = "cosine_length"\nweight = 0.5\nparams = { answer_column = "final", max_len = 300 }\n'
+    assert before.count(table) == 1
+    code, output = grpo_skill("set", "--project", str(graded), "--remove-reward", "cosine_length")
+    assert code == 0, output
+    assert "  rewards: - cosine_length\n" in output
+    assert config_text(graded) == before.replace(table, "")
+    assert grpo_skill("check", str(graded))[0] == 0
+
+
+def test_remove_the_first_reward(graded):
+    before = config_text(graded)
+    table = '[[rewards]]\nname = "accuracy"\nweight = 1.0\nparams = { answer_column = "final" }\n'
+    assert before.count(table) == 1
+    code, output = grpo_skill("set", "--project", str(graded), "--remove-reward", "accuracy")
+    assert code == 0, output
+    assert config_text(graded) == before.replace(table, "")
+
+
+def test_the_only_reward_replaced_in_one_command(project):
+    code, output = grpo_skill("set", "--project", str(project), "--remove-reward", "thinking", "--reward",
+                              "format:0.5")
+    assert code == 0, output
+    assert "rewards: + format (weight 0.5)" in output and "rewards: - thinking" in output
+    config = tomllib.loads(config_text(project))
+    assert config["rewards"] == [{"name": "format", "weight": 0.5}]
+    assert "# [[rewards]]\n# name = \"no_repetition\"" in config_text(project)  # the example kept
+
+
+def test_a_gold_reward_added_reads_the_column_the_projects_rewards_read(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text(DATA)
+    code, output = grpo_skill("new", "gold", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
+                              "question", "--answer-column", "final", "--reward", "cosine_length:0.5", "-o",
+                              str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "gold"
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "accuracy")
+    assert code == 0, output
+    assert ("note: accuracy reads its gold answers from the column 'final', the one config.toml gives "
+            "cosine_length (answer_column; --param accuracy.answer_column=COL for another)") in output
+    assert tomllib.loads(config_text(project))["rewards"][-1] == {
+        "name": "accuracy", "weight": 1.0, "params": {"answer_column": "final"}}
+    assert grpo_skill("check", str(project))[0] == 0
+
+
+def test_a_gold_reward_whose_column_the_dataset_lacks_is_refused_with_the_param_to_add(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text(DATA)
+    code, output = grpo_skill("new", "nogold", "--preset", "tiny", "--dataset", str(data), "--prompt-column",
+                              "question", "-o", str(tmp_path))
+    assert code == 0, output
+    project = tmp_path / "nogold"
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "accuracy")
+    assert code == 1
+    assert output.strip() == (
+        "Error: accuracy reward's answer_column (the reward added by this command): column 'answer' is not in "
+        "d.jsonl (it has: final, question); give --param accuracy.answer_column=final in this `grpo-skill set` "
+        f"command, or add the column to the file ({project / 'config.toml'} is unchanged)")
+    assert snapshot(project) == before
+    code, output = grpo_skill("set", "--project", str(project), "--reward", "accuracy", "--param",
+                              "accuracy.answer_column=final")
+    assert code == 0, output
+    assert grpo_skill("check", str(project))[0] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--reward", "thinking"], "--reward thinking: the project has this reward already; give the weight it should "
+                               "have, e.g. --reward thinking:2"),
+    (["--reward", "acuracy:1"], "unknown reward 'acuracy'; did you mean 'accuracy'?"),
+    (["--reward", "thinking:heavy"], "--reward 'thinking:heavy': write a reward as NAME or NAME:WEIGHT"),
+    (["--reward", "format", "--reward", "format:2"], "a reward is given twice; give each --reward once"),
+    (["--remove-reward", "format"], "--remove-reward format: 'format' is not one of the project's rewards "
+                                    "(thinking)"),
+    (["--remove-reward", "thinking"], "--remove-reward: a run needs at least one reward, and this would leave "
+                                      "[[rewards]] empty; add one in the same command with --reward NAME[:WEIGHT]"),
+    (["--reward", "format", "--remove-reward", "format"], "--reward format and --remove-reward format: give one "
+                                                          "of them"),
+    (["--reward", "format", "--remove-reward", "thinking", "--param", 'thinking.think_end_token="</x>"'],
+     "--param thinking.*: --remove-reward thinking removes that reward; give one of them"),
+    (["--param", 'format.end_marks="!"'], "--param format.*: 'format' is not one of the project's rewards "
+                                         "(thinking); add --reward format"),
+    (["rewards[0].weight=2"], "grpo-skill set 'rewards[0].weight=2': a reward's weight is set with --reward "
+                              "NAME:WEIGHT (e.g. --reward thinking:2), its params with --param NAME.PARAM=VALUE"),
+    (["rewards.weight=2"], "grpo-skill set 'rewards.weight=2': a reward's weight is set with --reward NAME:WEIGHT"),
+    (["rewards.thinking.weight=2"], "grpo-skill set 'rewards.thinking.weight=2': give --reward thinking:2 (a "
+                                    "reward's weight is set with --reward NAME:WEIGHT"),
+    (["rewards.thinking.params.think_end_token=x"], "give --param thinking.think_end_token=x ("),
+    (["--reward", "thinking:0"], "every [[rewards]] weight is 0"),
+])
+def test_a_reward_refusal_is_one_line_and_changes_nothing(project, args, message):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), *args)
+    assert code == 1 and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1 and output.startswith("Error: ") and message in output, output
+    assert snapshot(project) == before
+
+
+def test_reward_dry_run_writes_nothing(project):
+    before = snapshot(project)
+    code, output = grpo_skill("set", "--project", str(project), "--dry-run", "--reward", "thinking:2", "--reward",
+                              "format:0.5")
+    assert code == 0, output
+    assert "Would change" in output and "rewards.thinking.weight: 1.0 → 2.0" in output
+    assert "rewards: + format (weight 0.5)" in output
+    assert snapshot(project) == before
+
+
+def test_reward_changes_in_json(graded):
+    code, output = grpo_skill("set", "--project", str(graded), "--json", "--reward", "accuracy:2", "--reward",
+                              "format:0.5", "--param", 'format.end_marks="."', "--remove-reward", "cosine_length")
+    assert code == 0, output
+    result = json.loads(output)
+    assert result["written"] is True
+    assert result["changes"] == [
+        {"key": "rewards.accuracy.weight", "old": 1, "new": 2.0, "added": False, "removed": False},
+        {"key": "rewards.format", "old": None, "new": {"name": "format", "weight": 0.5}, "added": True,
+         "removed": False},
+        {"key": "rewards.cosine_length", "old": {"name": "cosine_length", "weight": 0.5,
+                                                 "params": {"answer_column": "final", "max_len": 300}},
+         "new": None, "added": False, "removed": True},
+        {"key": "format.end_marks", "old": None, "new": ".", "added": True, "removed": False},
+    ]
+    assert [reward["name"] for reward in tomllib.loads(config_text(graded))["rewards"]] == ["accuracy", "format"]
 
 # --- update after set ----------------------------------------------------------------------------------------
 

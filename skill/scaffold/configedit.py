@@ -3,7 +3,10 @@
 The items are parsed as `new --set` and `--param` parse theirs (settings.py), the edit is made with tomlkit (only the
 lines of the keys given change; a key the file does not have goes after the last key of its table, in place of a
 commented-out line of it where there is one, such as the template's ``# adapter = "outputs/sft/adapter"``), and the
-verb writes the file only once the whole project, as edited, passes `grpo-skill check`.
+verb writes the file only once the whole project, as edited, passes `grpo-skill check`. ``--reward NAME[:WEIGHT]``
+(read as `new --reward` reads it) changes a listed reward's weight or adds a [[rewards]] table after the last one;
+``--remove-reward NAME`` takes one out, with the comment lines right above its header; the blank lines and comments
+that end a table stay where they were.
 
 Only config.toml changes: the project's ``.copier-answers.yml`` keeps the answers `new` was given (how the project was
 made), so `grpo-skill update` takes the values set here as the user's edits and keeps them, as it keeps a hand edit.
@@ -32,6 +35,7 @@ class Change:
     old: Any  # None where config.toml does not set it
     new: Any
     added: bool = False  # config.toml did not set it (a commented-out line of it became the key's)
+    removed: bool = False  # a [[rewards]] table taken out (--remove-reward): ``old`` is that table, ``new`` None
 
 
 @dataclass
@@ -44,6 +48,10 @@ class Edit:
     given: tuple[str, ...] = ()  # the "table.key"s given, which messages name as given on the command line
     derived: dict[str, str] = field(default_factory=dict)  # those `set` changed on its own -> how, for messages
     prompt_room: int | None = None  # the tokens the file left the prompts, for advice where they cannot be counted
+    # "accuracy reward's answer_column" (as `check` names a column a reward reads) -> (reward, param, how), for the
+    # column params of the rewards this edit adds ("added") and of those --param gives ("given")
+    column_params: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    prompt_column: str = "prompt"  # dataset.prompt_column as edited
 
     @property
     def changed(self) -> bool:
@@ -58,9 +66,10 @@ def _tomlkit():
     return tomlkit
 
 
-def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
+def prepare(project: str | Path, set_items=(), param_items=(), reward_items=(), remove_items=()) -> Edit:
     """The edit of ``project``'s config.toml (a folder or the file itself) that the items ask for, nothing written;
-    a SettingError for an item that cannot work."""
+    a SettingError for an item that cannot work. ``reward_items``: --reward NAME[:WEIGHT] (a listed reward's weight
+    changed, another added); ``remove_items``: --remove-reward NAME."""
     from ..core import plugins
     from ..core.project import config_path, read_config, refuse_what_is_no_config
 
@@ -71,19 +80,22 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
                              "give --project DIR").format(path=shown))
     refuse_what_is_no_config(path, shown)
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
-    plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param
+    plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param, or be added
+    specs = _reward_specs(reward_items)
+    removed = list(dict.fromkeys(name.strip() for name in remove_items))  # once each, as given
+    both = next((name for name in specs if name in removed), None)
+    if both is not None:
+        raise SettingError(_("--reward {name} and --remove-reward {name}: give one of them").format(name=both))
     parsed = given_settings.parse_params(param_items, sets)
     old_text = read_config(path, shown)  # as it is: its line endings kept; not UTF-8 refused as `check` refuses it
     raw = schema.parse(old_text, shown)  # a file that is not TOML is named at its line, as `check` names it
     listed = raw.get("rewards") if isinstance(raw.get("rewards"), list) else []
     rewards = [entry.get("name") if isinstance(entry, dict) else None for entry in listed]
-    for name in parsed.params:
-        if name not in rewards:
-            raise SettingError(_("--param {name}.*: {name!r} is not one of the project's rewards ({names}); a reward "
-                                 "is added as a [[rewards]] table in config.toml").format(
-                name=name, names=", ".join(map(str, rewards)) or _("none")))
+    added = _check_rewards(listed, rewards, specs, removed, parsed)
     edit = Edit(path, old_text, old_text, notes=list(parsed.notes),
                 given=tuple(f"{table}.{key}" for table, keys in parsed.tables.items() for key in keys))
+    param_paths = _param_paths(param_items)
+    param_paths += _project_gold(listed, added, parsed, edit.notes)
     _raise_max_seq_length(raw, parsed, edit)
     tomlkit = _tomlkit()
     document = tomlkit.parse(old_text)
@@ -92,17 +104,302 @@ def prepare(project: str | Path, set_items=(), param_items=()) -> Edit:
         for key, value in keys.items():
             old = raw.get(table, {}).get(key) if isinstance(raw.get(table), dict) else None
             item = _item(texts.get(f"{table}.{key}"), value)
-            added = _set_key(document, table, key, item)
-            edit.changes.append(Change(f"{table}.{key}", old, value, added))
-    for names in _param_paths(param_items):
-        value, old = parsed.params[names[0]], raw["rewards"][rewards.index(names[0])].get("params")
+            added_key = _set_key(document, table, key, item)
+            edit.changes.append(Change(f"{table}.{key}", old, value, added_key))
+    _edit_rewards(document, listed, rewards, specs, removed, edit)
+    for names in param_paths:
+        index = rewards.index(names[0]) if names[0] in rewards else None
+        value, old = parsed.params[names[0]], listed[index].get("params") if index is not None else None
         for name in names[1:]:
             value = value[name]
             old = old.get(name) if isinstance(old, dict) else None
-        added = _set_param(document["rewards"][rewards.index(names[0])], names[1:], value)
-        edit.changes.append(Change(".".join(names), old, value, added))
+        added_param = _set_param(_reward_table(document, names[0]), names[1:], value)
+        edit.changes.append(Change(".".join(names), old, value, added_param))
+    _name_column_params(edit, added, param_paths, parsed, raw)
     edit.text = tomlkit.dumps(document)
     return edit
+
+
+def _reward_specs(items) -> dict[str, float | None]:
+    """--reward NAME[:WEIGHT] items, parsed as `new --reward` parses them: {name: weight, None where none was
+    given}; a reward the registry does not have is refused as `new` refuses it."""
+    from ..core import plugins
+    from ..core.registry import RegistryError
+    from ..core.schema import parse_reward_spec
+
+    specs: dict[str, float | None] = {}
+    for item in items:
+        try:
+            name, weight = parse_reward_spec(item)
+            plugins.get_reward(name)
+        except RegistryError as error:
+            raise SettingError(str(error)) from None
+        except UserError as error:
+            raise SettingError(_("--reward {error}").format(error=error)) from None
+        if name in specs:
+            raise SettingError(_("a reward is given twice; give each --reward once, with its weight"))
+        specs[name] = weight if ":" in item else None
+    return specs
+
+
+def _check_rewards(listed: list, rewards: list, specs: dict[str, float | None], removed: list[str],
+                   parsed) -> list[str]:
+    """The rewards that --reward adds (those config.toml does not list), after refusing what cannot work: a listed
+    reward without a weight, a reward to remove that is not listed, no reward left, a --param of a reward that is
+    not listed or is removed."""
+    names = ", ".join(map(str, rewards)) or _("none")
+    for name in removed:
+        if name not in rewards:
+            raise SettingError(_("--remove-reward {name}: {name!r} is not one of the project's rewards "
+                                 "({names})").format(name=name, names=names))
+    for name, weight in specs.items():
+        if name in rewards and weight is None:
+            weight_now = listed[rewards.index(name)].get("weight", 1.0)
+            raise SettingError(_("--reward {name}: the project has this reward already; give the weight it should "
+                                 "have, e.g. --reward {name}:{example}").format(
+                name=name, example=1 if weight_now == 2 else 2))
+    added = [name for name in specs if name not in rewards]
+    if not added and removed and all(name in removed for name in rewards):
+        raise SettingError(_("--remove-reward: a run needs at least one reward, and this would leave [[rewards]] "
+                             "empty; add one in the same command with --reward NAME[:WEIGHT]"))
+    for name in parsed.params:
+        if name in removed:
+            raise SettingError(_("--param {name}.*: --remove-reward {name} removes that reward; give one of "
+                                 "them").format(name=name))
+        if name not in rewards and name not in added:
+            raise SettingError(_("--param {name}.*: {name!r} is not one of the project's rewards ({names}); add "
+                                 "--reward {name}").format(name=name, names=names))
+    return added
+
+
+def _project_gold(listed: list, added: list[str], parsed, notes: list[str]) -> list[list[str]]:
+    """Give each gold-answer reward that --reward adds (``answer_column``, as `new --answer-column` sets it) the
+    column the listed rewards read their gold answers from, unless --param gives it, as `rewards try --project`
+    does; said in a note. The [REWARD, PARAM] paths so given; refused where they read several columns."""
+    from ..core import plugins
+    from ..core.registry import RegistryError
+    from .settings import GOLD_PARAMS
+
+    paths = []
+    for param in GOLD_PARAMS:
+        readers: dict[str, list[str]] = {}  # column: the listed rewards that read it
+        for entry in listed:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if not isinstance(name, str):
+                continue  # `check` names it
+            try:
+                declared = plugins.get_reward(name).params
+            except RegistryError:  # `check` names it
+                continue
+            params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
+            if param in declared:
+                readers.setdefault(str(params.get(param, declared[param])), []).append(name)
+        for name in added:
+            declared = plugins.get_reward(name).params
+            if param not in declared or param in parsed.params.get(name, {}) or not readers:
+                continue
+            if len(readers) > 1:
+                raise SettingError(_("--reward {name}: the project's rewards read gold answers from several columns "
+                                     "({columns}); say which with --param {name}.{param}=COL").format(
+                    name=name, param=param, columns=", ".join(
+                        f"{column} ({', '.join(names)})" for column, names in readers.items())))
+            [(column, names)] = readers.items()
+            if column == str(declared[param]):
+                continue  # its own default: nothing to give or say
+            parsed.params.setdefault(name, {})[param] = column
+            paths.append([name, param])
+            notes.append(_("{name} reads its gold answers from the column {column!r}, the one config.toml gives "
+                           "{rewards} ({param}; --param {name}.{param}=COL for another)").format(
+                name=name, column=column, rewards=", ".join(names), param=param))
+    return paths
+
+
+def _name_column_params(edit: Edit, added: list[str], param_paths: list[list[str]], parsed, raw: dict) -> None:
+    """Edit.column_params and Edit.prompt_column: what a refusal of a missing column says to give instead."""
+    from ..core import plugins
+
+    def label(name: str, key: str) -> str:  # as project.wanted_columns names it
+        return _("{name} reward's {key}").format(name=name, key=key)
+
+    for name in added:
+        for key in {**plugins.get_reward(name).params, **parsed.params.get(name, {})}:
+            if key.endswith("_column"):
+                edit.column_params[label(name, key)] = (name, key, "added")
+    for names in param_paths:
+        if len(names) == 2 and names[1].endswith("_column") and names[0] not in added:
+            edit.column_params[label(names[0], names[1])] = (names[0], names[1], "given")
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    edit.prompt_column = str(parsed.tables.get("dataset", {}).get("prompt_column",
+                                                                  dataset.get("prompt_column", "prompt")))
+
+
+# --- [[rewards]] tables ---------------------------------------------------------------------------------------
+
+
+def _edit_rewards(document, listed: list, rewards: list, specs: dict[str, float | None], removed: list[str],
+                  edit: Edit) -> None:
+    """The weights --reward gives the listed rewards, the [[rewards]] tables it adds (after the last one, at the
+    weight `new -r NAME` gives where none is given) and those --remove-reward takes out, each a Change."""
+    tomlkit = _tomlkit()
+    from ..core.schema import parse_reward_spec
+
+    default_weight = parse_reward_spec("reward")[1]  # what `new --reward NAME` writes
+    for name, weight in specs.items():
+        if name in rewards:
+            old = listed[rewards.index(name)].get("weight")
+            _put(_reward_table(document, name), "weight", tomlkit.item(float(weight)))
+            edit.changes.append(Change(f"rewards.{name}.weight", old, float(weight), added=old is None))
+        else:
+            table = {"name": name, "weight": float(weight if weight is not None else default_weight)}
+            _append_table(document, table)
+            edit.changes.append(Change(f"rewards.{name}", None, table, added=True))
+    for name in removed:  # after the tables added: a table before or after the one removed is left
+        edit.changes.append(Change(f"rewards.{name}", listed[rewards.index(name)], None, removed=True))
+        _remove_table(document, name)
+
+
+def _reward_tables(document) -> list:
+    rewards = document.get("rewards")
+    return list(rewards) if rewards is not None else []
+
+
+def _reward_table(document, name: str):
+    """The [[rewards]] table of the reward ``name``."""
+    return next(table for table in _reward_tables(document) if table.get("name") == name)
+
+
+def _ending(table):
+    """The table whose lines end ``table``'s: its [rewards.params] sub-table where that comes last."""
+    from tomlkit.items import Table
+
+    keyed = [entry for name, entry in table.value.body if name is not None]
+    return _ending(keyed[-1]) if keyed and isinstance(keyed[-1], Table) else table
+
+
+def _tail(table) -> list:
+    """The blank lines and comments that end a [[rewards]] table, after its last key: they belong to what follows
+    (the next table, or a commented-out example reward)."""
+    body = _ending(table).value.body
+    last = max((index for index, (name, _entry) in enumerate(body) if name is not None), default=-1)
+    return body[last + 1:]
+
+
+def _set_tail(table, tail: list) -> None:
+    body = _ending(table).value.body
+    del body[len(body) - len(_tail(table)):]
+    body.extend(tail)
+
+
+def _blank(tail: list) -> bool:
+    from tomlkit.items import Whitespace
+
+    return all(isinstance(entry, Whitespace) for _name, entry in tail)
+
+
+def _append_table(document, values: dict) -> None:
+    """A [[rewards]] table of ``values`` after the last one: before the blank lines and comments that end it, which
+    then end the new one (a commented-out table of the same reward, such as the template's example, is taken out)."""
+    tomlkit = _tomlkit()
+    from tomlkit.items import AoT, Whitespace
+
+    newline = _newline(document.as_string())
+    table = tomlkit.table()
+    table.trivia.trail = newline
+    for key, value in values.items():
+        item = tomlkit.item(value)
+        item.trivia.trail = newline
+        table.add(key, item)
+    rewards = document.get("rewards")
+    if rewards is not None and not isinstance(rewards, AoT):  # rewards = [{ ... }]: one more inline table
+        rewards.append(_inline(values))
+        return
+    if rewards is None:  # no [[rewards]] to follow: after the file's last line
+        text = document.as_string()
+        table.trivia.indent = "" if not text else newline if text.endswith("\n") else newline * 2
+        document.append("rewards", tomlkit.aot())
+        document["rewards"].append(table)
+        return
+    last = rewards[-1]
+    tail = _tail(last)
+    # spaced from the last table by the blank lines that space the tables before it (the template writes them one
+    # after another), not by the comments above the last one's header
+    between = []
+    for entry in _tail(rewards[-2]) if len(rewards) > 1 else []:
+        if not _blank([entry]):
+            break
+        between.append(entry)
+    _set_tail(last, [(None, Whitespace(entry.as_string())) for _key, entry in between])
+    table.trivia.indent = last.trivia.indent if len(rewards) > 1 else ""
+    if not last.as_string().endswith("\n"):  # a last line without its newline
+        table.trivia.indent = newline + table.trivia.indent
+    rewards.append(table)
+    _set_tail(table, _without_commented_table(tail, values["name"]))
+
+
+def _without_commented_table(tail: list, name: str) -> list:
+    """``tail`` without a commented-out [[rewards]] table of the reward ``name`` (``# [[rewards]]``, ``# name =
+    "..."`` and its other ``# key = value`` lines), and the comment just above it that mentions rewards.py (the
+    template's "uncomment to use it")."""
+    from tomlkit.items import Comment
+
+    lines = [entry.as_string().strip() if isinstance(entry, Comment) else None for _key, entry in tail]
+    for start, line in enumerate(lines):
+        if line is None or not re.fullmatch(r"#\s*\[\[\s*rewards\s*\]\]", line):
+            continue
+        end = start + 1
+        while end < len(lines) and lines[end] is not None and re.match(r"#\s*[A-Za-z_]\w*\s*=", lines[end]):
+            end += 1
+        commented = "\n".join(line[1:] for line in lines[start + 1:end])
+        try:
+            names = _tomlkit().parse(commented).get("name")
+        except Exception:  # comments that only look like keys
+            continue
+        if names != name:
+            continue
+        if start > 0 and lines[start - 1] is not None and "rewards.py" in lines[start - 1]:
+            start -= 1
+        if 0 < start and end < len(tail) and _blank(tail[start - 1:start]) and _blank(tail[end:end + 1]):
+            start -= 1  # one blank line, not the two around the table
+        return tail[:start] + tail[end:]
+    return tail
+
+
+def _remove_table(document, name: str) -> None:
+    """The [[rewards]] table of ``name`` taken out, with its [rewards.params] and the comment lines right above its
+    header (its own); the blank lines and comments that end it, which belong to what follows, stay."""
+    from tomlkit.items import AoT, Table
+
+    rewards = document["rewards"]
+    index = next(index for index, table in enumerate(rewards) if table.get("name") == name)
+    if not isinstance(rewards, AoT):  # rewards = [{ ... }]
+        del rewards[index]
+        return
+    table, tail = rewards[index], _tail(rewards[index])
+    if index > 0:
+        before = rewards[index - 1]
+        kept = _without_header_comments(_tail(before))
+        _set_tail(before, tail if _blank(kept) else kept + tail)
+    else:
+        entries = [entry for key, entry in document.body if key is not None]
+        above = entries[entries.index(rewards) - 1] if entries.index(rewards) > 0 else None
+        if isinstance(above, Table):  # [dataset], say: the comments at its end above this header go with it
+            _set_tail(above, _without_header_comments(_tail(above)))
+        if len(rewards) > 1:  # the next table becomes the first; the comments above it kept, the blank lines not
+            start = next((at for at, (_key, entry) in enumerate(tail) if not _blank([(None, entry)])), len(tail))
+            rewards[1].trivia.indent = table.trivia.indent + "".join(entry.as_string() for _key, entry in
+                                                                     tail[start:])
+    del rewards[index]
+
+
+def _without_header_comments(tail: list) -> list:
+    """``tail`` without the comment lines at its end, which stand right above the next header (no blank line
+    between): they are that table's."""
+    from tomlkit.items import Comment
+
+    end = len(tail)
+    while end and isinstance(tail[end - 1][1], Comment):
+        end -= 1
+    return tail[:end]
 
 
 def _value_texts(set_items) -> dict[str, str]:
@@ -291,10 +588,29 @@ def _raise_max_seq_length(raw: dict, parsed, edit: Edit) -> None:
 def refused(error: UserError, edit: Edit) -> UserError:
     """The check's refusal of the edited config, its line numbers those of the file as it still is, saying that
     the file is unchanged."""
-    message = _at_file_lines(str(error), edit)
+    message = _missing_column(error, edit) or _at_file_lines(str(error), edit)
     failure = SettingError(_("{error} ({path} is unchanged)").format(error=message, path=shown_path(edit.path)))
     failure.exit_code = getattr(error, "exit_code", 1)
     return failure
+
+
+def _missing_column(error: UserError, edit: Edit) -> str | None:
+    """A column the dataset lacks, read by a reward this edit adds or by a column param --param gives: the
+    --param to give in this command (the one column besides the prompts where there is one); None for another
+    refusal."""
+    from ..core.datafile import MissingColumn
+
+    if not isinstance(error, MissingColumn) or error.parts[1] not in edit.column_params:
+        return None
+    file, what, column, columns = error.parts
+    name, key, how = edit.column_params[what]
+    others = [other for other in columns if other not in (edit.prompt_column, column)]
+    where = (_("{what} (the reward added by this command)") if how == "added"
+             else _("{key} (given on the command line)")).format(what=what, key=what)
+    return _("{what}: column {column!r} is not in {file} (it has: {columns}); give {fix} in this `grpo-skill set` "
+             "command, or add the column to the file").format(
+        what=where, column=column, file=Path(file).name, columns=", ".join(sorted(columns)) or _("nothing"),
+        fix=f"--param {name}.{key}={others[0] if len(others) == 1 else 'COL'}")
 
 
 def _at_file_lines(message: str, edit: Edit) -> str:
@@ -332,6 +648,19 @@ def write(edit: Edit) -> None:
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def shown_change(change: Change) -> str:
+    """A change as `set` lists it: ``key: old → new``, a reward added or removed as ``rewards: + name (weight w)``
+    and ``rewards: - name``."""
+    if change.removed:
+        return f"rewards: - {change.old.get('name')}"
+    if change.key.startswith("rewards.") and isinstance(change.new, dict) and change.added:
+        return _("rewards: + {name} (weight {weight})").format(name=change.new["name"],
+                                                               weight=shown_value(change.new["weight"]))
+    old, new = shown_value(change.old), shown_value(change.new)
+    return f"{change.key}: {old} → {new}" if old != new else _("{key}: {value} (unchanged)").format(
+        key=change.key, value=new)
 
 
 def shown_value(value) -> str:

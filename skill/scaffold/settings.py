@@ -9,6 +9,7 @@ string may it be written bare (``--set grpo.optim=adamw_torch``), and that is sa
 from __future__ import annotations
 
 from ..core.schema import tomllib  # tomli on Python 3.10
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -99,13 +100,11 @@ def parse_sets(items, option: str = "--set") -> CliSettings:
     for item in items:
         dotted, sep, text = item.partition("=")
         table, dot, key = dotted.strip().partition(".")
+        if option == SET_COMMAND and re.match(r"rewards\s*(\[|\.|$)", dotted.strip()):
+            raise _a_reward_setting(item, dotted.strip(), text.strip())
         if not sep or not dot or not key or "." in key:
             raise SettingError(_("{option} {item!r}: write SECTION.KEY=VALUE, e.g. {option} "
                                  "grpo.max_completion_length=1024").format(option=option, item=item))
-        if table == "rewards" and option == SET_COMMAND:
-            raise SettingError(_("{option} {item!r}: --param NAME.PARAM=VALUE sets a reward's param; the rewards "
-                                 "and their weights are the [[rewards]] tables of config.toml").format(
-                option=option, item=item))
         if table == "rewards":
             raise SettingError(_("--set {item!r}: rewards are chosen with --reward NAME:WEIGHT and their params with "
                                  "--param NAME.PARAM=VALUE").format(item=item))
@@ -122,6 +121,28 @@ def parse_sets(items, option: str = "--set") -> CliSettings:
         value = parse_value(option, item, text.strip(), _accepts_text(annotation), found.notes)
         found.tables.setdefault(table, {})[key] = value
     return found
+
+
+def _a_reward_setting(item: str, dotted: str, text: str) -> SettingError:
+    """`grpo-skill set rewards...=VALUE` (``rewards[0].weight=2``, ``rewards.weight=2``): the [[rewards]] tables
+    are changed with --reward NAME:WEIGHT and --param NAME.PARAM=VALUE; where the item names the reward
+    (``rewards.thinking.weight=2``), the option to give."""
+    names = [name.strip() for name in dotted.split(".")]
+    reward, rest = (names[1], names[2:]) if len(names) >= 3 else (None, [])
+    fix = None
+    if reward is not None and re.fullmatch(r"[A-Za-z_][\w-]*", reward) and all(rest) and text:
+        params = rest[1:] if rest[0] == "params" else rest
+        if rest == ["weight"]:
+            fix = f"--reward {reward}:{text}"
+        elif params and params[0] not in ("name", "weight", "params"):
+            fix = f"--param {'.'.join([reward, *params])}={text}"
+    if fix:
+        return SettingError(_("{option} {item!r}: give {fix} (a reward's weight is set with --reward NAME:WEIGHT, "
+                              "its params with --param NAME.PARAM=VALUE)").format(
+            option=SET_COMMAND, item=item, fix=fix))
+    return SettingError(_("{option} {item!r}: a reward's weight is set with --reward NAME:WEIGHT (e.g. --reward "
+                          "thinking:2), its params with --param NAME.PARAM=VALUE").format(
+        option=SET_COMMAND, item=item))
 
 
 def _given_twice(option: str, item: str, key: str, other: str) -> SettingError:

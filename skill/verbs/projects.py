@@ -244,27 +244,34 @@ def check(project, run_rewards, gpus, as_json):
 
 @command("set", help=N_(
     "Change settings of an existing project's config.toml in place, its comments and layout kept: SECTION.KEY=VALUE "
-    "and --param REWARD.PARAM=VALUE as `new --set` and `new --param` take them. The whole project is checked as "
-    "`grpo-skill check` checks it before anything is written; a refusal leaves the file as it was."))
+    "and --param REWARD.PARAM=VALUE as `new --set` and `new --param` take them; --reward and --remove-reward change "
+    "its [[rewards]] tables. The whole project is checked as `grpo-skill check` checks it before anything is "
+    "written; a refusal leaves the file as it was."))
 @click.argument("items", nargs=-1, metavar="SECTION.KEY=VALUE...")
 @click.option("--param", "param_items", multiple=True, metavar="REWARD.PARAM=VALUE", help=N_(
     "A reward's param, e.g. cosine_length.max_len=300 (a TOML value; repeat for several); the reward must be one of "
-    "the project's."))
+    "the project's, or one that --reward adds."))
+@click.option("--reward", "reward_items", multiple=True, metavar="NAME[:WEIGHT]", help=N_(
+    "A reward's weight, e.g. thinking:2, as `new --reward` takes it; a reward the project does not list is added as "
+    "a [[rewards]] table (weight 1 where none is given). Repeat for several."))
+@click.option("--remove-reward", "remove_items", multiple=True, metavar="NAME", help=N_(
+    "Remove the project's [[rewards]] table of NAME, its params with it; repeat for several."))
 @click.option("--project", default=".", show_default=True, type=click.Path(),
               help=N_("The project folder, or its config file."))
 @click.option("--dry-run", is_flag=True, help=N_("Say what would change, and change nothing."))
 @click.option("--json", "as_json", is_flag=True, help=N_("Print the result as JSON."))
-def set_(items, param_items, project, dry_run, as_json):
+def set_(items, param_items, reward_items, remove_items, project, dry_run, as_json):
     from ..core.errors import UserError, shown_path
     from ..core.project import config_path
     from ..scaffold import configedit
     from ..scaffold.update import refuse_conflicts
 
-    if not items and not param_items:
-        raise click.UsageError(_("give at least one SECTION.KEY=VALUE or --param REWARD.PARAM=VALUE, e.g. "
-                                 "grpo-skill set grpo.max_completion_length=1024"))
+    if not items and not param_items and not reward_items and not remove_items:
+        raise click.UsageError(_("give at least one SECTION.KEY=VALUE, --param REWARD.PARAM=VALUE, --reward "
+                                 "NAME[:WEIGHT] or --remove-reward NAME, e.g. grpo-skill set "
+                                 "grpo.max_completion_length=1024"))
     refuse_conflicts(config_path(project).parent)  # a conflict marker is not a value to change
-    edit = configedit.prepare(project, items, param_items)
+    edit = configedit.prepare(project, items, param_items, reward_items, remove_items)
     try:
         _loaded, checks = checked(edit.path, text=edit.text, given=edit.given, derived=edit.derived,
                                   prompt_room=edit.prompt_room)
@@ -274,8 +281,8 @@ def set_(items, param_items, project, dry_run, as_json):
     if written:
         configedit.write(edit)
     data = {"config": str(edit.path.resolve()), "dry_run": dry_run, "written": written,
-            "changes": [{"key": change.key, "old": change.old, "new": change.new, "added": change.added}
-                        for change in edit.changes],
+            "changes": [{"key": change.key, "old": change.old, "new": change.new, "added": change.added,
+                         "removed": change.removed} for change in edit.changes],
             "notes": edit.notes, "unchecked": checks["unchecked"], "warnings": checks["warnings"]}
 
     def text(data):
@@ -287,9 +294,7 @@ def set_(items, param_items, project, dry_run, as_json):
         else:
             click.echo(_("Changed {path} (checked as `grpo-skill check` checks it):").format(path=path))
         for change in edit.changes:
-            old, new = configedit.shown_value(change.old), configedit.shown_value(change.new)
-            click.echo(f"  {change.key}: {old} → {new}" if old != new else
-                       "  " + _("{key}: {value} (unchanged)").format(key=change.key, value=new))
+            click.echo("  " + configedit.shown_change(change))
         for note in edit.notes:
             click.echo(_("note: {note}").format(note=note))
         for line in data["unchecked"]:
