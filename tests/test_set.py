@@ -108,6 +108,8 @@ def test_a_new_key_follows_the_last_key_of_its_table(project):
 def test_a_commented_out_key_becomes_the_key_with_its_comment(project):
     (project / "outputs" / "sft" / "adapter").mkdir(parents=True)
     (project / "outputs" / "sft" / "adapter" / "adapter_config.json").write_text("{}")
+    # as sft.py leaves its run: without it, outputs holds a folder of the user's, which check (and train.py) refuse
+    (project / "outputs" / "sft" / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
     before = config_text(project)
     commented = '# adapter = "outputs/sft/adapter"  # continue from a LoRA adapter'
     assert before.count(commented) == 1
@@ -993,7 +995,7 @@ def test_new_force_names_the_earlier_settings_it_does_not_carry_over(tmp_path):
     assert note.endswith("; `grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering "
                          "it again; the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT "
                          f"--dataset {data_copy} --prompt-column question --answer-column final`, with the column of "
-                         "gold answers they read (`set` cannot change them); the language comes from `grpo-skill new "
+                         "gold answers they read (and the dataset `new` copies in); the language comes from `grpo-skill new "
                          "--lang`, else the CLI's language (`set` cannot change it)"), note
 
     # the same answers: what `set` wrote since is in config.toml alone, which is backed up; named all the same
@@ -1127,7 +1129,7 @@ def test_new_force_gives_the_way_back_of_a_reward_that_reads_a_gold_column(tmp_p
         note = [note for note in new(*now) if note.startswith("the earlier project's")][0]
         assert "rewards = accuracy:1 { answer_column = \"final\" }" in note, note
         way = (f"the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT {options}`, with the "
-               "column of gold answers they read (`set` cannot change them)")
+               "column of gold answers they read (and the dataset `new` copies in)")
         assert note.endswith(way), note
         assert "`grpo-skill set SECTION.KEY=VALUE`" not in note  # the dataset comes back with that `new`
         new(*now, "--reward", "accuracy:1", *shlex.split(options))

@@ -165,15 +165,11 @@ def _project_gold(config, found: dict[str, Reward], params: dict[str, dict], unl
     as `new --answer-column` set it on the listed rewards that read one), unless --param gave it: the column the
     project's dataset holds its gold answers in. Returns what to say of it; refuses where the listed rewards read
     their gold answers from several columns."""
-    from ..scaffold.settings import GOLD_PARAMS
+    from ..scaffold.settings import GOLD_PARAMS, gold_columns
 
     notes = []
     for param in GOLD_PARAMS:
-        readers: dict[str, list[str]] = {}  # column: the listed rewards that read it
-        for choice in config.rewards:
-            declared = plugins.get_reward(choice.name).params
-            if param in declared:
-                readers.setdefault(str(choice.params.get(param, declared[param])), []).append(choice.name)
+        readers = gold_columns([(choice.name, choice.params) for choice in config.rewards], param)
         for name in unlisted:
             if param not in found[name].params or param in params[name] or not readers:
                 continue

@@ -177,23 +177,13 @@ def _project_gold(listed: list, added: list[str], parsed, notes: list[str]) -> l
     column the listed rewards read their gold answers from, unless --param gives it, as `rewards try --project`
     does; said in a note. The [REWARD, PARAM] paths so given; refused where they read several columns."""
     from ..core import plugins
-    from ..core.registry import RegistryError
-    from .settings import GOLD_PARAMS
+    from .settings import GOLD_PARAMS, gold_columns
 
+    listed_params = [(entry["name"], entry["params"] if isinstance(entry.get("params"), dict) else {})
+                     for entry in listed if isinstance(entry, dict) and isinstance(entry.get("name"), str)]
     paths = []
     for param in GOLD_PARAMS:
-        readers: dict[str, list[str]] = {}  # column: the listed rewards that read it
-        for entry in listed:
-            name = entry.get("name") if isinstance(entry, dict) else None
-            if not isinstance(name, str):
-                continue  # `check` names it
-            try:
-                declared = plugins.get_reward(name).params
-            except RegistryError:  # `check` names it
-                continue
-            params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
-            if param in declared:
-                readers.setdefault(str(params.get(param, declared[param])), []).append(name)
+        readers = gold_columns(listed_params, param)  # column: the listed rewards that read it
         for name in added:
             declared = plugins.get_reward(name).params
             if param not in declared or param in parsed.params.get(name, {}) or not readers:

@@ -642,7 +642,7 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
              f"{key} = {_rewards_text(value) if key == 'rewards' else toml_value(value)}"
              for key, value in dropped.items()}
     shown = _listed(list(named.values()))
-    ways = []  # how each kind comes back: `set` cannot choose the rewards or the language
+    ways = []  # how each kind comes back: `set` cannot choose the language, nor copy a dataset in
     if set(dropped) - {"rewards", "lang"} - set(params) - covered:
         ways.append(_("`grpo-skill set SECTION.KEY=VALUE` changes one setting of a project without rendering it "
                       "again"))
@@ -650,11 +650,10 @@ def _not_carried_over(recorded: dict, data: dict, earlier_config: dict | None = 
         ways.append(_("`grpo-skill set --param REWARD.PARAM=VALUE` changes a reward's param"))
     if "rewards" in dropped and gold:
         ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT {options}`, with "
-                      "the column of gold answers they read (`set` cannot change them)").format(
+                      "the column of gold answers they read (and the dataset `new` copies in)").format(
             options=shlex.join(gold)))
     elif "rewards" in dropped:
-        ways.append(_("the rewards and their weights come from `grpo-skill new --reward NAME:WEIGHT` (`set` cannot "
-                      "change them)"))
+        ways.append(_("the rewards and their weights come back with `grpo-skill set --reward NAME:WEIGHT`"))
     if "lang" in dropped:
         ways.append(_("the language comes from `grpo-skill new --lang`, else the CLI's language (`set` cannot change "
                       "it)"))

@@ -38,6 +38,23 @@ CHINESE_PARAMS = {"length": {"count": "cjk"}, "format": {"end_marks": ".。！�
 CHINESE_TARGET = {"language": {"language": "zh"}}
 
 
+def gold_columns(rewards, param: str) -> dict[str, list[str]]:
+    """column -> the rewards of ``rewards`` ((name, params) pairs) that read their gold answers (``param``, e.g.
+    answer_column) from it, their defaults counted; a reward the registry lacks is left for `check` to name."""
+    from ..core import plugins
+    from ..core.registry import RegistryError
+
+    readers: dict[str, list[str]] = {}
+    for name, params in rewards:
+        try:
+            declared = plugins.get_reward(name).params
+        except RegistryError:
+            continue
+        if param in declared:
+            readers.setdefault(str(params.get(param, declared[param])), []).append(name)
+    return readers
+
+
 class SettingError(UserError):
     """A --set, --param or --answer-column that cannot work; nothing has been written."""
 
