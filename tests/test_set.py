@@ -105,6 +105,24 @@ def test_a_new_key_follows_the_last_key_of_its_table(project):
     assert config_text(project) == before.replace("report_to = []\n", "report_to = []\ntemperature = 0.7\n")
 
 
+def test_epochs_or_steps_given_takes_the_other_out_and_says_so(project):
+    """transformers lets max_steps decide and ignores num_train_epochs beside it: `set` of one takes the other out
+    (it refused the pair, and nothing could take max_steps out: training by epochs was out of reach)."""
+    before = config_text(project)
+    code, output = grpo_skill("set", "--project", str(project), "grpo.num_train_epochs=2")
+    assert code == 0, output
+    assert "grpo.max_steps: 60 → (not set)" in output
+    assert "note: grpo.max_steps (60) taken out: grpo.num_train_epochs decides the run's length" in output
+    grpo = tomllib.loads(config_text(project))["grpo"]
+    assert grpo["num_train_epochs"] == 2 and "max_steps" not in grpo
+    assert config_text(project).replace("num_train_epochs = 2\n", "") == before.replace("max_steps = 60\n", "")
+    code, output = grpo_skill("set", "--project", str(project), "grpo.max_steps=30")  # and back
+    assert code == 0, output
+    assert "note: grpo.num_train_epochs (2) taken out: grpo.max_steps decides the run's length" in output
+    grpo = tomllib.loads(config_text(project))["grpo"]
+    assert grpo["max_steps"] == 30 and "num_train_epochs" not in grpo
+
+
 def test_a_commented_out_key_becomes_the_key_with_its_comment(project):
     (project / "outputs" / "sft" / "adapter").mkdir(parents=True)
     (project / "outputs" / "sft" / "adapter" / "adapter_config.json").write_text("{}")

@@ -107,6 +107,7 @@ def prepare(project: str | Path, set_items=(), param_items=(), reward_items=(), 
             added_key = _set_key(document, table, key, item)
             edit.changes.append(Change(f"{table}.{key}", old, value, added_key))
     _edit_rewards(document, listed, rewards, specs, removed, edit)
+    _one_length_setting(document, raw, parsed, edit)
     for names in param_paths:
         index = rewards.index(names[0]) if names[0] in rewards else None
         value, old = parsed.params[names[0]], listed[index].get("params") if index is not None else None
@@ -118,6 +119,24 @@ def prepare(project: str | Path, set_items=(), param_items=(), reward_items=(), 
     _name_column_params(edit, added, param_paths, parsed, raw)
     edit.text = tomlkit.dumps(document)
     return edit
+
+
+def _one_length_setting(document, raw: dict, parsed, edit: Edit) -> None:
+    """max_steps or num_train_epochs given, where the file sets the other (transformers lets max_steps decide and
+    ignores the epochs; the check refuses both): the other taken out, and said, as `new` leaves the preset's
+    max_steps out for num_train_epochs."""
+    for table in ("grpo", "sft"):
+        given = parsed.tables.get(table, {})
+        written = raw.get(table) if isinstance(raw.get(table), dict) else {}
+        for key, other in (("num_train_epochs", "max_steps"), ("max_steps", "num_train_epochs")):
+            if key not in given or other in given or written.get(other) is None:
+                continue
+            del document[table][other]
+            edit.changes.append(Change(f"{table}.{other}", written[other], None, removed=True))
+            edit.notes.append((_("grpo.{other} ({value}) taken out: grpo.{key} decides the run's length")
+                               if table == "grpo" else
+                               _("sft.{other} ({value}) taken out: sft.{key} decides sft.py's length"))
+                              .format(other=other, key=key, value=written[other]))
 
 
 def _reward_specs(items) -> dict[str, float | None]:
@@ -643,7 +662,7 @@ def write(edit: Edit) -> None:
 def shown_change(change: Change) -> str:
     """A change as `set` lists it: ``key: old → new``, a reward added or removed as ``rewards: + name (weight w)``
     and ``rewards: - name``."""
-    if change.removed:
+    if change.removed and isinstance(change.old, dict):
         return f"rewards: - {change.old.get('name')}"
     if change.key.startswith("rewards.") and isinstance(change.new, dict) and change.added:
         return _("rewards: + {name} (weight {weight})").format(name=change.new["name"],
