@@ -469,6 +469,11 @@ def test_a_budget_past_what_a_presets_model_reads_is_refused_before_the_model_is
     refused = cli("set", "--project", str(tmp_path / "t"), "grpo.max_completion_length=300000", cwd=tmp_path,
                   env=env, check=False)
     assert refused.returncode == 1 and "the model reads at most 262144 tokens" in refused.stderr, refused.stderr
+    config = tmp_path / "t" / "config.toml"  # and check, of a hand edit past them
+    config.write_text(config.read_text().replace("max_seq_length = 100512", "max_seq_length = 300000"))
+    refused = cli("check", str(tmp_path / "t"), env=env, check=False)
+    assert refused.returncode == 1 and "the model reads at most 262144 tokens" in refused.stderr, refused.stderr
+    config.write_text(config.read_text().replace("max_seq_length = 300000", "max_seq_length = 100512"))
     # another model of the preset is not the one it declares: unchecked until train.py has it, and said so
     cli("set", "--project", str(tmp_path / "t"), "model.name=Qwen/Qwen3-8B", env=env)
     checked = cli("check", str(tmp_path / "t"), env=env)

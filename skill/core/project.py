@@ -225,7 +225,10 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None, *, rewards: 
     check_registry(config, declared)
     check_model(config)
     model_config = model_config_json(config)
-    check_positions(config, model_positions(config, model_config=model_config), longest_prompt)
+    positions = model_positions(config, model_config=model_config)
+    if positions is None and not config.builds_its_model():  # not here yet: what the preset says its model reads
+        positions = _declared_positions(config)
+    check_positions(config, positions, longest_prompt)
     check_against_model(config, model_config)
     config.dataset_rows = check_dataset(config).rows
     check_draw(config, config.dataset_rows, processes)
