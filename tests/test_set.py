@@ -902,6 +902,8 @@ def test_a_gold_reward_whose_column_the_dataset_lacks_is_refused_with_the_param_
                                       "[[rewards]] empty; add one in the same command with --reward NAME[:WEIGHT]"),
     (["--reward", "format", "--remove-reward", "format"], "--reward format and --remove-reward format: give one "
                                                           "of them"),
+    (["--reward", "format", "--remove-reward", "thinking", "--remove-reward", "thinking"],
+     "--remove-reward thinking is given twice; give it once"),
     (["--reward", "format", "--remove-reward", "thinking", "--param", 'thinking.think_end_token="</x>"'],
      "--param thinking.*: --remove-reward thinking removes that reward; give one of them"),
     (["--param", 'format.end_marks="!"'], "--param format.*: 'format' is not one of the project's rewards "

@@ -82,7 +82,10 @@ def prepare(project: str | Path, set_items=(), param_items=(), reward_items=(), 
     sets = given_settings.parse_sets(set_items, option=SET_COMMAND)
     plugins.register_project(path.parent)  # its rewards.py's rewards may take a --param, or be added
     specs = _reward_specs(reward_items)
-    removed = list(dict.fromkeys(name.strip() for name in remove_items))  # once each, as given
+    removed = [name.strip() for name in remove_items]
+    twice = next((name for index, name in enumerate(removed) if name in removed[:index]), None)
+    if twice is not None:
+        raise SettingError(_("--remove-reward {name} is given twice; give it once").format(name=twice))
     both = next((name for name in specs if name in removed), None)
     if both is not None:
         raise SettingError(_("--reward {name} and --remove-reward {name}: give one of them").format(name=both))
